@@ -1,0 +1,146 @@
+package exo
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Config is the static configuration of one host's state machine. Every host
+// of a rack must use the same Hosts, Group and timing values; only ID differs.
+// Times are counted in ticks: the embedder decides how long a tick is (the
+// daemon uses a wall-clock ticker, the simulator a virtual one).
+type Config struct {
+	// ID is this host's position in token order, 0..Hosts-1.
+	ID uint8
+	// Hosts is the roster size n (1..255). The history length is h = n/2 and a
+	// majority is h+1.
+	Hosts int
+	// Group is the group id carried in every frame; frames of other groups are
+	// rejected with BAD_GROUP.
+	Group uint16
+
+	// TokenTimeout is how many ticks without an append a host waits before
+	// it takes the token over from a silent holder (rank 1; host at rank r
+	// waits TokenTimeout + (r-1)*TakeoverStagger).
+	TokenTimeout int
+	// TakeoverStagger separates the takeover deadlines of successive hosts so
+	// that two hosts rarely take over at once.
+	TakeoverStagger int
+	// RetransmitTicks is how long the sender of the newest entry waits for a
+	// successor frame before it broadcasts its frame again (lost frames).
+	RetransmitTicks int
+	// IdleBackoffMax caps the delay, in ticks, of an empty token pass once a
+	// whole rotation has passed without payloads. 0 disables the back-off.
+	IdleBackoffMax int
+	// ViewChangeTimeout is how long a view change (or a promise without the
+	// matching install) may take before the host starts a new one.
+	ViewChangeTimeout int
+	// RejoinTicks is how often a live host that the log marks as skipped asks
+	// the others (MsgRejoin) to re-admit it to the token order.
+	RejoinTicks int
+	// FetchTicks is how long a gap-repair or catch-up request may stay
+	// unanswered before it is sent again.
+	FetchTicks int
+
+	// MaxBatchBytes bounds the payload bytes (records with their length
+	// prefixes) of one frame.
+	MaxBatchBytes int
+	// MaxPending bounds the queue of proposals not yet broadcast; Propose
+	// returns ErrQueueFull beyond it.
+	MaxPending int
+	// SeqWindow is how far ahead of the append pointer a frame may be and
+	// still be held as a gap; beyond it the frame is rejected as SEQ_TOO_FAR.
+	SeqWindow uint64
+	// MaxHeld bounds the frames held while a gap is repaired.
+	MaxHeld int
+}
+
+// Defaults used by WithDefaults for fields left zero.
+const (
+	DefaultTokenTimeout      = 16
+	DefaultTakeoverStagger   = 8
+	DefaultRetransmitTicks   = 6
+	DefaultIdleBackoffMax    = 4
+	DefaultViewChangeTimeout = 40
+	DefaultRejoinTicks       = 30
+	DefaultFetchTicks        = 6
+	DefaultMaxBatchBytes     = 1400
+	DefaultMaxPending        = 4096
+	DefaultSeqWindow         = 1024
+	DefaultMaxHeld           = 256
+)
+
+// WithDefaults returns c with every zero timing and size field set to its
+// default. IdleBackoffMax is left as given when negative (-1 disables it).
+func (c Config) WithDefaults() Config {
+	set := func(v *int, d int) {
+		if *v == 0 {
+			*v = d
+		}
+	}
+	set(&c.TokenTimeout, DefaultTokenTimeout)
+	set(&c.TakeoverStagger, DefaultTakeoverStagger)
+	set(&c.RetransmitTicks, DefaultRetransmitTicks)
+	set(&c.IdleBackoffMax, DefaultIdleBackoffMax)
+	if c.IdleBackoffMax < 0 {
+		c.IdleBackoffMax = 0
+	}
+	set(&c.ViewChangeTimeout, DefaultViewChangeTimeout)
+	set(&c.RejoinTicks, DefaultRejoinTicks)
+	set(&c.FetchTicks, DefaultFetchTicks)
+	set(&c.MaxBatchBytes, DefaultMaxBatchBytes)
+	set(&c.MaxPending, DefaultMaxPending)
+	set(&c.MaxHeld, DefaultMaxHeld)
+	if c.SeqWindow == 0 {
+		c.SeqWindow = DefaultSeqWindow
+	}
+	return c
+}
+
+// ErrConfig is wrapped by every configuration error.
+var ErrConfig = errors.New("invalid config")
+
+func configErr(field, format string, args ...any) error {
+	return fmt.Errorf("%w: %s: %s", ErrConfig, field, fmt.Sprintf(format, args...))
+}
+
+// Validate reports the first invalid field of c, naming it.
+func (c Config) Validate() error {
+	switch {
+	case c.Hosts < 1 || c.Hosts > MaxRoster:
+		return configErr("Hosts", "%d is outside 1..%d", c.Hosts, MaxRoster)
+	case int(c.ID) >= c.Hosts:
+		return configErr("ID", "%d is outside the roster 0..%d", c.ID, c.Hosts-1)
+	case c.TokenTimeout <= c.IdleBackoffMax:
+		return configErr("TokenTimeout", "%d must exceed IdleBackoffMax (%d)", c.TokenTimeout, c.IdleBackoffMax)
+	case c.TakeoverStagger < 1:
+		return configErr("TakeoverStagger", "%d must be at least 1", c.TakeoverStagger)
+	case c.RetransmitTicks < 1:
+		return configErr("RetransmitTicks", "%d must be at least 1", c.RetransmitTicks)
+	case c.ViewChangeTimeout < 1:
+		return configErr("ViewChangeTimeout", "%d must be at least 1", c.ViewChangeTimeout)
+	case c.RejoinTicks < 1:
+		return configErr("RejoinTicks", "%d must be at least 1", c.RejoinTicks)
+	case c.FetchTicks < 1:
+		return configErr("FetchTicks", "%d must be at least 1", c.FetchTicks)
+	case c.MaxBatchBytes < 3 || c.MaxBatchBytes > 65535:
+		return configErr("MaxBatchBytes", "%d is outside 3..65535", c.MaxBatchBytes)
+	case c.MaxPending < 1:
+		return configErr("MaxPending", "%d must be at least 1", c.MaxPending)
+	case c.MaxHeld < 1:
+		return configErr("MaxHeld", "%d must be at least 1", c.MaxHeld)
+	case c.SeqWindow < 1:
+		return configErr("SeqWindow", "%d must be at least 1", c.SeqWindow)
+	}
+	return nil
+}
+
+// MaxRoster is the largest roster: ids 0..254, since 0xFF (HistoryNone)
+// marks an empty history slot.
+const MaxRoster = MaxHosts - 1
+
+// HistoryLen returns h = floor(n/2) for a roster of n hosts.
+func HistoryLen(n int) int { return n / 2 }
+
+// Majority returns h+1, the number of distinct senders that agree an entry.
+func Majority(n int) int { return n/2 + 1 }

@@ -1,0 +1,66 @@
+package exo
+
+import "fmt"
+
+// MsgType is the kind of an out-of-band (OOB) message. OOB messages travel
+// over the separate TCP network (package oob), never on the broadcast
+// segment.
+type MsgType uint8
+
+// OOB message types.
+const (
+	// MsgFetch asks a peer for its log from Lo on (gap repair, catch-up).
+	// Epoch is the requester's log epoch.
+	MsgFetch MsgType = iota + 1
+	// MsgFetchResp answers MsgFetch: the responder's log epoch (LogEpoch),
+	// agreement pointer (Agreed), skip set (Skipped) and its entries from
+	// Start on.
+	MsgFetchResp
+	// MsgPrepare starts a view change to epoch Epoch (phase 1). Lo is the
+	// initiator's agreement pointer: responders send their log from
+	// min(Lo, their own agreement pointer) on.
+	MsgPrepare
+	// MsgPromise answers MsgPrepare: the responder will accept nothing of an
+	// older epoch and reports its log (LogEpoch, Agreed, Start, Entries).
+	// Amnesiac is set by a host that restarted without its state: it counts
+	// as unknown, never as a witness.
+	MsgPromise
+	// MsgNack refuses a MsgPrepare: the responder promised Epoch already.
+	MsgNack
+	// MsgInstall ends a view change: every receiver that has not promised a
+	// newer epoch replaces its log from Start on with Entries, moves to
+	// Epoch, and takes Skipped as the token order's skip set.
+	MsgInstall
+	// MsgRejoin asks to be re-admitted to the token order by a host that the
+	// log skips (it was passed over by a takeover while away).
+	MsgRejoin
+)
+
+var msgNames = [...]string{"?", "Fetch", "FetchResp", "Prepare", "Promise", "Nack", "Install", "Rejoin"}
+
+func (t MsgType) String() string {
+	if int(t) < len(msgNames) {
+		return msgNames[t]
+	}
+	return fmt.Sprintf("MsgType(%d)", uint8(t))
+}
+
+// Message is one OOB message. Which fields are used depends on Type.
+type Message struct {
+	Type     MsgType
+	From, To uint8
+	Epoch    uint32 // Prepare/Promise/Nack/Install: the view change's epoch; Fetch: requester's log epoch
+	LogEpoch uint32 // Promise/FetchResp: the responder's log epoch
+	Lo       uint64 // Prepare/Fetch: first position wanted
+	Hi       uint64 // Fetch: first position not needed (0: to the end)
+	Start    uint64 // Promise/FetchResp/Install: position of Entries[0]
+	Agreed   uint64 // Promise/FetchResp/Install: agreement pointer known
+	Skipped  []uint8
+	Amnesiac bool
+	Entries  []Entry
+}
+
+func (m Message) String() string {
+	return fmt.Sprintf("%s %d->%d epoch=%d logEpoch=%d lo=%d start=%d agreed=%d entries=%d",
+		m.Type, m.From, m.To, m.Epoch, m.LogEpoch, m.Lo, m.Start, m.Agreed, len(m.Entries))
+}

@@ -1,0 +1,584 @@
+package exo
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Errors returned by Propose.
+var (
+	ErrQueueFull = errors.New("exo: proposal queue full")
+	ErrTooLarge  = errors.New("exo: payload larger than one frame")
+)
+
+// Reject records one frame that was not appended, and why.
+type Reject struct {
+	From   uint8
+	Seq    uint64
+	Epoch  uint32
+	Reason Reason
+}
+
+// EventKind names a control-plane event reported in Ready.Events.
+type EventKind uint8
+
+// Control-plane events.
+const (
+	EventGap        EventKind = iota + 1 // a frame ahead of the append pointer: repair started
+	EventDivergence                      // a frame conflicts with the log: view change follows
+	EventTakeover                        // this host took the token over after a timeout
+	EventViewChange                      // this host started a view change (Epoch = proposed)
+	EventInstalled                       // this host moved to a new epoch (Epoch, Seq = log length)
+	EventSafety                          // an agreed entry would have changed: a bug, never expected
+	EventRetransmit                      // this host re-broadcast its newest frame
+)
+
+var eventNames = [...]string{"?", "gap", "divergence", "takeover", "view-change", "installed", "SAFETY", "retransmit"}
+
+func (k EventKind) String() string {
+	if int(k) < len(eventNames) {
+		return eventNames[k]
+	}
+	return fmt.Sprintf("EventKind(%d)", uint8(k))
+}
+
+// Event is one control-plane event.
+type Event struct {
+	Kind  EventKind
+	Epoch uint32
+	Seq   uint64
+	Peer  uint8
+}
+
+// Ready is what the embedder must carry out after a Step, StepFrame,
+// Propose or Tick: persist the log changes (Truncate, then Appended) when it
+// keeps a durable log, then broadcast Frames, send Messages, and deliver
+// Agreed to applications in order. The slices stay valid until Advance.
+type Ready struct {
+	Truncate    uint64 // the log was cut back to this length before Appended (when HasTruncate)
+	HasTruncate bool
+	Appended    []Entry   // entries appended to the log, in order
+	Frames      []Frame   // frames to broadcast, in order
+	Messages    []Message // OOB messages to send
+	Agreed      []Entry   // newly agreed entries, in log order: deliver each once
+	Dropped     []Entry   // this host's unagreed entries removed by a view change
+	Rejects     []Reject  // frames not appended, with their reason
+	Events      []Event
+}
+
+// Empty reports whether r holds nothing to do.
+func (r *Ready) Empty() bool {
+	return !r.HasTruncate && len(r.Appended) == 0 && len(r.Frames) == 0 &&
+		len(r.Messages) == 0 && len(r.Agreed) == 0 && len(r.Dropped) == 0 &&
+		len(r.Rejects) == 0 && len(r.Events) == 0
+}
+
+// HardState is what a host must keep across a restart to rejoin without a
+// view change: the log, its epoch, the epoch promised and the skip set.
+type HardState struct {
+	Epoch    uint32
+	Promised uint32
+	Agreed   uint64
+	Skipped  []uint8
+	Log      []Entry
+}
+
+// Node is the Exo protocol state machine of one host. It does no I/O, reads
+// no clock and starts no goroutine: frames, OOB messages, proposals and
+// ticks go in; a Ready describes what to do. It is not safe for concurrent
+// use.
+type Node struct {
+	cfg  Config
+	n, h int
+	id   uint8
+
+	p        Pointers // fast-path state; p.Epoch is the log's epoch
+	promised uint32   // highest epoch promised in a view change (>= p.Epoch)
+	amnesiac bool     // restarted without state: may not send or witness
+	log      []Entry
+	arena    arena
+
+	delivered uint64
+	skipped   [MaxHosts]bool
+	readmit   [MaxHosts]bool // skipped hosts that asked to be re-admitted
+	emptyRun  int            // consecutive token passes at the end of the log
+
+	pending  [][]byte // proposals not yet broadcast (FIFO)
+	pendHead int
+
+	idle         int // ticks since the last append (or install)
+	haltedTicks  int
+	skippedTicks int
+	maxEpochSeen uint32
+
+	held       map[uint64]Entry // frames beyond a gap, by seq
+	fetching   bool
+	fetchTicks int
+	fetchPeer  uint8
+
+	vc *viewChange
+
+	rd Ready
+}
+
+// NewNode returns a host that starts a rack from scratch: empty log, epoch 0,
+// host 0 holding the token.
+func NewNode(cfg Config) (*Node, error) {
+	cfg = cfg.WithDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	nd := &Node{cfg: cfg, n: cfg.Hosts, h: HistoryLen(cfg.Hosts), id: cfg.ID}
+	nd.p = NewPointers(cfg.Group, cfg.Hosts, cfg.SeqWindow)
+	nd.held = make(map[uint64]Entry)
+	return nd, nil
+}
+
+// NewAmnesiacNode returns a host that restarted without its state. It sends
+// nothing and witnesses nothing until a view change it takes part in has
+// installed a log on it.
+func NewAmnesiacNode(cfg Config) (*Node, error) {
+	nd, err := NewNode(cfg)
+	if err != nil {
+		return nil, err
+	}
+	nd.amnesiac = true
+	nd.p.Halted = true
+	return nd, nil
+}
+
+// RestartNode returns a host restarted from its durable state. Entries below
+// hs.Agreed are delivered again (the application's state is assumed lost
+// with the process).
+func RestartNode(cfg Config, hs HardState) (*Node, error) {
+	nd, err := NewNode(cfg)
+	if err != nil {
+		return nil, err
+	}
+	nd.p.Epoch = hs.Epoch
+	nd.promised = max(hs.Promised, hs.Epoch)
+	nd.maxEpochSeen = nd.promised
+	for i := range hs.Log {
+		if hs.Log[i].Seq != uint64(i) {
+			return nil, fmt.Errorf("exo: restart: log entry %d has seq %d", i, hs.Log[i].Seq)
+		}
+		nd.pushEntry(hs.Log[i])
+	}
+	clear(nd.skipped[:])
+	for _, id := range hs.Skipped {
+		if int(id) < nd.n {
+			nd.skipped[id] = true
+		}
+	}
+	nd.p.Agreed = max(nd.p.Agreed, min(hs.Agreed, uint64(len(nd.log))))
+	nd.p.Halted = nd.promised > nd.p.Epoch
+	nd.rd = Ready{}
+	nd.deliver()
+	return nd, nil
+}
+
+// HardState returns a copy of the state a durable host persists.
+func (nd *Node) HardState() HardState {
+	hs := HardState{Epoch: nd.p.Epoch, Promised: nd.promised, Agreed: nd.p.Agreed,
+		Skipped: nd.skippedList(), Log: make([]Entry, len(nd.log))}
+	copy(hs.Log, nd.log)
+	return hs
+}
+
+// ID returns this host's id.
+func (nd *Node) ID() uint8 { return nd.id }
+
+// Config returns the configuration in use (defaults applied).
+func (nd *Node) Config() Config { return nd.cfg }
+
+// Pointers returns a copy of the fast-path state.
+func (nd *Node) Pointers() Pointers { return nd.p }
+
+// Epoch returns the epoch of the current log.
+func (nd *Node) Epoch() uint32 { return nd.p.Epoch }
+
+// Promised returns the highest epoch promised to a view change.
+func (nd *Node) Promised() uint32 { return nd.promised }
+
+// Halted reports whether the host accepts no frames (view change pending or
+// amnesiac).
+func (nd *Node) Halted() bool { return nd.p.Halted }
+
+// Amnesiac reports whether the host restarted without state and has not yet
+// been given a log.
+func (nd *Node) Amnesiac() bool { return nd.amnesiac }
+
+// Log returns the log (read-only; valid until the next call into nd).
+func (nd *Node) Log() []Entry { return nd.log }
+
+// Pending returns the number of proposals waiting for the token.
+func (nd *Node) Pending() int { return len(nd.pending) - nd.pendHead }
+
+// Holder returns the host that holds the token according to this host's
+// log: the first host after the newest entry's sender, in token order, that
+// is neither skipped nor in the history (a host in the history could not
+// send); when every such host is skipped, the first one not in the history.
+func (nd *Node) Holder() uint8 {
+	last := uint8(nd.n - 1)
+	if len(nd.log) > 0 {
+		last = nd.log[len(nd.log)-1].Sender
+	}
+	return nd.after(last)
+}
+
+func (nd *Node) after(last uint8) uint8 {
+	for pass := 0; pass < 2; pass++ {
+		for i := 1; i <= nd.n; i++ {
+			y := uint8((int(last) + i) % nd.n)
+			if (pass == 1 || !nd.skipped[y]) && !nd.p.InHistory(y) {
+				return y
+			}
+		}
+	}
+	return uint8((int(last) + 1) % nd.n)
+}
+
+// Skipped reports whether the token order currently skips host id.
+func (nd *Node) Skipped(id uint8) bool { return int(id) < nd.n && nd.skipped[id] }
+
+func (nd *Node) skippedList() []uint8 {
+	var s []uint8
+	for i := 0; i < nd.n; i++ {
+		if nd.skipped[i] {
+			s = append(s, uint8(i))
+		}
+	}
+	return s
+}
+
+// Ready returns what must be done; call Advance once it is done.
+func (nd *Node) Ready() Ready { return nd.rd }
+
+// HasReady reports whether Ready holds anything.
+func (nd *Node) HasReady() bool { return !nd.rd.Empty() }
+
+// Advance releases the last Ready. Its buffers are reused.
+func (nd *Node) Advance() {
+	r := &nd.rd
+	clear(r.Frames)
+	clear(r.Messages)
+	clear(r.Appended)
+	clear(r.Agreed)
+	clear(r.Dropped)
+	*r = Ready{
+		Appended: r.Appended[:0], Frames: r.Frames[:0], Messages: r.Messages[:0],
+		Agreed: r.Agreed[:0], Dropped: r.Dropped[:0], Rejects: r.Rejects[:0], Events: r.Events[:0],
+	}
+}
+
+// Propose queues a payload for broadcast; it goes out in the next frame this
+// host sends with the token, batched with other queued payloads.
+func (nd *Node) Propose(payload []byte) error {
+	if len(payload)+2 > nd.cfg.MaxBatchBytes {
+		return fmt.Errorf("%w: %d bytes, at most %d", ErrTooLarge, len(payload), nd.cfg.MaxBatchBytes-2)
+	}
+	if nd.Pending() >= nd.cfg.MaxPending {
+		return ErrQueueFull
+	}
+	if nd.pendHead > 0 && nd.pendHead*2 >= len(nd.pending) {
+		k := copy(nd.pending, nd.pending[nd.pendHead:])
+		clear(nd.pending[k:])
+		nd.pending = nd.pending[:k]
+		nd.pendHead = 0
+	}
+	nd.pending = append(nd.pending, append([]byte(nil), payload...))
+	nd.maybeSend(false)
+	return nil
+}
+
+// StepBytes decodes a received frame (the bytes after the Ethernet header,
+// padding allowed) and steps it.
+func (nd *Node) StepBytes(b []byte) Reason {
+	var f Frame
+	if err := f.UnmarshalBinary(b); err != nil {
+		r := ReasonOf(err)
+		nd.rd.Rejects = append(nd.rd.Rejects, Reject{Reason: r})
+		return r
+	}
+	return nd.StepFrame(&f)
+}
+
+// StepFrame applies a received, decoded frame and returns its verdict.
+// The frame's slices are copied if it is kept.
+func (nd *Node) StepFrame(f *Frame) Reason {
+	if f.Type != FrameData {
+		nd.reject(f, ReasonBadType)
+		return ReasonBadType
+	}
+	if f.Epoch > nd.maxEpochSeen && int(f.Sender) < nd.n && f.Group == nd.p.Group {
+		nd.maxEpochSeen = f.Epoch
+	}
+	r := nd.p.Classify(f)
+	switch r {
+	case ReasonAccept:
+		nd.appendEntry(entryOf(f))
+		nd.drainHeld()
+		nd.maybeSend(false)
+	case ReasonGap:
+		nd.reject(f, r)
+		nd.hold(f)
+	case ReasonDivergence:
+		nd.reject(f, r)
+		nd.event(EventDivergence, f.Epoch, f.Seq, f.Sender)
+		nd.startViewChange()
+	case ReasonFutureEpoch:
+		nd.reject(f, r)
+		if !nd.amnesiac {
+			nd.fetch(f.Sender, nd.p.Agreed, 0)
+		}
+	default:
+		nd.reject(f, r)
+	}
+	return r
+}
+
+func entryOf(f *Frame) Entry {
+	return Entry{Seq: f.Seq, Epoch: f.Epoch, Sender: f.Sender, History: f.History, Count: f.Count, Flags: f.Flags, Payload: f.Payload}
+}
+
+func (nd *Node) reject(f *Frame, r Reason) {
+	nd.rd.Rejects = append(nd.rd.Rejects, Reject{From: f.Sender, Seq: f.Seq, Epoch: f.Epoch, Reason: r})
+}
+
+func (nd *Node) event(k EventKind, epoch uint32, seq uint64, peer uint8) {
+	nd.rd.Events = append(nd.rd.Events, Event{Kind: k, Epoch: epoch, Seq: seq, Peer: peer})
+}
+
+// pushEntry appends e to the log (copying its slices) and moves the
+// pointers, the skip set and the idle-pass counter. It is the only place the
+// log grows.
+func (nd *Node) pushEntry(e Entry) {
+	// Token order: the expected sender is the holder (see Holder); hosts
+	// passed over by a takeover are skipped until a view change re-admits
+	// them, or they send again.
+	for x := nd.Holder(); x != e.Sender; x = uint8((int(x) + 1) % nd.n) {
+		if !nd.p.InHistory(x) {
+			nd.skipped[x] = true
+		}
+	}
+	nd.skipped[e.Sender] = false
+	if x, ok := e.Readmits(); ok && int(x) < nd.n {
+		nd.skipped[x] = false
+		nd.readmit[x] = false
+	}
+
+	e.History = nd.arena.copy(e.History)
+	e.Payload = nd.arena.copy(e.Payload)
+	nd.log = append(nd.log, e)
+	nd.p.Accept(e.Sender, e.Seq)
+	if e.Count == 0 {
+		nd.emptyRun++
+	} else {
+		nd.emptyRun = 0
+	}
+}
+
+func (nd *Node) appendEntry(e Entry) {
+	nd.pushEntry(e)
+	nd.rd.Appended = append(nd.rd.Appended, nd.log[len(nd.log)-1])
+	nd.idle = 0
+	nd.deliver()
+}
+
+// deliver moves newly agreed entries to Ready.Agreed.
+func (nd *Node) deliver() {
+	for nd.delivered < nd.p.Agreed {
+		nd.rd.Agreed = append(nd.rd.Agreed, nd.log[nd.delivered])
+		nd.delivered++
+	}
+}
+
+// hold keeps a frame beyond a gap and asks its sender for the missing
+// entries.
+func (nd *Node) hold(f *Frame) {
+	if _, ok := nd.held[f.Seq]; !ok && len(nd.held) < nd.cfg.MaxHeld {
+		e := entryOf(f)
+		e.History = append([]uint8(nil), e.History...)
+		e.Payload = append([]byte(nil), e.Payload...)
+		nd.held[f.Seq] = e
+	}
+	if !nd.fetching {
+		nd.event(EventGap, f.Epoch, nd.p.Append, f.Sender)
+		nd.fetch(f.Sender, nd.p.Append, f.Seq)
+	}
+}
+
+func (nd *Node) fetch(peer uint8, lo, hi uint64) {
+	nd.fetching = true
+	nd.fetchTicks = 0
+	nd.fetchPeer = peer
+	nd.rd.Messages = append(nd.rd.Messages, Message{Type: MsgFetch, From: nd.id, To: peer,
+		Epoch: nd.p.Epoch, Lo: lo, Hi: hi})
+}
+
+// drainHeld appends held frames that the log has reached.
+func (nd *Node) drainHeld() {
+	for len(nd.held) > 0 {
+		e, ok := nd.held[nd.p.Append]
+		for s := range nd.held {
+			if s < nd.p.Append {
+				delete(nd.held, s)
+			}
+		}
+		if !ok {
+			return
+		}
+		delete(nd.held, e.Seq)
+		f := e.Frame(nd.p.Group)
+		switch r := nd.p.Classify(&f); r {
+		case ReasonAccept:
+			nd.appendEntry(e)
+		case ReasonDivergence:
+			nd.event(EventDivergence, e.Epoch, e.Seq, e.Sender)
+			nd.startViewChange()
+			return
+		default:
+			nd.rd.Rejects = append(nd.rd.Rejects, Reject{From: e.Sender, Seq: e.Seq, Epoch: e.Epoch, Reason: r})
+		}
+	}
+	if len(nd.held) == 0 {
+		nd.fetching = false
+	}
+}
+
+// canSend reports whether this host may put a frame on the wire now.
+func (nd *Node) canSend() bool {
+	return !nd.p.Halted && !nd.amnesiac && (brokenDistinct || !nd.p.InHistory(nd.id))
+}
+
+// idleDelay is the back-off of an empty token pass: none while payloads
+// flow or during the first rotation of empty passes, then one more tick per
+// idle rotation, up to IdleBackoffMax.
+func (nd *Node) idleDelay() int {
+	if nd.cfg.IdleBackoffMax == 0 || nd.emptyRun < nd.n {
+		return 0
+	}
+	return min(nd.cfg.IdleBackoffMax, nd.emptyRun/nd.n)
+}
+
+// maybeSend broadcasts this host's frame if it holds the token (or takes it
+// over when takeover is set).
+func (nd *Node) maybeSend(takeover bool) {
+	if !nd.canSend() {
+		return
+	}
+	if !takeover {
+		if nd.Holder() != nd.id {
+			return
+		}
+		if nd.Pending() == 0 && nd.idle < nd.idleDelay() {
+			return
+		}
+	}
+	nd.send()
+}
+
+// send builds the next frame from the queued proposals (possibly none: a
+// token pass), appends it locally and queues it for broadcast.
+func (nd *Node) send() {
+	var payload []byte
+	var count uint16
+	size := 0
+	for nd.pendHead < len(nd.pending) && count < 65535 {
+		rec := nd.pending[nd.pendHead]
+		if size+2+len(rec) > nd.cfg.MaxBatchBytes {
+			break
+		}
+		payload, _ = AppendRecord(payload, rec) // lengths checked by Propose
+		size += 2 + len(rec)
+		count++
+		nd.pending[nd.pendHead] = nil
+		nd.pendHead++
+	}
+	if nd.pendHead == len(nd.pending) {
+		nd.pending = nd.pending[:0]
+		nd.pendHead = 0
+	}
+	e := Entry{Seq: nd.p.Append, Epoch: nd.p.Epoch, Sender: nd.id, History: nd.p.Hist(), Count: count, Payload: payload}
+	for x := 0; x < nd.n; x++ {
+		if nd.readmit[x] && nd.skipped[x] {
+			e.Flags = FlagReadmit | uint16(x)
+			break
+		}
+	}
+	nd.appendEntry(e)
+	last := &nd.log[len(nd.log)-1]
+	nd.rd.Frames = append(nd.rd.Frames, last.Frame(nd.p.Group))
+}
+
+// Tick advances the host's clock by one tick: idle passes, retransmissions,
+// token takeovers, fetch retries and view-change timeouts.
+func (nd *Node) Tick() {
+	nd.idle++
+	if nd.p.Halted {
+		nd.tickHalted()
+		return
+	}
+	nd.haltedTicks = 0
+	if nd.fetching {
+		nd.fetchTicks++
+		if nd.fetchTicks >= nd.cfg.FetchTicks {
+			peer := uint8((int(nd.fetchPeer) + 1) % nd.n)
+			if peer == nd.id {
+				peer = uint8((int(peer) + 1) % nd.n)
+			}
+			nd.fetch(peer, nd.p.Append, 0)
+		}
+	}
+	if nd.skipped[nd.id] {
+		// Passed over while it was away: ask the others to re-admit it; the
+		// next frame sent carries the re-admission, so every host applies it
+		// at the same point of the log.
+		nd.skippedTicks++
+		if nd.skippedTicks >= nd.cfg.RejoinTicks {
+			nd.skippedTicks = 0
+			for i := 0; i < nd.n; i++ {
+				if uint8(i) != nd.id {
+					nd.rd.Messages = append(nd.rd.Messages, Message{Type: MsgRejoin, From: nd.id, To: uint8(i), Epoch: nd.p.Epoch})
+				}
+			}
+		}
+	} else {
+		nd.skippedTicks = 0
+	}
+	holder := nd.Holder()
+	if len(nd.log) > 0 && nd.log[len(nd.log)-1].Sender == nd.id && nd.idle%nd.cfg.RetransmitTicks == 0 {
+		last := &nd.log[len(nd.log)-1]
+		nd.rd.Frames = append(nd.rd.Frames, last.Frame(nd.p.Group))
+		nd.event(EventRetransmit, last.Epoch, last.Seq, nd.id)
+	}
+	switch {
+	case holder == nd.id:
+		nd.maybeSend(false)
+	default:
+		rank := nd.rank(holder)
+		if nd.idle >= nd.cfg.TokenTimeout+(rank-1)*nd.cfg.TakeoverStagger && nd.canSend() {
+			nd.event(EventTakeover, nd.p.Epoch, nd.p.Append, holder)
+			nd.maybeSend(true)
+		}
+	}
+}
+
+// rank is this host's place in the takeover order after holder: live hosts
+// first, in token order, then skipped ones.
+func (nd *Node) rank(holder uint8) int {
+	r := 0
+	for pass := 0; pass < 2; pass++ {
+		for i := 1; i < nd.n; i++ {
+			y := uint8((int(holder) + i) % nd.n)
+			if nd.skipped[y] != (pass == 1) {
+				continue
+			}
+			r++
+			if y == nd.id {
+				return r
+			}
+		}
+	}
+	return r
+}

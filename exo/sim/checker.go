@@ -1,0 +1,195 @@
+package sim
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/exo-rack/exo/exo"
+)
+
+// Checker checks the properties of PROTOCOL.md section 8 on everything the
+// hosts deliver:
+//
+//   - agreement: no two hosts (nor two incarnations of one) ever deliver
+//     different entries at the same sequence number, across every view
+//     change, so agreed entries survive reconciliation;
+//   - order: every host delivers sequence numbers 0, 1, 2, ... with no gap
+//     and nothing twice;
+//   - validity: every delivered payload was published, and is agreed at one
+//     sequence number only; a payload reported dropped is never agreed;
+//   - liveness: after the faults stop, the rack converges (one epoch, nobody
+//     halted) and every payload published at a host that did not crash is
+//     delivered everywhere, within the quiet phase.
+type Checker struct {
+	n          int
+	agreed     map[uint64]string // seq -> identity of the agreed entry
+	streams    map[[2]int]uint64 // (host, incarnation) -> next seq expected
+	origin     map[uint64][2]int // payload id -> (host, incarnation) that published it
+	agreedAt   map[uint64]uint64 // payload id -> seq
+	dropped    map[uint64]bool
+	open       map[uint64]bool // published, not yet agreed, dropped or lost
+	byInc      map[[2]int][]uint64
+	maxSeq     uint64 // highest seq holding a payload
+	violations []string
+	// QuietTicks is how long the rack took to converge after the faults
+	// stopped (set by Final).
+	QuietTicks int
+}
+
+// NewChecker returns a checker for n hosts.
+func NewChecker(n int) *Checker {
+	return &Checker{n: n, agreed: map[uint64]string{}, streams: map[[2]int]uint64{},
+		origin: map[uint64][2]int{}, agreedAt: map[uint64]uint64{}, dropped: map[uint64]bool{},
+		open: map[uint64]bool{}, byInc: map[[2]int][]uint64{}}
+}
+
+func (c *Checker) violation(format string, args ...any) {
+	if len(c.violations) < 20 {
+		c.violations = append(c.violations, fmt.Sprintf(format, args...))
+	}
+}
+
+// Violations returns what was violated (at most 20 lines).
+func (c *Checker) Violations() []string { return c.violations }
+
+// ErrViolation is wrapped by Err when a property was violated.
+var ErrViolation = errors.New("property violated")
+
+// Err returns nil or an error listing the violations.
+func (c *Checker) Err() error {
+	if len(c.violations) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%w: %s", ErrViolation, strings.Join(c.violations, "; "))
+}
+
+func identity(e exo.Entry) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d/%d/%d/", e.Epoch, e.Sender, e.Count)
+	b.Write(e.Payload)
+	return b.String()
+}
+
+func payloadIDs(e exo.Entry) ([]uint64, error) {
+	var ids []uint64
+	err := e.Records(func(rec []byte) error {
+		if len(rec) < 8 {
+			return fmt.Errorf("record of %d bytes", len(rec))
+		}
+		ids = append(ids, binary.BigEndian.Uint64(rec))
+		return nil
+	})
+	return ids, err
+}
+
+// Proposed records a payload published at a host incarnation.
+func (c *Checker) Proposed(host, inc int, id uint64) {
+	k := [2]int{host, inc}
+	c.origin[id] = k
+	c.open[id] = true
+	c.byInc[k] = append(c.byInc[k], id)
+}
+
+// Agreed records an entry delivered by a host incarnation.
+func (c *Checker) Agreed(host, inc int, e exo.Entry) {
+	k := [2]int{host, inc}
+	if next := c.streams[k]; e.Seq != next {
+		c.violation("host %d (incarnation %d) delivered seq %d, expected %d", host, inc, e.Seq, next)
+	}
+	c.streams[k] = e.Seq + 1
+	id := identity(e)
+	if prev, ok := c.agreed[e.Seq]; ok {
+		if prev != id {
+			c.violation("agreement: seq %d delivered as %q and as %q (host %d)", e.Seq, short(prev), short(id), host)
+		}
+		return
+	}
+	c.agreed[e.Seq] = id
+	ids, err := payloadIDs(e)
+	if err != nil {
+		c.violation("seq %d: bad payload: %v", e.Seq, err)
+	}
+	for _, p := range ids {
+		if _, ok := c.origin[p]; !ok {
+			c.violation("validity: seq %d carries payload %d that was never published", e.Seq, p)
+		}
+		if s, ok := c.agreedAt[p]; ok {
+			c.violation("validity: payload %d agreed twice, at seq %d and %d", p, s, e.Seq)
+		}
+		if c.dropped[p] {
+			c.violation("payload %d was reported dropped but is agreed at seq %d", p, e.Seq)
+		}
+		c.agreedAt[p] = e.Seq
+		c.maxSeq = max(c.maxSeq, e.Seq)
+		delete(c.open, p)
+	}
+}
+
+func short(s string) string {
+	if len(s) > 24 {
+		return s[:24] + "..."
+	}
+	return s
+}
+
+// Dropped records an entry a host reported as dropped by a view change.
+func (c *Checker) Dropped(host int, e exo.Entry) {
+	ids, _ := payloadIDs(e)
+	for _, p := range ids {
+		if s, ok := c.agreedAt[p]; ok {
+			c.violation("host %d reported payload %d dropped, but it is agreed at seq %d", host, p, s)
+		}
+		c.dropped[p] = true
+		delete(c.open, p)
+	}
+}
+
+// Crashed records that a host incarnation ended: what it published and did
+// not see agreed is lost with it (its publishers saw no acknowledgement).
+func (c *Checker) Crashed(host int, nd *exo.Node) {
+	for k, ids := range c.byInc {
+		if k[0] != host {
+			continue
+		}
+		for _, p := range ids {
+			delete(c.open, p)
+		}
+		delete(c.byInc, k)
+	}
+}
+
+// QuietStart is called when the faults stop.
+func (c *Checker) QuietStart(nodes []*exo.Node) {}
+
+// converged reports whether every host is in one epoch, none halted, and
+// everything that must be delivered is delivered everywhere.
+func (c *Checker) converged(nodes []*exo.Node) bool {
+	if len(c.open) > 0 {
+		return false
+	}
+	e := nodes[0].Epoch()
+	for _, nd := range nodes {
+		if nd.Halted() || nd.Epoch() != e || nd.Pointers().Agreed <= c.maxSeq {
+			return false
+		}
+	}
+	return true
+}
+
+// Final checks liveness at the end of the quiet phase.
+func (c *Checker) Final(nodes []*exo.Node, used, limit int) {
+	c.QuietTicks = used
+	if c.converged(nodes) {
+		return
+	}
+	var st []string
+	for i, nd := range nodes {
+		p := nd.Pointers()
+		st = append(st, fmt.Sprintf("h%d{epoch=%d promised=%d halted=%v append=%d agreed=%d pending=%d}",
+			i, p.Epoch, nd.Promised(), p.Halted, p.Append, p.Agreed, nd.Pending()))
+	}
+	c.violation("liveness: not converged %d ticks after the faults stopped (%d payloads outstanding, need agreed > %d): %s",
+		limit, len(c.open), c.maxSeq, strings.Join(st, " "))
+}

@@ -1,0 +1,469 @@
+// Package sim is a deterministic simulator for the Exo state machine: n
+// hosts on a virtual broadcast segment and OOB network that drops,
+// duplicates, reorders, delays, partitions (two-way and one-way) and heals,
+// hosts that crash and restart with or without their durable state, clients
+// that publish, and a checker for the properties of PROTOCOL.md section 8.
+//
+// Everything is driven by one seeded PCG generator: a seed fully determines
+// a run, so a failing seed is a reproducible regression test.
+package sim
+
+import (
+	"container/heap"
+	"encoding/binary"
+	"fmt"
+	"math/rand/v2"
+
+	"github.com/exo-rack/exo/exo"
+)
+
+// Options configures one simulated run.
+type Options struct {
+	Hosts int
+	Seed  uint64
+	// Ticks is the length of the faulty phase; Quiet the fault-free phase
+	// after it, in which liveness is checked.
+	Ticks, Quiet int
+	// StepsPerTick is how many network steps (one hop each) make one tick.
+	StepsPerTick int
+
+	Drop, Dup  float64 // per-frame/message probabilities
+	MaxDelay   int     // extra delay in steps, uniform 0..MaxDelay (reordering)
+	Partitions bool    // random two-way and one-way partitions and heals
+	Crashes    bool    // random crashes and restarts
+	// Amnesia is the probability that a restart loses the durable state too
+	// (a host whose disk died). With it, agreement and validity are still
+	// checked, but liveness cannot be promised: a view change that would
+	// need the lost knowledge waits (see docs/protocol.md), and such a stall
+	// is counted in Stats.Stalled instead of being a violation.
+	Amnesia  float64
+	ProposeP float64 // per-tick probability that a client publishes at a host
+
+	// Config is the protocol configuration (ID and Hosts are set per host).
+	Config exo.Config
+}
+
+// DefaultOptions returns options with every fault switched on.
+func DefaultOptions(hosts int, seed uint64) Options {
+	return Options{Hosts: hosts, Seed: seed, Ticks: 400, Quiet: 300, StepsPerTick: 8,
+		Drop: 0.02, Dup: 0.02, MaxDelay: 6, Partitions: true, Crashes: true,
+		ProposeP: 0.3}
+}
+
+// NoFaults returns options with every fault switched off.
+func NoFaults(hosts int, seed uint64) Options {
+	o := DefaultOptions(hosts, seed)
+	o.Drop, o.Dup, o.MaxDelay, o.Partitions, o.Crashes = 0, 0, 0, false, false
+	return o
+}
+
+type delivery struct {
+	at    int64
+	order uint64
+	to    int
+	frame *exo.Frame
+	msg   *exo.Message
+}
+
+type queue []*delivery
+
+func (q queue) Len() int { return len(q) }
+func (q queue) Less(i, j int) bool {
+	if q[i].at != q[j].at {
+		return q[i].at < q[j].at
+	}
+	return q[i].order < q[j].order
+}
+func (q queue) Swap(i, j int) { q[i], q[j] = q[j], q[i] }
+func (q *queue) Push(x any)   { *q = append(*q, x.(*delivery)) }
+func (q *queue) Pop() any {
+	old := *q
+	d := old[len(old)-1]
+	*q = old[:len(old)-1]
+	return d
+}
+
+type host struct {
+	node    *exo.Node
+	up      bool
+	durable exo.HardState // persisted by every Ready
+	downFor int
+	inc     int // incarnation, for the checker's delivery streams
+}
+
+// Sim is one simulated rack.
+type Sim struct {
+	opt   Options
+	rng   *rand.Rand
+	hosts []*host
+	cut   [][]bool // cut[a][b]: nothing from a reaches b
+	q     queue
+	now   int64
+	order uint64
+	tick  int
+	quiet bool
+	// amnesiac is set once any host restarted without its state.
+	amnesiac bool
+
+	nextID uint64
+	chk    *Checker
+	Stats  Stats
+	trace  func(string)
+}
+
+// Stats counts what happened in a run.
+type Stats struct {
+	Frames, Messages, Delivered, Dropped uint64
+	Proposed, Agreed                     uint64
+	ViewChanges, Takeovers, Crashes      uint64
+	Partitions                           uint64
+	Rejects                              [exo.NumReasons]uint64
+	MaxAgreed                            uint64
+	// Stalled is set when a run with amnesiac restarts did not converge:
+	// allowed (see Options.Amnesia), but reported.
+	Stalled bool
+	Steps   int64
+}
+
+// New builds a simulated rack.
+func New(opt Options) (*Sim, error) {
+	if opt.Hosts < 1 || opt.Hosts > exo.MaxHosts {
+		return nil, fmt.Errorf("sim: hosts %d outside 1..%d", opt.Hosts, exo.MaxHosts)
+	}
+	if opt.StepsPerTick < 1 {
+		opt.StepsPerTick = 1
+	}
+	s := &Sim{opt: opt, rng: rand.New(rand.NewPCG(opt.Seed, opt.Seed^0x9e3779b97f4a7c15))}
+	s.chk = NewChecker(opt.Hosts)
+	s.cut = make([][]bool, opt.Hosts)
+	for i := range s.cut {
+		s.cut[i] = make([]bool, opt.Hosts)
+	}
+	for i := 0; i < opt.Hosts; i++ {
+		nd, err := exo.NewNode(s.config(i))
+		if err != nil {
+			return nil, fmt.Errorf("sim: host %d: %w", i, err)
+		}
+		s.hosts = append(s.hosts, &host{node: nd, up: true})
+	}
+	return s, nil
+}
+
+// Trace sets a function that receives a line per notable event.
+func (s *Sim) Trace(fn func(string)) { s.trace = fn }
+
+func (s *Sim) tracef(format string, args ...any) {
+	if s.trace != nil {
+		s.trace(fmt.Sprintf("t=%d ", s.tick) + fmt.Sprintf(format, args...))
+	}
+}
+
+func (s *Sim) config(i int) exo.Config {
+	c := s.opt.Config
+	c.ID = uint8(i)
+	c.Hosts = s.opt.Hosts
+	return c
+}
+
+// Checker returns the run's checker.
+func (s *Sim) Checker() *Checker { return s.chk }
+
+// Run runs the faulty phase and the quiet phase and returns the checker's
+// verdict: nil when no property was violated.
+func (s *Sim) Run() error {
+	for s.tick = 0; s.tick < s.opt.Ticks; s.tick++ {
+		s.faults()
+		s.clients()
+		s.step()
+	}
+	s.beginQuiet()
+	for end := s.tick + s.opt.Quiet; s.tick < end; s.tick++ {
+		s.step()
+		if s.settled() {
+			break
+		}
+	}
+	if s.amnesiac && !s.settled() {
+		s.Stats.Stalled = true
+		s.chk.QuietTicks = s.tick - s.opt.Ticks
+	} else {
+		s.chk.Final(s.nodes(), s.tick-s.opt.Ticks, s.opt.Quiet)
+	}
+	s.Stats.Steps = s.now
+	return s.chk.Err()
+}
+
+func (s *Sim) nodes() []*exo.Node {
+	var out []*exo.Node
+	for _, h := range s.hosts {
+		out = append(out, h.node)
+	}
+	return out
+}
+
+// step runs one tick: its network steps, then a Tick at every live host.
+func (s *Sim) step() {
+	for i := 0; i < s.opt.StepsPerTick; i++ {
+		s.now++
+		for len(s.q) > 0 && s.q[0].at <= s.now {
+			d := heap.Pop(&s.q).(*delivery)
+			s.deliver(d)
+		}
+	}
+	for i, h := range s.hosts {
+		if h.up {
+			h.node.Tick()
+			s.ready(i)
+		}
+	}
+	for _, h := range s.hosts {
+		if h.up {
+			s.Stats.MaxAgreed = max(s.Stats.MaxAgreed, h.node.Pointers().Agreed)
+		}
+	}
+}
+
+func (s *Sim) deliver(d *delivery) {
+	h := s.hosts[d.to]
+	if !h.up {
+		return
+	}
+	if d.frame != nil {
+		r := h.node.StepFrame(d.frame)
+		s.Stats.Rejects[r]++
+	} else {
+		h.node.Step(*d.msg)
+	}
+	s.ready(d.to)
+}
+
+// send schedules a frame or message from a to b through the faulty network.
+func (s *Sim) send(a, b int, f *exo.Frame, m *exo.Message) {
+	if s.cut[a][b] {
+		return
+	}
+	copies := 1
+	if !s.quiet {
+		if s.rng.Float64() < s.opt.Drop {
+			return
+		}
+		if s.rng.Float64() < s.opt.Dup {
+			copies = 2
+		}
+	}
+	for c := 0; c < copies; c++ {
+		delay := int64(1)
+		if s.opt.MaxDelay > 0 && !s.quiet {
+			delay += int64(s.rng.IntN(s.opt.MaxDelay + 1))
+		}
+		s.order++
+		heap.Push(&s.q, &delivery{at: s.now + delay, order: s.order, to: b, frame: f, msg: m})
+	}
+}
+
+// ready carries out host i's Ready: persist, broadcast, send, deliver.
+func (s *Sim) ready(i int) {
+	h := s.hosts[i]
+	nd := h.node
+	if !nd.HasReady() {
+		return
+	}
+	rd := nd.Ready()
+	for _, e := range rd.Events {
+		switch e.Kind {
+		case exo.EventViewChange:
+			s.Stats.ViewChanges++
+		case exo.EventTakeover:
+			s.Stats.Takeovers++
+		case exo.EventSafety:
+			s.chk.violation("host %d: safety event at seq %d (epoch %d)", i, e.Seq, e.Epoch)
+		}
+		if e.Kind != exo.EventRetransmit || s.quiet {
+			s.tracef("host %d %s epoch=%d seq=%d peer=%d", i, e.Kind, e.Epoch, e.Seq, e.Peer)
+		}
+	}
+	if s.quiet {
+		for _, r := range rd.Rejects {
+			s.tracef("host %d reject %s from %d seq %d epoch %d", i, r.Reason, r.From, r.Seq, r.Epoch)
+		}
+		for _, m := range rd.Messages {
+			s.tracef("host %d send %s", i, m)
+		}
+	}
+	h.durable = nd.HardState() // the simulated disk: synchronous, before sending
+	for fi := range rd.Frames {
+		f := rd.Frames[fi]
+		s.Stats.Frames++
+		for b := range s.hosts {
+			if b != i {
+				s.send(i, b, &f, nil)
+			}
+		}
+	}
+	for mi := range rd.Messages {
+		m := rd.Messages[mi]
+		s.Stats.Messages++
+		s.send(i, int(m.To), nil, &m)
+	}
+	for _, e := range rd.Agreed {
+		s.chk.Agreed(i, h.inc, e)
+		s.Stats.Agreed++
+	}
+	for _, e := range rd.Dropped {
+		s.chk.Dropped(i, e)
+		s.Stats.Dropped++
+	}
+	nd.Advance()
+}
+
+// faults injects partitions, heals, crashes and restarts at random.
+func (s *Sim) faults() {
+	n := s.opt.Hosts
+	if s.opt.Partitions && s.rng.Float64() < 0.01 {
+		s.heal()
+		s.Stats.Partitions++
+		switch s.rng.IntN(3) {
+		case 0: // two sides
+			side := make([]int, n)
+			for i := range side {
+				side[i] = s.rng.IntN(2)
+			}
+			for a := 0; a < n; a++ {
+				for b := 0; b < n; b++ {
+					s.cut[a][b] = side[a] != side[b]
+				}
+			}
+			s.tracef("partition %v", side)
+		case 1: // one host isolated one way
+			a := s.rng.IntN(n)
+			out := s.rng.IntN(2) == 0
+			for b := 0; b < n; b++ {
+				if b != a {
+					if out {
+						s.cut[a][b] = true
+					} else {
+						s.cut[b][a] = true
+					}
+				}
+			}
+			s.tracef("one-way cut host %d out=%v", a, out)
+		default: // the seed's minority/majority split
+			perm := s.rng.Perm(n)
+			minority := make([]bool, n)
+			for _, x := range perm[:n/2] {
+				minority[x] = true
+			}
+			for a := 0; a < n; a++ {
+				for b := 0; b < n; b++ {
+					s.cut[a][b] = minority[a] != minority[b]
+				}
+			}
+			s.tracef("minority split %v", minority)
+		}
+	} else if s.rng.Float64() < 0.02 {
+		s.heal()
+	}
+	if !s.opt.Crashes {
+		return
+	}
+	down := 0
+	for _, h := range s.hosts {
+		if !h.up || h.node.Amnesiac() {
+			down++
+		}
+	}
+	for i, h := range s.hosts {
+		if !h.up {
+			h.downFor--
+			if h.downFor <= 0 {
+				s.restart(i)
+			}
+		}
+	}
+	if down < exo.HistoryLen(n) && s.rng.Float64() < 0.01 {
+		i := s.rng.IntN(n)
+		if s.hosts[i].up {
+			s.crash(i)
+		}
+	}
+}
+
+func (s *Sim) heal() {
+	for a := range s.cut {
+		clear(s.cut[a])
+	}
+}
+
+func (s *Sim) crash(i int) {
+	h := s.hosts[i]
+	h.up = false
+	h.downFor = 5 + s.rng.IntN(60)
+	s.Stats.Crashes++
+	s.chk.Crashed(i, h.node)
+	s.tracef("crash host %d", i)
+}
+
+func (s *Sim) restart(i int) {
+	h := s.hosts[i]
+	var err error
+	h.inc++
+	if s.rng.Float64() >= s.opt.Amnesia {
+		h.node, err = exo.RestartNode(s.config(i), h.durable)
+		s.tracef("restart host %d durable", i)
+	} else {
+		h.node, err = exo.NewAmnesiacNode(s.config(i))
+		s.amnesiac = true
+		s.tracef("restart host %d amnesiac", i)
+	}
+	if err != nil {
+		s.chk.violation("restart host %d: %v", i, err)
+		return
+	}
+	h.up = true
+	s.ready(i)
+}
+
+// clients publish payloads that carry a unique id.
+func (s *Sim) clients() {
+	for i, h := range s.hosts {
+		if h.up && s.rng.Float64() < s.opt.ProposeP {
+			s.propose(i)
+		}
+	}
+}
+
+func (s *Sim) propose(i int) {
+	h := s.hosts[i]
+	s.nextID++
+	p := make([]byte, 8+s.rng.IntN(24))
+	binary.BigEndian.PutUint64(p, s.nextID)
+	if err := h.node.Propose(p); err != nil {
+		s.nextID--
+		return
+	}
+	s.Stats.Proposed++
+	s.chk.Proposed(i, h.inc, s.nextID)
+	s.ready(i)
+}
+
+// beginQuiet heals every fault, restarts crashed hosts and publishes one
+// last payload at every host; from then on the rack must converge.
+func (s *Sim) beginQuiet() {
+	s.quiet = true
+	s.heal()
+	for i, h := range s.hosts {
+		if !h.up {
+			s.restart(i)
+		}
+	}
+	for i := range s.hosts {
+		s.propose(i)
+	}
+	s.chk.QuietStart(s.nodes())
+}
+
+// settled reports whether every host is in one epoch, halted nowhere, and
+// has delivered everything published that was not dropped.
+func (s *Sim) settled() bool {
+	return s.chk.converged(s.nodes())
+}

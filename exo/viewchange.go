@@ -1,0 +1,446 @@
+package exo
+
+import (
+	"errors"
+	"slices"
+)
+
+// A view change moves the rack to a new epoch after a divergence (a healed
+// partition, two hosts that took the token at once), a lost install, a
+// restart without state, or a skipped host that asks to be re-admitted. It is
+// Paxos phase 1 and 2 over whole logs:
+//
+//  1. The initiator picks an epoch above every epoch it has seen, unique to it
+//     (epoch mod n == its id), promises it itself and sends Prepare.
+//  2. Every host that has not promised a newer epoch promises this one: from
+//     now on it accepts no frame of an older epoch and sends none. It answers
+//     with its log above min(initiator's agreed, own agreed).
+//  3. With the promises of a majority of hosts that kept their state, the
+//     initiator computes the new log with Resolve and sends Install; every
+//     host that has not promised a newer epoch adopts it.
+//
+// Resolve keeps every entry that may have been agreed anywhere; see its doc
+// and docs/protocol.md for the argument, and exo/sim and exo/explore for the
+// checking.
+type viewChange struct {
+	epoch    uint32
+	lo       uint64
+	ticks    int
+	promises map[uint8]Message
+}
+
+// nextEpoch returns the smallest epoch above floor that belongs to this host.
+func (nd *Node) nextEpoch(floor uint32) uint32 {
+	n := uint32(nd.n)
+	e := floor + 1
+	if r := e % n; r != uint32(nd.id) {
+		e += (uint32(nd.id) + n - r) % n
+	}
+	return e
+}
+
+func (nd *Node) startViewChange() {
+	floor := max(nd.promised, nd.p.Epoch, nd.maxEpochSeen)
+	if nd.vc != nil {
+		floor = max(floor, nd.vc.epoch)
+	}
+	e := nd.nextEpoch(floor)
+	nd.promised = e
+	nd.maxEpochSeen = max(nd.maxEpochSeen, e)
+	nd.p.Halted = true
+	nd.haltedTicks = 0
+	lo := nd.p.Agreed
+	if nd.amnesiac {
+		lo = 0
+	}
+	nd.vc = &viewChange{epoch: e, lo: lo, promises: make(map[uint8]Message)}
+	nd.vc.promises[nd.id] = nd.promise(e, lo)
+	nd.event(EventViewChange, e, nd.p.Append, nd.id)
+	for i := 0; i < nd.n; i++ {
+		if uint8(i) != nd.id {
+			nd.rd.Messages = append(nd.rd.Messages, Message{Type: MsgPrepare, From: nd.id, To: uint8(i), Epoch: e, Lo: lo})
+		}
+	}
+	nd.tryResolve()
+}
+
+// promise builds this host's answer to a Prepare of epoch e.
+func (nd *Node) promise(e uint32, lo uint64) Message {
+	start := min(lo, nd.p.Agreed, uint64(len(nd.log)))
+	m := Message{Type: MsgPromise, From: nd.id, Epoch: e, LogEpoch: nd.p.Epoch,
+		Agreed: nd.p.Agreed, Start: start, Amnesiac: nd.amnesiac, Skipped: nd.skippedList()}
+	if nd.amnesiac {
+		m.Start, m.Agreed, m.LogEpoch = 0, 0, 0
+	} else {
+		m.Entries = slices.Clone(nd.log[start:])
+	}
+	return m
+}
+
+func (nd *Node) tickHalted() {
+	nd.haltedTicks++
+	if nd.vc != nil {
+		nd.vc.ticks++
+		if nd.vc.ticks >= nd.cfg.ViewChangeTimeout {
+			nd.startViewChange()
+		}
+		return
+	}
+	// A promise whose install never came, or an amnesiac host: start a view
+	// change, staggered by id so that hosts rarely duel.
+	if nd.haltedTicks >= nd.cfg.ViewChangeTimeout/2+int(nd.id)*nd.cfg.TakeoverStagger/2+1 {
+		nd.startViewChange()
+	}
+}
+
+// Step applies one OOB message addressed to this host.
+func (nd *Node) Step(m Message) {
+	switch m.Type {
+	case MsgFetch:
+		if nd.amnesiac {
+			return
+		}
+		const maxEntries = 1024
+		start := min(m.Lo, uint64(len(nd.log)))
+		end := uint64(len(nd.log))
+		if m.Epoch == nd.p.Epoch && m.Hi > start && m.Hi < end {
+			end = m.Hi
+		}
+		end = min(end, start+maxEntries)
+		nd.rd.Messages = append(nd.rd.Messages, Message{Type: MsgFetchResp, From: nd.id, To: m.From,
+			LogEpoch: nd.p.Epoch, Agreed: nd.p.Agreed, Start: start, Skipped: nd.skippedList(),
+			Entries: slices.Clone(nd.log[start:end])})
+	case MsgFetchResp:
+		nd.stepFetchResp(m)
+	case MsgPrepare:
+		if m.Epoch > nd.maxEpochSeen {
+			nd.maxEpochSeen = m.Epoch
+		}
+		if m.Epoch < nd.promised || m.Epoch <= nd.p.Epoch {
+			nd.rd.Messages = append(nd.rd.Messages, Message{Type: MsgNack, From: nd.id, To: m.From, Epoch: nd.promised})
+			return
+		}
+		if nd.vc != nil && nd.vc.epoch < m.Epoch {
+			nd.vc = nil
+		}
+		nd.promised = m.Epoch
+		nd.p.Halted = true
+		nd.haltedTicks = 0
+		p := nd.promise(m.Epoch, m.Lo)
+		p.To = m.From
+		nd.rd.Messages = append(nd.rd.Messages, p)
+	case MsgPromise:
+		if nd.vc != nil && m.Epoch == nd.vc.epoch {
+			nd.vc.promises[m.From] = m
+			nd.tryResolve()
+		}
+	case MsgNack:
+		if m.Epoch > nd.maxEpochSeen {
+			nd.maxEpochSeen = m.Epoch
+		}
+		if nd.vc != nil && m.Epoch > nd.vc.epoch {
+			// Someone promised a newer view change: let it finish; start
+			// again (above it) only if it does not.
+			nd.vc = nil
+			nd.haltedTicks = 0
+		}
+	case MsgRejoin:
+		if int(m.From) < nd.n && nd.skipped[m.From] {
+			nd.readmit[m.From] = true
+		}
+	case MsgInstall:
+		if m.Epoch >= nd.promised && m.Epoch > nd.p.Epoch {
+			if nd.amnesiac && m.Epoch != nd.promised {
+				return // an amnesiac host joins only a view change it took part in
+			}
+			nd.adopt(m.Epoch, m.Start, m.Entries, m.Agreed, m.Skipped)
+		}
+	}
+}
+
+func (nd *Node) stepFetchResp(m Message) {
+	if nd.amnesiac {
+		return
+	}
+	switch {
+	case m.LogEpoch == nd.p.Epoch && !nd.p.Halted:
+		progressed := false
+		for i := range m.Entries {
+			e := m.Entries[i]
+			if e.Seq < nd.p.Append {
+				continue
+			}
+			f := e.Frame(nd.p.Group)
+			r := nd.p.Classify(&f)
+			if r == ReasonAccept {
+				nd.appendEntry(e)
+				progressed = true
+				continue
+			}
+			if r == ReasonDivergence {
+				nd.event(EventDivergence, e.Epoch, e.Seq, m.From)
+				nd.startViewChange()
+				return
+			}
+			break
+		}
+		if progressed {
+			nd.fetching = false
+		}
+		nd.drainHeld()
+		nd.maybeSend(false)
+	case m.LogEpoch > nd.p.Epoch && m.LogEpoch >= nd.promised:
+		if m.Start > nd.p.Agreed {
+			nd.fetch(m.From, nd.p.Agreed, 0)
+			return
+		}
+		nd.adopt(m.LogEpoch, m.Start, m.Entries, m.Agreed, m.Skipped)
+	}
+}
+
+// adopt replaces the log from start on with entries, in epoch epoch.
+func (nd *Node) adopt(epoch uint32, start uint64, entries []Entry, agreed uint64, skipped []uint8) {
+	if start > uint64(len(nd.log)) || start > nd.p.Agreed {
+		return
+	}
+	end := start + uint64(len(entries))
+	// Agreed entries never change: check it, and report if not.
+	for s := start; s < nd.p.Agreed; s++ {
+		if s >= end || !nd.log[s].Equal(&entries[s-start]) {
+			nd.event(EventSafety, epoch, s, nd.id)
+			return
+		}
+	}
+	// This host's own unagreed entries that the new log lacks are dropped:
+	// their publishers must be told.
+	for s := max(start, nd.p.Agreed); s < uint64(len(nd.log)); s++ {
+		if nd.log[s].Sender != nd.id || nd.log[s].Count == 0 {
+			continue
+		}
+		if s >= end || !entries[s-start].SameID(&nd.log[s]) {
+			nd.rd.Dropped = append(nd.rd.Dropped, nd.log[s])
+		}
+	}
+	oldAgreed := nd.p.Agreed
+	keep := nd.log[:start]
+	nd.log = nil
+	nd.p = NewPointers(nd.p.Group, nd.n, nd.cfg.SeqWindow)
+	nd.emptyRun = 0
+	clear(nd.skipped[:])
+	for i := range keep {
+		nd.pushEntry(keep[i])
+	}
+	for i := range entries {
+		nd.pushEntry(entries[i])
+	}
+	clear(nd.skipped[:])
+	for _, id := range skipped {
+		if int(id) < nd.n {
+			nd.skipped[id] = true
+		}
+	}
+	if !nd.rd.HasTruncate || start < nd.rd.Truncate {
+		nd.rd.Truncate = start
+	}
+	nd.rd.HasTruncate = true
+	nd.rd.Appended = append(nd.rd.Appended[:0], nd.log[start:]...)
+	nd.p.Epoch = epoch
+	nd.p.Agreed = max(oldAgreed, min(agreed, uint64(len(nd.log))))
+	nd.promised = max(nd.promised, epoch)
+	nd.maxEpochSeen = max(nd.maxEpochSeen, epoch)
+	nd.p.Halted = nd.promised > epoch
+	nd.amnesiac = false
+	nd.vc = nil
+	nd.idle = 0
+	nd.haltedTicks = 0
+	nd.skippedTicks = 0
+	clear(nd.held)
+	nd.fetching = false
+	nd.event(EventInstalled, epoch, uint64(len(nd.log)), nd.id)
+	nd.deliver()
+	nd.maybeSend(false)
+}
+
+func (nd *Node) tryResolve() {
+	vc := nd.vc
+	ws := make([]Witness, 0, len(vc.promises))
+	for _, m := range vc.promises {
+		ws = append(ws, Witness{ID: m.From, LogEpoch: m.LogEpoch, Agreed: m.Agreed, Start: m.Start,
+			Entries: m.Entries, Amnesiac: m.Amnesiac})
+	}
+	res, err := Resolve(nd.n, vc.lo, nd.log, ws)
+	if err != nil {
+		return // wait for more promises (or the timeout)
+	}
+	// Hosts that promised are live; the others keep the place the
+	// initiator's log gives them (a host that is merely slow to answer is not
+	// thrown out of the token order; a dead one is skipped by the next
+	// takeover).
+	var skipped []uint8
+	for i := 0; i < nd.n; i++ {
+		if _, ok := vc.promises[uint8(i)]; !ok && nd.skipped[i] {
+			skipped = append(skipped, uint8(i))
+		}
+	}
+	for i := 0; i < nd.n; i++ {
+		if uint8(i) == nd.id {
+			continue
+		}
+		nd.rd.Messages = append(nd.rd.Messages, Message{Type: MsgInstall, From: nd.id, To: uint8(i),
+			Epoch: vc.epoch, Start: res.Start, Agreed: res.Agreed, Skipped: skipped, Entries: res.Entries})
+	}
+	// The initiator is a witness itself and promised below its own agreed
+	// pointer; it adopts like everyone else.
+	nd.adopt(vc.epoch, res.Start, res.Entries, res.Agreed, skipped)
+}
+
+// Witness is one host's answer to a view change: its log from Start on.
+type Witness struct {
+	ID       uint8
+	LogEpoch uint32
+	Agreed   uint64
+	Start    uint64
+	Entries  []Entry
+	Amnesiac bool
+}
+
+// Resolution is the log a view change installs: Entries from Start on, of
+// which everything below Agreed is known to be agreed.
+type Resolution struct {
+	Start   uint64
+	Agreed  uint64
+	Entries []Entry
+}
+
+// Errors returned by Resolve.
+var (
+	ErrNeedMore   = errors.New("exo: view change needs more promises")
+	ErrInconsist  = errors.New("exo: witnesses contradict an agreed entry")
+	errNoWitness  = errors.New("exo: no witness")
+	errBadWitness = errors.New("exo: witness log does not start where it says")
+)
+
+// Resolve computes the log a view change installs from the promises of the
+// hosts in ws (including the initiator's own, unless it is amnesiac). own is
+// the initiator's log; every entry of it below lo is agreed.
+//
+// The rule, and why it keeps every entry that may have been agreed anywhere:
+//
+//   - It needs h+1 witnesses that kept their state (amnesiac hosts count as
+//     unknown). Only witnesses whose log is of the newest epoch E among them
+//     take part: anything agreed in an older epoch is in E's installed log,
+//     and anything agreed in E was held by h+1 hosts of E, one of them a
+//     witness.
+//   - Walking up from lo, at each position the remaining witnesses are
+//     grouped by the entry they hold there. One group: take it. Several (a
+//     fork): an entry at or beyond this position can only have been agreed
+//     on a branch that h+1 hosts held, so a branch is possible when its
+//     witnesses plus the hosts that did not answer reach h+1. Exactly one
+//     possible branch: take it. None: nothing here was agreed; take the
+//     largest branch. Two or more: the answers cannot tell; wait for more
+//     (ErrNeedMore). With every host answering this never happens.
+//   - Witnesses whose log ends, or that hold another branch, drop out: they
+//     promised, so they will not append more in E.
+func Resolve(n int, lo uint64, own []Entry, ws []Witness) (Resolution, error) {
+	h := HistoryLen(n)
+	var wit []*Witness
+	start := lo
+	for i := range ws {
+		w := &ws[i]
+		start = min(start, w.Start)
+		if !w.Amnesiac {
+			wit = append(wit, w)
+		}
+	}
+	if len(wit) < h+1 {
+		return Resolution{}, ErrNeedMore
+	}
+	if len(wit) == 0 {
+		return Resolution{}, errNoWitness
+	}
+	var top uint32
+	var agreed uint64
+	for _, w := range wit {
+		top = max(top, w.LogEpoch)
+		agreed = max(agreed, w.Agreed)
+	}
+	unknown := n - len(wit)
+	if lo > uint64(len(own)) {
+		return Resolution{}, errBadWitness
+	}
+	// Witnesses of the newest epoch that hold the agreed prefix [.., lo).
+	var alive []*Witness
+	for _, w := range wit {
+		if w.LogEpoch != top || w.Start > lo || w.Start+uint64(len(w.Entries)) < lo {
+			continue
+		}
+		ok := true
+		for s := w.Start; s < lo; s++ {
+			if !w.Entries[s-w.Start].Equal(&own[s]) {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			alive = append(alive, w)
+		}
+	}
+	out := make([]Entry, 0, int(lo-start)+8)
+	out = append(out, own[start:lo]...)
+	for j := lo; ; j++ {
+		type group struct {
+			e   *Entry
+			ws  []*Witness
+			key uint64
+		}
+		var groups []group
+		for _, w := range alive {
+			if j >= w.Start+uint64(len(w.Entries)) {
+				continue
+			}
+			e := &w.Entries[j-w.Start]
+			k := -1
+			for gi := range groups {
+				if groups[gi].e.SameID(e) {
+					k = gi
+					break
+				}
+			}
+			if k < 0 {
+				groups = append(groups, group{e: e, key: uint64(e.Epoch)<<8 | uint64(e.Sender)})
+				k = len(groups) - 1
+			}
+			groups[k].ws = append(groups[k].ws, w)
+		}
+		if len(groups) == 0 {
+			break
+		}
+		pick := 0
+		if len(groups) > 1 {
+			possible := -1
+			for gi, g := range groups {
+				if len(g.ws)+unknown >= h+1 {
+					if possible >= 0 {
+						return Resolution{}, ErrNeedMore
+					}
+					possible = gi
+				}
+			}
+			if possible >= 0 {
+				pick = possible
+			} else {
+				for gi, g := range groups {
+					if len(g.ws) > len(groups[pick].ws) || (len(g.ws) == len(groups[pick].ws) && g.key < groups[pick].key) {
+						pick = gi
+					}
+				}
+			}
+		}
+		out = append(out, *groups[pick].e)
+		alive = groups[pick].ws
+	}
+	if agreed > start+uint64(len(out)) {
+		return Resolution{}, ErrInconsist
+	}
+	return Resolution{Start: start, Agreed: agreed, Entries: out}, nil
+}
