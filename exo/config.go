@@ -29,6 +29,10 @@ type Config struct {
 	// RetransmitTicks is how long the sender of the newest entry waits for a
 	// successor frame before it broadcasts its frame again (lost frames).
 	RetransmitTicks int
+	// PassDelay is how many ticks the token holder waits before an empty
+	// token pass when it has nothing to send (0: pass at once). The idle
+	// back-off comes on top of it.
+	PassDelay int
 	// IdleBackoffMax caps the delay, in ticks, of an empty token pass once a
 	// whole rotation has passed without payloads. 0 disables the back-off.
 	IdleBackoffMax int
@@ -111,8 +115,10 @@ func (c Config) Validate() error {
 		return configErr("Hosts", "%d is outside 1..%d", c.Hosts, MaxRoster)
 	case int(c.ID) >= c.Hosts:
 		return configErr("ID", "%d is outside the roster 0..%d", c.ID, c.Hosts-1)
-	case c.TokenTimeout <= c.IdleBackoffMax:
-		return configErr("TokenTimeout", "%d must exceed IdleBackoffMax (%d)", c.TokenTimeout, c.IdleBackoffMax)
+	case c.TokenTimeout <= c.IdleBackoffMax+c.PassDelay:
+		return configErr("TokenTimeout", "%d must exceed PassDelay+IdleBackoffMax (%d)", c.TokenTimeout, c.IdleBackoffMax+c.PassDelay)
+	case c.PassDelay < 0:
+		return configErr("PassDelay", "%d must not be negative", c.PassDelay)
 	case c.TakeoverStagger < 1:
 		return configErr("TakeoverStagger", "%d must be at least 1", c.TakeoverStagger)
 	case c.RetransmitTicks < 1:

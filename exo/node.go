@@ -3,6 +3,8 @@ package exo
 import (
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 )
 
 // Errors returned by Propose.
@@ -356,7 +358,8 @@ func (nd *Node) pushEntry(e Entry) {
 	// Token order: the expected sender is the holder (see Holder); hosts
 	// passed over by a takeover are skipped until a view change re-admits
 	// them, or they send again.
-	for x := nd.Holder(); x != e.Sender; x = uint8((int(x) + 1) % nd.n) {
+	// The first frame of a new rack may come from any host.
+	for x := nd.Holder(); len(nd.log) > 0 && x != e.Sender; x = uint8((int(x) + 1) % nd.n) {
 		if !nd.p.InHistory(x) {
 			nd.skipped[x] = true
 		}
@@ -451,14 +454,26 @@ func (nd *Node) canSend() bool {
 	return !nd.p.Halted && !nd.amnesiac && (brokenDistinct || !nd.p.InHistory(nd.id))
 }
 
-// idleDelay is the back-off of an empty token pass: none while payloads
-// flow or during the first rotation of empty passes, then one more tick per
-// idle rotation, up to IdleBackoffMax.
+// Broadcast makes this host send a frame now, as a token takeover does: with
+// its queued proposals, or empty. It sends nothing and reports false when the
+// rules forbid it: halted, amnesiac, or this host is in its own history
+// (every receiver would reject the frame with SENDER_IN_HISTORY).
+func (nd *Node) Broadcast() bool {
+	if !nd.canSend() {
+		return false
+	}
+	nd.send()
+	return true
+}
+
+// idleDelay is how long an empty token pass waits: PassDelay, plus a
+// back-off of one more tick per idle rotation after the first, up to
+// IdleBackoffMax.
 func (nd *Node) idleDelay() int {
 	if nd.cfg.IdleBackoffMax == 0 || nd.emptyRun < nd.n {
-		return 0
+		return nd.cfg.PassDelay
 	}
-	return min(nd.cfg.IdleBackoffMax, nd.emptyRun/nd.n)
+	return nd.cfg.PassDelay + min(nd.cfg.IdleBackoffMax, nd.emptyRun/nd.n)
 }
 
 // maybeSend broadcasts this host's frame if it holds the token (or takes it
@@ -582,3 +597,31 @@ func (nd *Node) rank(holder uint8) int {
 	}
 	return r
 }
+
+// Clone returns an independent copy of nd, for model checkers that explore
+// many futures of one state. Entry payloads are shared: they are never
+// written after they are appended.
+func (nd *Node) Clone() *Node {
+	c := *nd
+	c.arena = arena{}
+	c.log = slices.Clone(nd.log)
+	c.pending = slices.Clone(nd.pending[nd.pendHead:])
+	c.pendHead = 0
+	c.held = maps.Clone(nd.held)
+	if nd.vc != nil {
+		vc := *nd.vc
+		vc.promises = maps.Clone(nd.vc.promises)
+		c.vc = &vc
+	}
+	c.rd = Ready{
+		Truncate: nd.rd.Truncate, HasTruncate: nd.rd.HasTruncate,
+		Appended: slices.Clone(nd.rd.Appended), Frames: slices.Clone(nd.rd.Frames),
+		Messages: slices.Clone(nd.rd.Messages), Agreed: slices.Clone(nd.rd.Agreed),
+		Dropped: slices.Clone(nd.rd.Dropped), Rejects: slices.Clone(nd.rd.Rejects),
+		Events: slices.Clone(nd.rd.Events),
+	}
+	return &c
+}
+
+// Delivered returns how many entries have been handed to Ready.Agreed.
+func (nd *Node) Delivered() uint64 { return nd.delivered }
