@@ -51,21 +51,29 @@ func (e *Entry) Records(fn func(rec []byte) error) error {
 	return ForEachRecord(e.Payload, e.Count, fn)
 }
 
-// arena hands out copies of byte slices from large slabs so that appending
-// an entry does not allocate per frame.
+// arena hands out copies of byte slices from slabs so that appending an
+// entry does not allocate per frame. Slabs start small and double up to
+// maxSlab, so that an idle host costs little memory.
 type arena struct{ slab []byte }
 
-const slabSize = 1 << 20
+const (
+	minSlab = 4 << 10
+	maxSlab = 1 << 20
+)
 
 func (a *arena) copy(b []byte) []byte {
 	if len(b) == 0 {
 		return nil
 	}
-	if len(b) > slabSize/4 {
+	if len(b) > maxSlab/4 {
 		return append([]byte(nil), b...)
 	}
 	if cap(a.slab)-len(a.slab) < len(b) {
-		a.slab = make([]byte, 0, slabSize)
+		size := min(max(2*cap(a.slab), minSlab), maxSlab)
+		for size < len(b) {
+			size *= 2
+		}
+		a.slab = make([]byte, 0, size)
 	}
 	start := len(a.slab)
 	a.slab = append(a.slab, b...)

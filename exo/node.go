@@ -181,10 +181,15 @@ func RestartNode(cfg Config, hs HardState) (*Node, error) {
 
 // HardState returns a copy of the state a durable host persists.
 func (nd *Node) HardState() HardState {
-	hs := HardState{Epoch: nd.p.Epoch, Promised: nd.promised, Agreed: nd.p.Agreed,
-		Skipped: nd.skippedList(), Log: make([]Entry, len(nd.log))}
-	copy(hs.Log, nd.log)
+	hs := nd.HardStateMeta()
+	hs.Log = slices.Clone(nd.log)
 	return hs
+}
+
+// HardStateMeta returns the durable state without the log: a durable host
+// keeps the log itself by applying Ready.Truncate and Ready.Appended.
+func (nd *Node) HardStateMeta() HardState {
+	return HardState{Epoch: nd.p.Epoch, Promised: nd.promised, Agreed: nd.p.Agreed, Skipped: nd.skippedList()}
 }
 
 // ID returns this host's id.

@@ -290,7 +290,18 @@ func (s *Sim) ready(i int) {
 			s.tracef("host %d send %s", i, m)
 		}
 	}
-	h.durable = nd.HardState() // the simulated disk: synchronous, before sending
+	// The simulated disk, synchronous, before anything is sent: the log is
+	// kept by applying Truncate and Appended, as a real durable log does.
+	log := h.durable.Log
+	if rd.HasTruncate {
+		log = log[:min(uint64(len(log)), rd.Truncate)]
+	}
+	log = append(log, rd.Appended...)
+	h.durable = nd.HardStateMeta()
+	h.durable.Log = log
+	if cur := nd.Log(); len(cur) != len(log) || (len(log) > 0 && !cur[len(cur)-1].Equal(&log[len(log)-1])) {
+		s.chk.violation("host %d: Ready.Truncate/Appended do not reproduce the log (%d vs %d entries)", i, len(log), len(cur))
+	}
 	for fi := range rd.Frames {
 		f := rd.Frames[fi]
 		s.Stats.Frames++
@@ -412,6 +423,7 @@ func (s *Sim) restart(i int) {
 		s.tracef("restart host %d durable", i)
 	} else {
 		h.node, err = exo.NewAmnesiacNode(s.config(i))
+		h.durable = exo.HardState{}
 		s.amnesiac = true
 		s.tracef("restart host %d amnesiac", i)
 	}

@@ -1,0 +1,53 @@
+// Command exo is the one command-line tool of the Exo rack atomic broadcast
+// appliance: the protocol simulator today; the daemon, the rack lab, the
+// raw-frame tools and the probes as they land.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+)
+
+// exitError carries a process exit code through cobra.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }
+
+func newRootCmd() *cobra.Command {
+	root := &cobra.Command{
+		Use:   "exo",
+		Short: "Exo: rack-scale atomic broadcast over raw Ethernet",
+		Long: `exo drives the Exo rack atomic broadcast appliance: hosts of one rack agree on
+one total order of messages by taking turns broadcasting raw Ethernet frames
+that carry a 64-bit sequence number and the ids of the previous floor(n/2)
+senders. See docs/protocol.md and docs/wire.md.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.AddCommand(newSimCmd(nil))
+	return root
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := newRootCmd().ExecuteContext(ctx)
+	stop()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "exo:", err)
+		var ee *exitError
+		if errors.As(err, &ee) {
+			os.Exit(ee.code)
+		}
+		os.Exit(2)
+	}
+}

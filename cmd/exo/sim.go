@@ -1,0 +1,303 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/exo-rack/exo/exo"
+	"github.com/exo-rack/exo/exo/sim"
+)
+
+// simOptions are the flags of exo sim.
+type simOptions struct {
+	Hosts      []int
+	Seed       uint64
+	Seeds      int
+	Ticks      int
+	Quiet      int
+	Drop       float64
+	Dup        float64
+	Delay      int
+	Faults     bool
+	Partitions bool
+	Crashes    bool
+	Amnesia    float64
+	Propose    float64
+	Workers    int
+	JSON       bool
+	Verbose    bool
+	Out        io.Writer
+	Err        io.Writer
+}
+
+// simReport is the machine-readable result of exo sim (--json).
+type simReport struct {
+	Hosts          int      `json:"hosts"`
+	FirstSeed      uint64   `json:"first_seed"`
+	Seeds          int      `json:"seeds"`
+	Violations     int      `json:"violations"`
+	FailingSeeds   []uint64 `json:"failing_seeds,omitempty"`
+	FirstViolation string   `json:"first_violation,omitempty"`
+	Replay         string   `json:"replay,omitempty"`
+	Stalled        int      `json:"stalled_after_amnesia"`
+	Frames         uint64   `json:"frames"`
+	Messages       uint64   `json:"oob_messages"`
+	Proposed       uint64   `json:"proposed"`
+	AgreedEntries  uint64   `json:"agreed_entries_delivered"`
+	Dropped        uint64   `json:"dropped_reported"`
+	ViewChanges    uint64   `json:"view_changes"`
+	Takeovers      uint64   `json:"takeovers"`
+	Crashes        uint64   `json:"crashes"`
+	Partitions     uint64   `json:"partitions"`
+	ConvergeP50    int      `json:"converge_ticks_p50"`
+	ConvergeMax    int      `json:"converge_ticks_max"`
+	Seconds        float64  `json:"seconds"`
+	FramesPerSec   float64  `json:"sim_frames_per_second"`
+}
+
+func newSimCmd(runF func(context.Context, *simOptions) error) *cobra.Command {
+	o := &simOptions{}
+	cmd := &cobra.Command{
+		Use:   "sim",
+		Short: "Run the deterministic protocol simulator with faults and check every property",
+		Long: `sim runs the Exo state machine of n hosts on a simulated segment and OOB
+network, seeded and reproducible: frames and messages are dropped, duplicated,
+delayed and reordered, the rack is partitioned (two-way, one-way, and the
+seed's minority/majority split) and healed, hosts crash and restart from
+their durable state. A checker verifies agreement (no two hosts ever deliver
+different entries at one sequence number, across every view change), order
+(no gap, nothing twice), validity (every delivered payload was published and
+is agreed once) and liveness (after the faults stop the rack converges within
+--quiet ticks). A failing seed is printed with the command that replays it.`,
+		Example: `  exo sim --hosts 5 --seeds 10000
+  exo sim --hosts 3,4,5,7,16 --seeds 1000 --json
+  exo sim --hosts 5 --seed 42 --seeds 1 -v      # replay one seed with a trace
+  exo sim --hosts 5 --seeds 200 --amnesia 0.3   # restarts that lose their disk`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.Out, o.Err = cmd.OutOrStdout(), cmd.ErrOrStderr()
+			if !o.Faults {
+				o.Drop, o.Dup, o.Delay, o.Partitions, o.Crashes, o.Amnesia = 0, 0, 0, false, false, 0
+			}
+			if err := o.validate(); err != nil {
+				return &exitError{code: 2, err: err}
+			}
+			if runF != nil {
+				return runF(cmd.Context(), o)
+			}
+			return runSim(cmd.Context(), o)
+		},
+	}
+	def := sim.DefaultOptions(5, 1)
+	f := cmd.Flags()
+	f.IntSliceVar(&o.Hosts, "hosts", []int{5}, "rack sizes to simulate (1..255), e.g. 3,4,5,7,16")
+	f.Uint64Var(&o.Seed, "seed", 1, "first seed")
+	f.IntVar(&o.Seeds, "seeds", 100, "number of seeds per rack size")
+	f.IntVar(&o.Ticks, "ticks", def.Ticks, "ticks of the faulty phase")
+	f.IntVar(&o.Quiet, "quiet", def.Quiet, "ticks after the faults stop within which the rack must converge")
+	f.Float64Var(&o.Drop, "drop", def.Drop, "probability that a frame or message is lost")
+	f.Float64Var(&o.Dup, "dup", def.Dup, "probability that a frame or message is duplicated")
+	f.IntVar(&o.Delay, "delay", def.MaxDelay, "extra random delay in network steps (reordering)")
+	f.BoolVar(&o.Faults, "faults", true, "inject faults (--faults=false: a perfect network, no crashes)")
+	f.BoolVar(&o.Partitions, "partitions", true, "partition and heal the rack at random")
+	f.BoolVar(&o.Crashes, "crashes", true, "crash and restart hosts at random")
+	f.Float64Var(&o.Amnesia, "amnesia", 0, "probability that a restart also loses the durable state")
+	f.Float64Var(&o.Propose, "propose", def.ProposeP, "per-tick probability that a client publishes at a host")
+	f.IntVar(&o.Workers, "workers", runtime.GOMAXPROCS(0), "seeds run in parallel")
+	f.BoolVar(&o.JSON, "json", false, "print one JSON report per rack size")
+	f.BoolVarP(&o.Verbose, "verbose", "v", false, "trace every event (use with --seeds 1)")
+	return cmd
+}
+
+func (o *simOptions) validate() error {
+	for _, h := range o.Hosts {
+		if h < 1 || h > exo.MaxRoster {
+			return fmt.Errorf("--hosts: %d is outside 1..%d", h, exo.MaxRoster)
+		}
+	}
+	switch {
+	case o.Seeds < 1:
+		return fmt.Errorf("--seeds: %d must be at least 1", o.Seeds)
+	case o.Ticks < 0 || o.Quiet < 1:
+		return fmt.Errorf("--ticks must be >= 0 and --quiet >= 1")
+	case o.Drop < 0 || o.Drop >= 1, o.Dup < 0 || o.Dup >= 1, o.Amnesia < 0 || o.Amnesia > 1, o.Propose < 0 || o.Propose > 1:
+		return fmt.Errorf("--drop and --dup must be in [0,1), --amnesia and --propose in [0,1]")
+	case o.Delay < 0:
+		return fmt.Errorf("--delay: %d must not be negative", o.Delay)
+	case o.Workers < 1:
+		return fmt.Errorf("--workers: %d must be at least 1", o.Workers)
+	}
+	return nil
+}
+
+func (o *simOptions) options(hosts int, seed uint64) sim.Options {
+	s := sim.DefaultOptions(hosts, seed)
+	s.Ticks, s.Quiet = o.Ticks, o.Quiet
+	s.Drop, s.Dup, s.MaxDelay = o.Drop, o.Dup, o.Delay
+	s.Partitions, s.Crashes, s.Amnesia, s.ProposeP = o.Partitions, o.Crashes, o.Amnesia, o.Propose
+	return s
+}
+
+// replay returns the command line that reruns one seed.
+func (o *simOptions) replay(hosts int, seed uint64) string {
+	def := sim.DefaultOptions(hosts, seed)
+	args := []string{"exo sim", fmt.Sprintf("--hosts %d --seed %d --seeds 1", hosts, seed)}
+	add := func(cond bool, s string) {
+		if cond {
+			args = append(args, s)
+		}
+	}
+	add(!o.Faults, "--faults=false")
+	add(o.Faults && o.Drop != def.Drop, fmt.Sprintf("--drop %g", o.Drop))
+	add(o.Faults && o.Dup != def.Dup, fmt.Sprintf("--dup %g", o.Dup))
+	add(o.Faults && o.Delay != def.MaxDelay, fmt.Sprintf("--delay %d", o.Delay))
+	add(o.Faults && !o.Partitions, "--partitions=false")
+	add(o.Faults && !o.Crashes, "--crashes=false")
+	add(o.Amnesia != 0, fmt.Sprintf("--amnesia %g", o.Amnesia))
+	add(o.Propose != def.ProposeP, fmt.Sprintf("--propose %g", o.Propose))
+	add(o.Ticks != def.Ticks, fmt.Sprintf("--ticks %d", o.Ticks))
+	add(o.Quiet != def.Quiet, fmt.Sprintf("--quiet %d", o.Quiet))
+	return strings.Join(args, " ") + " -v"
+}
+
+type seedResult struct {
+	seed     uint64
+	err      error
+	stats    sim.Stats
+	converge int
+}
+
+func runSim(ctx context.Context, o *simOptions) error {
+	failed := false
+	for _, hosts := range o.Hosts {
+		rep, err := simRack(ctx, o, hosts)
+		if err != nil {
+			return err
+		}
+		if rep.Violations > 0 {
+			failed = true
+		}
+		if o.JSON {
+			enc := json.NewEncoder(o.Out)
+			enc.SetIndent("", "  ")
+			if err := enc.Encode(rep); err != nil {
+				return fmt.Errorf("sim: writing report: %w", err)
+			}
+			continue
+		}
+		fmt.Fprintf(o.Out, "hosts=%d seeds=%d..%d: %d violations, %d stalled after amnesia\n",
+			hosts, rep.FirstSeed, rep.FirstSeed+uint64(rep.Seeds)-1, rep.Violations, rep.Stalled)
+		fmt.Fprintf(o.Out, "  frames=%d oob=%d proposed=%d delivered-entries=%d dropped-reported=%d\n",
+			rep.Frames, rep.Messages, rep.Proposed, rep.AgreedEntries, rep.Dropped)
+		fmt.Fprintf(o.Out, "  view-changes=%d takeovers=%d crashes=%d partitions=%d converge-ticks p50=%d max=%d\n",
+			rep.ViewChanges, rep.Takeovers, rep.Crashes, rep.Partitions, rep.ConvergeP50, rep.ConvergeMax)
+		fmt.Fprintf(o.Out, "  %.1fs, %.0f simulated frames/s\n", rep.Seconds, rep.FramesPerSec)
+		if rep.Violations > 0 {
+			fmt.Fprintf(o.Out, "  FIRST VIOLATION (seed %d): %s\n  replay: %s\n", rep.FailingSeeds[0], rep.FirstViolation, rep.Replay)
+		}
+	}
+	if failed {
+		return &exitError{code: 1, err: fmt.Errorf("sim: property violations found")}
+	}
+	return nil
+}
+
+func simRack(ctx context.Context, o *simOptions, hosts int) (*simReport, error) {
+	start := time.Now()
+	seeds := make(chan uint64)
+	results := make([]seedResult, o.Seeds)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	done := 0
+	for w := 0; w < o.Workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for seed := range seeds {
+				r := seedResult{seed: seed}
+				s, err := sim.New(o.options(hosts, seed))
+				if err != nil {
+					r.err = err
+				} else {
+					if o.Verbose {
+						s.Trace(func(l string) {
+							mu.Lock()
+							fmt.Fprintln(o.Err, l)
+							mu.Unlock()
+						})
+					}
+					r.err = s.Run()
+					r.stats = s.Stats
+					r.converge = s.Checker().QuietTicks
+				}
+				mu.Lock()
+				results[seed-o.Seed] = r
+				done++
+				if !o.JSON && !o.Verbose && o.Seeds >= 100 && done%(o.Seeds/10) == 0 {
+					fmt.Fprintf(o.Err, "\rhosts=%d: %d/%d seeds", hosts, done, o.Seeds)
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	var err error
+feed:
+	for i := 0; i < o.Seeds; i++ {
+		select {
+		case seeds <- o.Seed + uint64(i):
+		case <-ctx.Done():
+			err = ctx.Err()
+			break feed
+		}
+	}
+	close(seeds)
+	wg.Wait()
+	if !o.JSON && !o.Verbose && o.Seeds >= 100 {
+		fmt.Fprintln(o.Err)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("sim: interrupted: %w", err)
+	}
+	rep := &simReport{Hosts: hosts, FirstSeed: o.Seed, Seeds: o.Seeds}
+	var conv []int
+	for _, r := range results {
+		st := r.stats
+		rep.Frames += st.Frames
+		rep.Messages += st.Messages
+		rep.Proposed += st.Proposed
+		rep.AgreedEntries += st.Agreed
+		rep.Dropped += st.Dropped
+		rep.ViewChanges += st.ViewChanges
+		rep.Takeovers += st.Takeovers
+		rep.Crashes += st.Crashes
+		rep.Partitions += st.Partitions
+		if st.Stalled {
+			rep.Stalled++
+		} else if r.err == nil {
+			conv = append(conv, r.converge)
+		}
+		if r.err != nil {
+			rep.Violations++
+			rep.FailingSeeds = append(rep.FailingSeeds, r.seed)
+			if rep.FirstViolation == "" {
+				rep.FirstViolation = r.err.Error()
+				rep.Replay = o.replay(hosts, r.seed)
+			}
+		}
+	}
+	if len(conv) > 0 {
+		slices.Sort(conv)
+		rep.ConvergeP50, rep.ConvergeMax = conv[len(conv)/2], conv[len(conv)-1]
+	}
+	rep.Seconds = time.Since(start).Seconds()
+	rep.FramesPerSec = float64(rep.Frames) / rep.Seconds
+	return rep, nil
+}
