@@ -78,6 +78,9 @@ func (r *Ready) Empty() bool {
 // HardState is what a host must keep across a restart to rejoin without a
 // view change: the log, its epoch, the epoch promised and the skip set.
 type HardState struct {
+	// Amnesiac is set while a host that lost its state has not been given a
+	// log: it must come back amnesiac after another restart.
+	Amnesiac bool
 	Epoch    uint32
 	Promised uint32
 	Agreed   uint64
@@ -97,7 +100,8 @@ type Node struct {
 	p        Pointers // fast-path state; p.Epoch is the log's epoch
 	promised uint32   // highest epoch promised in a view change (>= p.Epoch)
 	amnesiac bool     // restarted without state: may not send or witness
-	log      []Entry
+	log      []Entry  // entries base, base+1, ...
+	base     uint64   // seq of log[0]: entries below it were compacted away
 	arena    arena
 
 	delivered uint64
@@ -149,10 +153,13 @@ func NewAmnesiacNode(cfg Config) (*Node, error) {
 	return nd, nil
 }
 
-// RestartNode returns a host restarted from its durable state. Entries below
-// hs.Agreed are delivered again (the application's state is assumed lost
-// with the process).
+// RestartNode returns a host restarted from its durable state. Agreed
+// entries of the log are delivered again from its first one (the
+// application's state is assumed lost with the process).
 func RestartNode(cfg Config, hs HardState) (*Node, error) {
+	if hs.Amnesiac {
+		return NewAmnesiacNode(cfg)
+	}
 	nd, err := NewNode(cfg)
 	if err != nil {
 		return nil, err
@@ -160,19 +167,23 @@ func RestartNode(cfg Config, hs HardState) (*Node, error) {
 	nd.p.Epoch = hs.Epoch
 	nd.promised = max(hs.Promised, hs.Epoch)
 	nd.maxEpochSeen = nd.promised
+	if len(hs.Log) > 0 {
+		nd.resetAt(hs.Log[0].Seq, hs.Log[0].History)
+	}
 	for i := range hs.Log {
-		if hs.Log[i].Seq != uint64(i) {
-			return nil, fmt.Errorf("exo: restart: log entry %d has seq %d", i, hs.Log[i].Seq)
+		if hs.Log[i].Seq != nd.p.Append {
+			return nil, fmt.Errorf("exo: restart: log entry %d has seq %d, want %d", i, hs.Log[i].Seq, nd.p.Append)
 		}
 		nd.pushEntry(hs.Log[i])
 	}
+	nd.delivered = nd.base
 	clear(nd.skipped[:])
 	for _, id := range hs.Skipped {
 		if int(id) < nd.n {
 			nd.skipped[id] = true
 		}
 	}
-	nd.p.Agreed = max(nd.p.Agreed, min(hs.Agreed, uint64(len(nd.log))))
+	nd.p.Agreed = max(nd.p.Agreed, min(hs.Agreed, nd.p.Append))
 	nd.p.Halted = nd.promised > nd.p.Epoch
 	nd.rd = Ready{}
 	nd.deliver()
@@ -189,7 +200,7 @@ func (nd *Node) HardState() HardState {
 // HardStateMeta returns the durable state without the log: a durable host
 // keeps the log itself by applying Ready.Truncate and Ready.Appended.
 func (nd *Node) HardStateMeta() HardState {
-	return HardState{Epoch: nd.p.Epoch, Promised: nd.promised, Agreed: nd.p.Agreed, Skipped: nd.skippedList()}
+	return HardState{Amnesiac: nd.amnesiac, Epoch: nd.p.Epoch, Promised: nd.promised, Agreed: nd.p.Agreed, Skipped: nd.skippedList()}
 }
 
 // ID returns this host's id.
@@ -215,8 +226,50 @@ func (nd *Node) Halted() bool { return nd.p.Halted }
 // been given a log.
 func (nd *Node) Amnesiac() bool { return nd.amnesiac }
 
-// Log returns the log (read-only; valid until the next call into nd).
+// Log returns the log held in memory, entries LogBase() on (read-only;
+// valid until the next call into nd).
 func (nd *Node) Log() []Entry { return nd.log }
+
+// LogBase returns the seq of Log()[0]: entries below it were compacted.
+func (nd *Node) LogBase() uint64 { return nd.base }
+
+// Entry returns the entry at seq s, if the log holds it.
+func (nd *Node) Entry(s uint64) (*Entry, bool) {
+	if s < nd.base || s >= nd.p.Append {
+		return nil, false
+	}
+	return &nd.log[s-nd.base], true
+}
+
+// Compact drops the entries below seq upTo from memory. The embedder calls
+// it once those entries are agreed and delivered at every host of the rack
+// (and persisted where a durable log is kept): a view change or a gap
+// repair never needs them again. upTo is capped at what this host has
+// delivered.
+func (nd *Node) Compact(upTo uint64) {
+	upTo = min(upTo, nd.delivered)
+	if upTo <= nd.base {
+		return
+	}
+	k := upTo - nd.base
+	if k*2 >= uint64(len(nd.log)) {
+		nd.log = slices.Clone(nd.log[k:]) // release the old array
+	} else {
+		nd.log = nd.log[k:]
+	}
+	nd.base = upTo
+}
+
+// resetAt empties the log and places the pointers at seq with history hist
+// (the history an entry at seq carries).
+func (nd *Node) resetAt(seq uint64, hist []uint8) {
+	nd.log = nd.log[:0]
+	nd.base = seq
+	nd.p.Append = seq
+	nd.p.ClearHistory()
+	copy(nd.p.History[:nd.h], hist)
+	nd.emptyRun = 0
+}
 
 // Pending returns the number of proposals waiting for the token.
 func (nd *Node) Pending() int { return len(nd.pending) - nd.pendHead }
@@ -396,7 +449,7 @@ func (nd *Node) appendEntry(e Entry) {
 // deliver moves newly agreed entries to Ready.Agreed.
 func (nd *Node) deliver() {
 	for nd.delivered < nd.p.Agreed {
-		nd.rd.Agreed = append(nd.rd.Agreed, nd.log[nd.delivered])
+		nd.rd.Agreed = append(nd.rd.Agreed, nd.log[nd.delivered-nd.base])
 		nd.delivered++
 	}
 }

@@ -2,6 +2,7 @@ package exo
 
 import (
 	"errors"
+	"fmt"
 	"slices"
 )
 
@@ -27,6 +28,9 @@ type viewChange struct {
 	lo       uint64
 	ticks    int
 	promises map[uint8]Message
+	// ambiguous: a majority answered, but a fork could only be decided with
+	// the knowledge of hosts that did not (or that lost their state).
+	ambiguous bool
 }
 
 // nextEpoch returns the smallest epoch above floor that belongs to this host.
@@ -66,16 +70,21 @@ func (nd *Node) startViewChange() {
 
 // promise builds this host's answer to a Prepare of epoch e.
 func (nd *Node) promise(e uint32, lo uint64) Message {
-	start := min(lo, nd.p.Agreed, uint64(len(nd.log)))
+	start := max(min(lo, nd.p.Agreed, nd.p.Append), nd.base)
 	m := Message{Type: MsgPromise, From: nd.id, Epoch: e, LogEpoch: nd.p.Epoch,
 		Agreed: nd.p.Agreed, Start: start, Amnesiac: nd.amnesiac, Skipped: nd.skippedList()}
 	if nd.amnesiac {
 		m.Start, m.Agreed, m.LogEpoch = 0, 0, 0
 	} else {
-		m.Entries = slices.Clone(nd.log[start:])
+		m.Entries = slices.Clone(nd.log[start-nd.base:])
 	}
 	return m
 }
+
+// ViewChangeAmbiguous reports whether this host runs a view change that
+// has a majority of promises but cannot decide a fork without hosts that did
+// not answer (or lost their state); it waits rather than guess.
+func (nd *Node) ViewChangeAmbiguous() bool { return nd.vc != nil && nd.vc.ambiguous }
 
 func (nd *Node) tickHalted() {
 	nd.haltedTicks++
@@ -101,15 +110,15 @@ func (nd *Node) Step(m Message) {
 			return
 		}
 		const maxEntries = 1024
-		start := min(m.Lo, uint64(len(nd.log)))
-		end := uint64(len(nd.log))
+		start := max(min(m.Lo, nd.p.Append), nd.base)
+		end := nd.p.Append
 		if m.Epoch == nd.p.Epoch && m.Hi > start && m.Hi < end {
 			end = m.Hi
 		}
 		end = min(end, start+maxEntries)
 		nd.rd.Messages = append(nd.rd.Messages, Message{Type: MsgFetchResp, From: nd.id, To: m.From,
 			LogEpoch: nd.p.Epoch, Agreed: nd.p.Agreed, Start: start, Skipped: nd.skippedList(),
-			Entries: slices.Clone(nd.log[start:end])})
+			Entries: slices.Clone(nd.log[start-nd.base : end-nd.base])})
 	case MsgFetchResp:
 		nd.stepFetchResp(m)
 	case MsgPrepare:
@@ -150,8 +159,11 @@ func (nd *Node) Step(m Message) {
 		}
 	case MsgInstall:
 		if m.Epoch >= nd.promised && m.Epoch > nd.p.Epoch {
-			if nd.amnesiac && m.Epoch != nd.promised {
-				return // an amnesiac host joins only a view change it took part in
+			if nd.amnesiac {
+				// A host that lost its state rejoins only through a view
+				// change of its own: its epoch is above every promise of a
+				// majority, so above any epoch it sent frames in before.
+				return
 			}
 			nd.adopt(m.Epoch, m.Start, m.Entries, m.Agreed, m.Skipped)
 		}
@@ -200,40 +212,48 @@ func (nd *Node) stepFetchResp(m Message) {
 
 // adopt replaces the log from start on with entries, in epoch epoch.
 func (nd *Node) adopt(epoch uint32, start uint64, entries []Entry, agreed uint64, skipped []uint8) {
-	if start > uint64(len(nd.log)) || start > nd.p.Agreed {
+	oldEnd := nd.p.Append
+	if start > oldEnd || start > nd.p.Agreed || start < nd.base {
 		return
 	}
 	end := start + uint64(len(entries))
 	// Agreed entries never change: check it, and report if not.
 	for s := start; s < nd.p.Agreed; s++ {
-		if s >= end || !nd.log[s].Equal(&entries[s-start]) {
+		if s >= end || !nd.log[s-nd.base].Equal(&entries[s-start]) {
 			nd.event(EventSafety, epoch, s, nd.id)
 			return
 		}
 	}
 	// This host's own unagreed entries that the new log lacks are dropped:
 	// their publishers must be told.
-	for s := max(start, nd.p.Agreed); s < uint64(len(nd.log)); s++ {
-		if nd.log[s].Sender != nd.id || nd.log[s].Count == 0 {
+	for s := max(start, nd.p.Agreed); s < oldEnd; s++ {
+		e := &nd.log[s-nd.base]
+		if e.Sender != nd.id || e.Count == 0 {
 			continue
 		}
-		if s >= end || !entries[s-start].SameID(&nd.log[s]) {
-			nd.rd.Dropped = append(nd.rd.Dropped, nd.log[s])
+		if s >= end || !entries[s-start].SameID(e) {
+			nd.rd.Dropped = append(nd.rd.Dropped, *e)
 		}
 	}
-	oldAgreed := nd.p.Agreed
-	keep := nd.log[:start]
-	nd.log = nil
-	nd.p = NewPointers(nd.p.Group, nd.n, nd.cfg.SeqWindow)
-	nd.emptyRun = 0
-	clear(nd.skipped[:])
-	for i := range keep {
-		nd.pushEntry(keep[i])
+	// Cut the log back to start. The history there is the one the entry at
+	// start carries (positions below start are common to both logs).
+	var hist [MaxHistory]uint8
+	copy(hist[:], nd.p.History[:])
+	if start < oldEnd {
+		copy(hist[:nd.h], nd.log[start-nd.base].History)
 	}
+	nd.log = nd.log[:start-nd.base]
+	nd.p.Append = start
+	nd.p.History = hist
 	for i := range entries {
 		nd.pushEntry(entries[i])
 	}
+	nd.emptyRun = 0
+	for i := len(nd.log) - 1; i >= 0 && nd.log[i].Count == 0; i-- {
+		nd.emptyRun++
+	}
 	clear(nd.skipped[:])
+	clear(nd.readmit[:])
 	for _, id := range skipped {
 		if int(id) < nd.n {
 			nd.skipped[id] = true
@@ -243,9 +263,9 @@ func (nd *Node) adopt(epoch uint32, start uint64, entries []Entry, agreed uint64
 		nd.rd.Truncate = start
 	}
 	nd.rd.HasTruncate = true
-	nd.rd.Appended = append(nd.rd.Appended[:0], nd.log[start:]...)
+	nd.rd.Appended = append(nd.rd.Appended[:0], nd.log[start-nd.base:]...)
 	nd.p.Epoch = epoch
-	nd.p.Agreed = max(oldAgreed, min(agreed, uint64(len(nd.log))))
+	nd.p.Agreed = max(nd.p.Agreed, min(agreed, nd.p.Append))
 	nd.promised = max(nd.promised, epoch)
 	nd.maxEpochSeen = max(nd.maxEpochSeen, epoch)
 	nd.p.Halted = nd.promised > epoch
@@ -256,7 +276,7 @@ func (nd *Node) adopt(epoch uint32, start uint64, entries []Entry, agreed uint64
 	nd.skippedTicks = 0
 	clear(nd.held)
 	nd.fetching = false
-	nd.event(EventInstalled, epoch, uint64(len(nd.log)), nd.id)
+	nd.event(EventInstalled, epoch, nd.p.Append, nd.id)
 	nd.deliver()
 	nd.maybeSend(false)
 }
@@ -268,8 +288,9 @@ func (nd *Node) tryResolve() {
 		ws = append(ws, Witness{ID: m.From, LogEpoch: m.LogEpoch, Agreed: m.Agreed, Start: m.Start,
 			Entries: m.Entries, Amnesiac: m.Amnesiac})
 	}
-	res, err := Resolve(nd.n, vc.lo, nd.log, ws)
+	res, err := Resolve(nd.n, vc.lo, nd.base, nd.log, ws)
 	if err != nil {
+		vc.ambiguous = errors.Is(err, ErrAmbiguous)
 		return // wait for more promises (or the timeout)
 	}
 	// Hosts that promised are live; the others keep the place the
@@ -315,6 +336,7 @@ type Resolution struct {
 // Errors returned by Resolve.
 var (
 	ErrNeedMore   = errors.New("exo: view change needs more promises")
+	ErrAmbiguous  = fmt.Errorf("%w: a fork only they can decide", ErrNeedMore)
 	ErrInconsist  = errors.New("exo: witnesses contradict an agreed entry")
 	errNoWitness  = errors.New("exo: no witness")
 	errBadWitness = errors.New("exo: witness log does not start where it says")
@@ -322,7 +344,8 @@ var (
 
 // Resolve computes the log a view change installs from the promises of the
 // hosts in ws (including the initiator's own, unless it is amnesiac). own is
-// the initiator's log; every entry of it below lo is agreed.
+// the initiator's log from seq ownBase on; every entry of it below lo is
+// agreed.
 //
 // The rule, and why it keeps every entry that may have been agreed anywhere:
 //
@@ -341,7 +364,7 @@ var (
 //     (ErrNeedMore). With every host answering this never happens.
 //   - Witnesses whose log ends, or that hold another branch, drop out: they
 //     promised, so they will not append more in E.
-func Resolve(n int, lo uint64, own []Entry, ws []Witness) (Resolution, error) {
+func Resolve(n int, lo, ownBase uint64, own []Entry, ws []Witness) (Resolution, error) {
 	h := HistoryLen(n)
 	var wit []*Witness
 	start := lo
@@ -364,10 +387,18 @@ func Resolve(n int, lo uint64, own []Entry, ws []Witness) (Resolution, error) {
 		top = max(top, w.LogEpoch)
 		agreed = max(agreed, w.Agreed)
 	}
-	unknown := n - len(wit)
-	if lo > uint64(len(own)) {
+	isWitness := make([]bool, n)
+	for _, w := range wit {
+		if int(w.ID) < n {
+			isWitness[w.ID] = true
+		}
+	}
+	if lo > ownBase+uint64(len(own)) || lo < ownBase {
 		return Resolution{}, errBadWitness
 	}
+	// Entries below ownBase were compacted: agreed and delivered everywhere.
+	// A host that lost its state needs them by state transfer, not here.
+	start = max(start, ownBase)
 	// Witnesses of the newest epoch that hold the agreed prefix [.., lo).
 	var alive []*Witness
 	for _, w := range wit {
@@ -376,7 +407,7 @@ func Resolve(n int, lo uint64, own []Entry, ws []Witness) (Resolution, error) {
 		}
 		ok := true
 		for s := w.Start; s < lo; s++ {
-			if !w.Entries[s-w.Start].Equal(&own[s]) {
+			if !w.Entries[s-w.Start].Equal(&own[s-ownBase]) {
 				ok = false
 				break
 			}
@@ -386,7 +417,7 @@ func Resolve(n int, lo uint64, own []Entry, ws []Witness) (Resolution, error) {
 		}
 	}
 	out := make([]Entry, 0, int(lo-start)+8)
-	out = append(out, own[start:lo]...)
+	out = append(out, own[start-ownBase:lo-ownBase]...)
 	for j := lo; ; j++ {
 		type group struct {
 			e   *Entry
@@ -417,11 +448,41 @@ func Resolve(n int, lo uint64, own []Entry, ws []Witness) (Resolution, error) {
 		}
 		pick := 0
 		if len(groups) > 1 {
+			// Hosts that did not answer (or lost their state) may hold any
+			// branch, except one whose entries at or after j they sent on
+			// another branch: a sender held the whole branch below its own
+			// entry, and a log only grows within an epoch.
+			proven := make([][]bool, len(groups))
+			for gi, g := range groups {
+				proven[gi] = make([]bool, n)
+				for _, w := range g.ws {
+					for k := j - w.Start; k < uint64(len(w.Entries)); k++ {
+						if e := &w.Entries[k]; e.Epoch == top && int(e.Sender) < n {
+							proven[gi][e.Sender] = true
+						}
+					}
+				}
+			}
 			possible := -1
 			for gi, g := range groups {
-				if len(g.ws)+unknown >= h+1 {
+				others := 0
+				for u := 0; u < n; u++ {
+					if isWitness[u] {
+						continue
+					}
+					elsewhere := false
+					for gk := range groups {
+						if gk != gi && proven[gk][u] {
+							elsewhere = true
+						}
+					}
+					if !elsewhere {
+						others++
+					}
+				}
+				if len(g.ws)+others >= h+1 {
 					if possible >= 0 {
-						return Resolution{}, ErrNeedMore
+						return Resolution{}, ErrAmbiguous
 					}
 					possible = gi
 				}

@@ -49,6 +49,7 @@ type simReport struct {
 	FirstViolation string   `json:"first_violation,omitempty"`
 	Replay         string   `json:"replay,omitempty"`
 	Stalled        int      `json:"stalled_after_amnesia"`
+	StalledAmbig   int      `json:"stalled_on_ambiguous_fork"`
 	Frames         uint64   `json:"frames"`
 	Messages       uint64   `json:"oob_messages"`
 	Proposed       uint64   `json:"proposed"`
@@ -193,8 +194,8 @@ func runSim(ctx context.Context, o *simOptions) error {
 			}
 			continue
 		}
-		fmt.Fprintf(o.Out, "hosts=%d seeds=%d..%d: %d violations, %d stalled after amnesia\n",
-			hosts, rep.FirstSeed, rep.FirstSeed+uint64(rep.Seeds)-1, rep.Violations, rep.Stalled)
+		fmt.Fprintf(o.Out, "hosts=%d seeds=%d..%d: %d violations, %d stalled after amnesia (%d on an ambiguous fork)\n",
+			hosts, rep.FirstSeed, rep.FirstSeed+uint64(rep.Seeds)-1, rep.Violations, rep.Stalled, rep.StalledAmbig)
 		fmt.Fprintf(o.Out, "  frames=%d oob=%d proposed=%d delivered-entries=%d dropped-reported=%d\n",
 			rep.Frames, rep.Messages, rep.Proposed, rep.AgreedEntries, rep.Dropped)
 		fmt.Fprintf(o.Out, "  view-changes=%d takeovers=%d crashes=%d partitions=%d converge-ticks p50=%d max=%d\n",
@@ -279,6 +280,9 @@ feed:
 		rep.Takeovers += st.Takeovers
 		rep.Crashes += st.Crashes
 		rep.Partitions += st.Partitions
+		if st.StalledAmbiguous {
+			rep.StalledAmbig++
+		}
 		if st.Stalled {
 			rep.Stalled++
 		} else if r.err == nil {

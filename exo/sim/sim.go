@@ -122,7 +122,10 @@ type Stats struct {
 	// Stalled is set when a run with amnesiac restarts did not converge:
 	// allowed (see Options.Amnesia), but reported.
 	Stalled bool
-	Steps   int64
+	// StalledAmbiguous: a view change was waiting on a fork that only the
+	// lost knowledge could decide.
+	StalledAmbiguous bool
+	Steps            int64
 }
 
 // New builds a simulated rack.
@@ -185,6 +188,9 @@ func (s *Sim) Run() error {
 	}
 	if s.amnesiac && !s.settled() {
 		s.Stats.Stalled = true
+		for _, h := range s.hosts {
+			s.Stats.StalledAmbiguous = s.Stats.StalledAmbiguous || h.node.ViewChangeAmbiguous()
+		}
 		s.chk.QuietTicks = s.tick - s.opt.Ticks
 	} else {
 		s.chk.Final(s.nodes(), s.tick-s.opt.Ticks, s.opt.Quiet)
@@ -423,7 +429,7 @@ func (s *Sim) restart(i int) {
 		s.tracef("restart host %d durable", i)
 	} else {
 		h.node, err = exo.NewAmnesiacNode(s.config(i))
-		h.durable = exo.HardState{}
+		h.durable = exo.HardState{Amnesiac: true}
 		s.amnesiac = true
 		s.tracef("restart host %d amnesiac", i)
 	}
