@@ -63,7 +63,7 @@ type Ready struct {
 	Frames      []Frame   // frames to broadcast, in order
 	Messages    []Message // OOB messages to send
 	Agreed      []Entry   // newly agreed entries, in log order: deliver each once
-	Dropped     []Entry   // this host's unagreed entries removed by a view change
+	Dropped     []Entry   // this host's entries a view change removed and whose seq is now agreed with another entry: tell their publishers
 	Rejects     []Reject  // frames not appended, with their reason
 	Events      []Event
 }
@@ -118,6 +118,7 @@ type Node struct {
 	maxEpochSeen uint32
 
 	held       map[uint64]Entry // frames beyond a gap, by seq
+	orphans    map[uint64]Entry // own entries a view change removed, by seq: their fate is known when the seq is agreed
 	fetching   bool
 	fetchTicks int
 	fetchPeer  uint8
@@ -449,7 +450,16 @@ func (nd *Node) appendEntry(e Entry) {
 // deliver moves newly agreed entries to Ready.Agreed.
 func (nd *Node) deliver() {
 	for nd.delivered < nd.p.Agreed {
-		nd.rd.Agreed = append(nd.rd.Agreed, nd.log[nd.delivered-nd.base])
+		e := &nd.log[nd.delivered-nd.base]
+		nd.rd.Agreed = append(nd.rd.Agreed, *e)
+		if len(nd.orphans) > 0 {
+			if o, ok := nd.orphans[e.Seq]; ok {
+				delete(nd.orphans, e.Seq)
+				if !o.SameID(e) {
+					nd.rd.Dropped = append(nd.rd.Dropped, o)
+				}
+			}
+		}
 		nd.delivered++
 	}
 }
@@ -666,6 +676,7 @@ func (nd *Node) Clone() *Node {
 	c.pending = slices.Clone(nd.pending[nd.pendHead:])
 	c.pendHead = 0
 	c.held = maps.Clone(nd.held)
+	c.orphans = maps.Clone(nd.orphans)
 	if nd.vc != nil {
 		vc := *nd.vc
 		vc.promises = maps.Clone(nd.vc.promises)

@@ -224,15 +224,19 @@ func (nd *Node) adopt(epoch uint32, start uint64, entries []Entry, agreed uint64
 			return
 		}
 	}
-	// This host's own unagreed entries that the new log lacks are dropped:
-	// their publishers must be told.
+	// This host's own unagreed entries that the new log lacks may be lost:
+	// their publishers are told once their position is agreed with another
+	// entry (a later view change may still bring them back).
 	for s := max(start, nd.p.Agreed); s < oldEnd; s++ {
 		e := &nd.log[s-nd.base]
 		if e.Sender != nd.id || e.Count == 0 {
 			continue
 		}
 		if s >= end || !entries[s-start].SameID(e) {
-			nd.rd.Dropped = append(nd.rd.Dropped, *e)
+			if nd.orphans == nil {
+				nd.orphans = make(map[uint64]Entry)
+			}
+			nd.orphans[s] = *e
 		}
 	}
 	// Cut the log back to start. The history there is the one the entry at

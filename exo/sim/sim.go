@@ -327,6 +327,7 @@ func (s *Sim) ready(i int) {
 		s.Stats.Agreed++
 	}
 	for _, e := range rd.Dropped {
+		s.tracef("host %d dropped its entry seq %d epoch %d", i, e.Seq, e.Epoch)
 		s.chk.Dropped(i, e)
 		s.Stats.Dropped++
 	}
