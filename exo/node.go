@@ -118,7 +118,7 @@ type Node struct {
 	maxEpochSeen uint32
 
 	held       map[uint64]Entry // frames beyond a gap, by seq
-	orphans    map[uint64]Entry // own entries a view change removed, by seq: their fate is known when the seq is agreed
+	orphans    map[uint64][]Entry // own entries view changes removed, by seq: their fate is known when the seq is agreed
 	fetching   bool
 	fetchTicks int
 	fetchPeer  uint8
@@ -453,12 +453,12 @@ func (nd *Node) deliver() {
 		e := &nd.log[nd.delivered-nd.base]
 		nd.rd.Agreed = append(nd.rd.Agreed, *e)
 		if len(nd.orphans) > 0 {
-			if o, ok := nd.orphans[e.Seq]; ok {
-				delete(nd.orphans, e.Seq)
+			for _, o := range nd.orphans[e.Seq] {
 				if !o.SameID(e) {
 					nd.rd.Dropped = append(nd.rd.Dropped, o)
 				}
 			}
+			delete(nd.orphans, e.Seq)
 		}
 		nd.delivered++
 	}

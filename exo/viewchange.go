@@ -234,9 +234,9 @@ func (nd *Node) adopt(epoch uint32, start uint64, entries []Entry, agreed uint64
 		}
 		if s >= end || !entries[s-start].SameID(e) {
 			if nd.orphans == nil {
-				nd.orphans = make(map[uint64]Entry)
+				nd.orphans = make(map[uint64][]Entry)
 			}
-			nd.orphans[s] = *e
+			nd.orphans[s] = append(nd.orphans[s], *e)
 		}
 	}
 	// Cut the log back to start. The history there is the one the entry at

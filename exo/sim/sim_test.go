@@ -47,6 +47,7 @@ func TestRegressionSeeds(t *testing.T) {
 		{7, 502, 0.2, "an amnesiac host restarted again before any Ready came back non-amnesiac"},
 		{7, 889, 0.2, "same as 502"},
 		{16, 3536, 0, "an entry reported dropped by one view change was kept by a later one"},
+		{3, 1, 0, "two orphans at one seq: the first was never reported"},
 	} {
 		o := DefaultOptions(c.hosts, c.seed)
 		o.Amnesia = c.amnesia
