@@ -117,7 +117,7 @@ type Node struct {
 	skippedTicks int
 	maxEpochSeen uint32
 
-	held       map[uint64]Entry // frames beyond a gap, by seq
+	held       map[uint64]Entry   // frames beyond a gap, by seq
 	orphans    map[uint64][]Entry // own entries view changes removed, by seq: their fate is known when the seq is agreed
 	fetching   bool
 	fetchTicks int

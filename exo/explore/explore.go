@@ -21,6 +21,7 @@ package explore
 import (
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"time"
 
 	"github.com/exo-rack/exo/exo"
@@ -55,6 +56,18 @@ type Options struct {
 	Timeout time.Duration
 	// Minimize shrinks a counterexample with Minimize before returning it.
 	Minimize bool
+	// KeepDead keeps in flight the items that can no longer change their
+	// receiver (stale epochs, duplicates, frames to a host halted in their
+	// epoch, promises, installs, nacks and fetch answers of past epochs).
+	// By default they are removed after every step, which merges states
+	// that differ only by such garbage; see machine.dead for the argument.
+	// Removal is switched off on a path while an amnesiac restart may
+	// still happen (it resets the epochs).
+	KeepDead bool
+	// Seed, when non-zero, shuffles the order in which each state's actions
+	// are tried: runs stopped by MaxStates or Timeout then cover different
+	// parts of the space (a soak runs many seeds).
+	Seed uint64
 }
 
 // SmallConfig is the protocol configuration the explorer uses by default:
@@ -132,6 +145,7 @@ type explorer struct {
 	deadline time.Time
 	stop     bool
 	fresh    []exo.EventKind // event kinds first seen in the current transition
+	rng      *rand.Rand
 }
 
 // Explore searches every interleaving within opt's bounds, depth first, and
@@ -152,6 +166,11 @@ func Explore(opt Options) (Result, error) {
 	}
 	x := &explorer{opt: opt, m: newMachine(opt.Hosts, opt.Config, opt.Fingerprint),
 		seen: make(map[fp]uint8)}
+	x.m.gc = !opt.KeepDead
+	x.m.amnesia = opt.Amnesia
+	if opt.Seed != 0 {
+		x.rng = rand.New(rand.NewPCG(opt.Seed, opt.Seed^0x9e3779b97f4a7c15))
+	}
 	x.res.Events = make(map[exo.EventKind]int)
 	x.res.Examples = make(map[exo.EventKind]*Trace)
 	x.m.onEvent = func(_ int, e exo.Event) {
@@ -223,6 +242,9 @@ func (x *explorer) actions(s *state) []action {
 		if s.amnesia < o.Amnesia {
 			acts = append(acts, action{kind: OpAmnesia, host: i})
 		}
+	}
+	if x.rng != nil {
+		x.rng.Shuffle(len(acts), func(i, j int) { acts[i], acts[j] = acts[j], acts[i] })
 	}
 	return acts
 }

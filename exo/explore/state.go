@@ -139,6 +139,10 @@ type machine struct {
 	// onEvent, when set, is called for every event of every transition.
 	onEvent func(host int, e exo.Event)
 	verbose func(string)
+	// gc removes dead items (see dead) after every step; amnesia is the
+	// amnesiac-restart budget, which switches gc off while unspent.
+	gc      bool
+	amnesia int
 }
 
 func newMachine(n int, cfg exo.Config, mode Fingerprint) *machine {
@@ -237,7 +241,74 @@ func (m *machine) apply(s *state, a action) (*state, *Violation) {
 		return c, v
 	}
 	c.nfp[i] = nodeFP(nd, m.mode)
+	if m.gc && c.amnesia >= m.amnesia {
+		m.collect(c)
+	}
 	return c, nil
+}
+
+// collect removes the items that can no longer change their receiver.
+func (m *machine) collect(c *state) {
+	k := 0
+	for _, it := range c.flight {
+		if !m.dead(&it, c.nodes[it.to]) {
+			k++
+		}
+	}
+	if k == len(c.flight) {
+		return
+	}
+	fl := make([]item, 0, k)
+	for _, it := range c.flight {
+		if !m.dead(&it, c.nodes[it.to]) {
+			fl = append(fl, it)
+		}
+	}
+	c.flight = fl
+}
+
+// dead reports whether delivering it to r would change nothing (but the
+// Ready's Rejects), now and in every future of r, provided r never restarts
+// without its state. It relies on these facts of the core: the log epoch and
+// the promised epoch never decrease (a durable restart restores both); a
+// host halted in epoch E stays halted until it adopts a newer epoch; the log
+// of one epoch only grows; a view change in progress is always for the
+// promised epoch, and maxEpochSeen >= promised.
+func (m *machine) dead(it *item, r *exo.Node) bool {
+	if r.Amnesiac() {
+		return false
+	}
+	ep := r.Epoch()
+	if f := it.frame; f != nil {
+		if f.Type != exo.FrameData || int(f.Sender) >= m.n || len(f.History) != m.n/2 || f.Group != m.cfgs[0].Group {
+			return true // rejected before any state is read: BAD_*
+		}
+		switch {
+		case f.Epoch < ep: // STALE_EPOCH forever
+			return true
+		case f.Epoch > ep:
+			return false
+		case r.Halted(): // HALTED until the epoch moves, then STALE_EPOCH
+			return true
+		}
+		lg := r.Log()
+		if f.Seq < uint64(len(lg)) { // DUPLICATE forever when equal
+			e := &lg[f.Seq]
+			return e.Seq == f.Seq && e.Epoch == f.Epoch && e.Sender == f.Sender && e.Count == f.Count &&
+				e.Flags == f.Flags && string(e.History) == string(f.History) && string(e.Payload) == string(f.Payload)
+		}
+		return false
+	}
+	msg := it.msg
+	switch msg.Type {
+	case exo.MsgPromise, exo.MsgInstall:
+		return msg.Epoch < r.Promised() || msg.Epoch <= ep
+	case exo.MsgNack:
+		return msg.Epoch <= r.Promised()
+	case exo.MsgFetchResp:
+		return msg.LogEpoch < ep || (msg.LogEpoch == ep && r.Halted()) || msg.LogEpoch < r.Promised()
+	}
+	return false
 }
 
 // drain carries out host i's Ready: events, deliveries, drops, and frames
