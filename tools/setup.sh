@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Installs what the project needs on a fresh Debian machine (idempotent).
+# Go itself is expected at /usr/local/go (or on PATH).
+set -euo pipefail
+need=()
+command -v iverilog >/dev/null || need+=(iverilog)
+command -v gcc >/dev/null || need+=(gcc)
+if [ ${#need[@]} -gt 0 ]; then
+  if [ "$(id -u)" != 0 ]; then
+    echo "setup: need ${need[*]}; run as root or install them: apt-get install ${need[*]}" >&2
+    exit 1
+  fi
+  echo "setup: installing ${need[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+fi
+export PATH="$PATH:/usr/local/go/bin"
+go version >/dev/null
+go mod download

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# The project's test command (README, .ci/run): sets up, then runs every
+# check. Short simulator and fuzz runs here; the long soaks are in
+# docs/simulation.md. FUZZTIME and SIMSEEDS override the budgets.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export PATH="$PATH:/usr/local/go/bin"
+FUZZTIME=${FUZZTIME:-10s}
+SIMSEEDS=${SIMSEEDS:-500}
+step() { printf '\n== %s\n' "$*"; }
+
+step setup
+bash tools/setup.sh
+
+step "gofmt, go vet, staticcheck"
+unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))
+if [ -n "$unformatted" ]; then echo "gofmt would change: $unformatted"; exit 1; fi
+go vet ./...
+go tool staticcheck ./...
+
+step "generated files are current"
+go run ./tools/hwgen -check
+go run ./tools/vecgen -out testdata/vectors -check
+
+step "unit, walk-through, golden-vector, simulator and exploration tests"
+go test -count=1 ./...
+
+step "the checker bites: a core with one rule broken must be caught"
+go test -count=1 -tags exo_broken_distinct -run 'Broken' ./exo/sim ./exo/explore
+go test -count=1 -tags exo_broken_history -run 'Broken' ./exo/sim
+
+step "fuzzing ($FUZZTIME each)"
+go test ./exo -run '^$' -fuzz '^FuzzFrameUnmarshal$' -fuzztime "$FUZZTIME"
+go test ./exo -run '^$' -fuzz '^FuzzRecords$' -fuzztime "$FUZZTIME"
+go test ./exo -run '^$' -fuzz '^FuzzNodeStepBytes$' -fuzztime "$FUZZTIME"
+
+step "simulator: $SIMSEEDS seeds per rack size, faults on"
+go build -o bin/exo ./cmd/exo
+./bin/exo sim --hosts 3,4,5,7,16 --seeds "$SIMSEEDS"
+./bin/exo sim --hosts 3,5 --seeds 200 --amnesia 0.2
+
+echo
+echo "all checks passed"

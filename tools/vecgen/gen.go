@@ -1,0 +1,183 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/exo-rack/exo/exo"
+)
+
+// vector is one (state, frame) -> (reason, state) case. Standalone vectors
+// have Stream == noStream; a stream's steps are vectors too (Stream,
+// Step), whose In is the Out of the step before.
+type vector struct {
+	Suite  string
+	Name   string
+	Desc   string
+	Intent exo.Reason // the reason the vector was built to exercise, or noIntent
+	In     exo.Pointers
+	Frame  []byte
+	Res    result
+
+	Stream   int // index in gen.streams, or noStream
+	Step     int
+	HexIndex int // record number in vectors.hex, or -1
+}
+
+const noStream = -1
+
+// stream is one initial state and a sequence of frames, each applied to
+// the state the previous one left.
+type stream struct {
+	Name  string
+	Desc  string
+	In    exo.Pointers
+	Steps []*vector
+	cur   exo.Pointers
+	g     *gen
+	idx   int
+}
+
+// gen collects the vectors. Every expectation comes from evaluate (the Go
+// core); Intent only checks that the generator built what it meant to.
+type gen struct {
+	rng     *rng
+	vectors []*vector
+	streams []*stream
+	names   map[string]bool
+	errs    []error
+}
+
+// seed is the fixed seed of every random choice; changing it changes the
+// files (and -check then fails until they are regenerated).
+const seed = 0x45584f5645433031 // "EXOVEC01"
+
+func newGen() *gen {
+	return &gen{
+		rng:   newRNG(seed),
+		names: map[string]bool{},
+	}
+}
+
+func (g *gen) errorf(format string, args ...any) {
+	g.errs = append(g.errs, fmt.Errorf(format, args...))
+}
+
+// vec adds a standalone vector for suite/name: state in, frame r. If intent
+// is not noIntent, the Go core's verdict must be intent.
+func (g *gen) vec(suite, name, desc string, intent exo.Reason, in exo.Pointers, r *raw) *vector {
+	return g.vecBytes(suite, name, desc, intent, in, r.bytes())
+}
+
+func (g *gen) vecBytes(suite, name, desc string, intent exo.Reason, in exo.Pointers, frame []byte) *vector {
+	full := suite + "/" + name
+	if g.names[full] {
+		g.errorf("duplicate vector name %s", full)
+	}
+	g.names[full] = true
+	v := &vector{Suite: suite, Name: name, Desc: desc, Intent: intent, In: in, Frame: frame, Stream: noStream, HexIndex: -1}
+	g.run(v)
+	g.vectors = append(g.vectors, v)
+	return v
+}
+
+// run evaluates v with the Go core and checks the intent.
+func (g *gen) run(v *vector) {
+	res, err := evaluate(v.In, v.Frame)
+	if err != nil {
+		g.errorf("%s/%s: %v", v.Suite, v.Name, err)
+	}
+	v.Res = res
+	if v.Intent != noIntent && res.Reason != v.Intent {
+		g.errorf("%s/%s: built to exercise %s, but the Go core says %s (%s stage); fix the generator or the core",
+			v.Suite, v.Name, v.Intent, res.Reason, res.Stage)
+	}
+}
+
+// newStream starts a stream from state in.
+func (g *gen) newStream(name, desc string, in exo.Pointers) *stream {
+	full := "stream/" + name
+	if g.names[full] {
+		g.errorf("duplicate stream name %s", full)
+	}
+	g.names[full] = true
+	s := &stream{Name: name, Desc: desc, In: in, cur: in, g: g, idx: len(g.streams)}
+	g.streams = append(g.streams, s)
+	return s
+}
+
+// step applies frame r to the stream's current state.
+func (s *stream) step(note string, intent exo.Reason, r *raw) *vector {
+	v := &vector{
+		Suite: "stream", Name: fmt.Sprintf("%s#%d", s.Name, len(s.Steps)), Desc: note,
+		Intent: intent, In: s.cur, Frame: r.bytes(),
+		Stream: s.idx, Step: len(s.Steps), HexIndex: -1,
+	}
+	s.g.run(v)
+	s.cur = v.Res.Out
+	s.Steps = append(s.Steps, v)
+	return v
+}
+
+// next is the valid next frame of the stream's current state.
+func (s *stream) next() *raw { return next(s.cur) }
+
+// all returns every vector, standalone first, then the streams' steps in
+// order: the order of the records in vectors.hex.
+func (g *gen) all() []*vector {
+	out := append([]*vector(nil), g.vectors...)
+	for _, s := range g.streams {
+		out = append(out, s.Steps...)
+	}
+	return out
+}
+
+// assignHex numbers the vectors that fit a hex record. A stream goes into
+// the hex form whole or not at all, so that its records chain.
+func (g *gen) assignHex() int {
+	n := 0
+	for _, v := range g.vectors {
+		if hexable(v.In, v.Frame) && hexable(v.Res.Out, nil) {
+			v.HexIndex = n
+			n++
+		}
+	}
+	for _, s := range g.streams {
+		ok := len(s.Steps) <= 0xFFFF
+		for _, v := range s.Steps {
+			ok = ok && hexable(v.In, v.Frame)
+		}
+		if !ok {
+			continue
+		}
+		for _, v := range s.Steps {
+			v.HexIndex = n
+			n++
+		}
+	}
+	return n
+}
+
+// generate builds every suite, in a fixed order.
+func generate() (*gen, error) {
+	g := newGen()
+	g.suiteAccept()
+	g.suitePadding()
+	g.suiteCodec()
+	g.suiteState()
+	g.suiteSeq()
+	g.suitePerN()
+	g.suiteLarge()
+	g.suiteRandom()
+	g.streamsAll()
+	if len(g.streams) > 0xFFFF {
+		g.errorf("too many streams")
+	}
+	g.assignHex()
+	if len(g.errs) > 0 {
+		return g, fmt.Errorf("%d generator errors, first: %w", len(g.errs), g.errs[0])
+	}
+	if err := g.checkCoverage(); err != nil {
+		return g, err
+	}
+	return g, nil
+}

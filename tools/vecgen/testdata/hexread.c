@@ -1,0 +1,116 @@
+/* hexread.c: reads testdata/vectors/vectors.hex the way the XDP program's
+ * test harness does (skip "//" lines, one 64-bit word per line, records of
+ * EXO_VEC_RECORD_WORDS words) and checks the record framing, not the
+ * verdicts; it prints the same lines as hexread_tb.v, which tools/vecgen's
+ * test compares with Go.
+ *
+ *   gcc -std=c99 -Wall -Wextra -Werror -I testdata/vectors \
+ *       -o /tmp/hexread tools/vecgen/testdata/hexread.c
+ *   /tmp/hexread testdata/vectors/vectors.hex
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "vectors.h"
+
+#define FIELD(rec, F) \
+	(((rec)[EXO_VEC_##F##_WORD] >> EXO_VEC_##F##_LSB) & \
+	 ((EXO_VEC_##F##_MSB - EXO_VEC_##F##_LSB) == 63 ? ~0ULL : ((1ULL << (EXO_VEC_##F##_MSB - EXO_VEC_##F##_LSB + 1)) - 1)))
+
+/* frame_byte returns byte k of the frame of record rec (MSB first). */
+static unsigned frame_byte(const uint64_t *rec, int k)
+{
+	return (unsigned)(rec[EXO_VEC_FRAME_WORD + k / 8] >> (56 - 8 * (k % 8))) & 0xFF;
+}
+
+int main(int argc, char **argv)
+{
+	FILE *f;
+	char line[256];
+	uint64_t *mem;
+	size_t n = 0, cap = (size_t)EXO_VEC_COUNT * EXO_VEC_RECORD_WORDS;
+	unsigned long counts[256] = {0};
+	uint32_t sum = 0;
+	int errors = 0;
+	size_t i;
+	int k;
+
+	if (argc != 2) {
+		fprintf(stderr, "usage: hexread vectors.hex\n");
+		return 2;
+	}
+	f = fopen(argv[1], "r");
+	if (!f) {
+		perror(argv[1]);
+		return 2;
+	}
+	mem = calloc(cap, sizeof *mem);
+	if (!mem)
+		return 2;
+	while (fgets(line, sizeof line, f)) {
+		char *end;
+		if (line[0] == '/' || line[0] == '\n')
+			continue;
+		if (n == cap) {
+			fprintf(stderr, "more words than EXO_VEC_COUNT records\n");
+			return 1;
+		}
+		mem[n++] = strtoull(line, &end, 16);
+		if (end != line + 16) {
+			fprintf(stderr, "bad line: %s", line);
+			return 1;
+		}
+	}
+	fclose(f);
+	if (n != cap) {
+		fprintf(stderr, "%zu words, want %zu\n", n, cap);
+		return 1;
+	}
+	for (i = 0; i < (size_t)EXO_VEC_COUNT; i++) {
+		const uint64_t *rec = mem + i * EXO_VEC_RECORD_WORDS;
+		int flen = (int)FIELD(rec, FRAME_LEN);
+		unsigned vflags = (unsigned)FIELD(rec, VFLAGS);
+		unsigned reason = (unsigned)FIELD(rec, REASON);
+		unsigned stage = (unsigned)FIELD(rec, STAGE);
+		if (FIELD(rec, MAGIC) != EXO_VEC_MAGIC || FIELD(rec, INDEX) != i) {
+			printf("record %zu: bad magic or index\n", i);
+			errors++;
+		}
+		counts[reason]++;
+		for (k = 0; k < EXO_VEC_FRAME_MAX; k++) {
+			unsigned b = frame_byte(rec, k);
+			if (k < flen)
+				sum = sum * 31 + b;
+			else if (b != 0) {
+				printf("record %zu: frame byte %d beyond frame_len is %02x\n", i, k, b);
+				errors++;
+			}
+		}
+		if (stage == EXO_VEC_STAGE_ACCEPT) {
+			uint64_t seq = rec[EXO_VEC_FRAME_WORD + 2];
+			if (FIELD(rec, OUT_APPEND) != seq + 1) {
+				printf("record %zu: ACCEPT but out_append != seq+1\n", i);
+				errors++;
+			}
+		} else if (memcmp(rec + EXO_VEC_STATE_IN_WORD, rec + EXO_VEC_STATE_OUT_WORD, EXO_VEC_STATE_WORDS * sizeof *rec) != 0) {
+			printf("record %zu: reason %u changed the state\n", i, reason);
+			errors++;
+		}
+		if ((vflags & EXO_VEC_FLAG_CHAINED) &&
+		    (i == 0 || memcmp(rec + EXO_VEC_STATE_IN_WORD, rec - EXO_VEC_RECORD_WORDS + EXO_VEC_STATE_OUT_WORD,
+				      EXO_VEC_STATE_WORDS * sizeof *rec) != 0)) {
+			printf("record %zu: chained, but state in is not the previous state out\n", i);
+			errors++;
+		}
+	}
+	printf("records %d\n", EXO_VEC_COUNT);
+	printf("checksum %08" PRIx32 "\n", sum);
+	for (k = 0; k < 256; k++)
+		if (counts[k])
+			printf("reason %d %lu\n", k, counts[k]);
+	printf("errors %d\n", errors);
+	free(mem);
+	return errors != 0;
+}
