@@ -1,0 +1,244 @@
+package client
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"net"
+	"sync"
+)
+
+// Position is where a message sits in the agreed order: the entry's
+// sequence number and the message's index inside that entry.
+type Position struct {
+	Seq   uint64
+	Index uint16
+}
+
+// Message is one agreed message.
+type Message struct {
+	Position
+	Sender  uint8
+	Payload []byte
+}
+
+// Client is a connection to a daemon's local API. Publish may be called
+// from several goroutines; the replies are matched by request id.
+type Client struct {
+	conn net.Conn
+	r    *bufio.Reader
+	wmu  sync.Mutex
+	w    *bufio.Writer
+
+	mu      sync.Mutex
+	next    uint64
+	waiting map[uint64]chan Ack
+	status  chan []byte
+	err     error
+	done    chan struct{}
+}
+
+
+// Dial connects to the daemon's Unix socket.
+func Dial(ctx context.Context, socket string) (*Client, error) {
+	var d net.Dialer
+	c, err := d.DialContext(ctx, "unix", socket)
+	if err != nil {
+		return nil, fmt.Errorf("connect to exo daemon at %s: %w (is the daemon running?)", socket, err)
+	}
+	cl := &Client{conn: c, r: bufio.NewReaderSize(c, 64<<10), w: bufio.NewWriterSize(c, 64<<10),
+		waiting: map[uint64]chan Ack{}, status: make(chan []byte, 1), done: make(chan struct{})}
+	go cl.readLoop()
+	return cl, nil
+}
+
+// Close closes the connection; pending calls fail.
+func (c *Client) Close() error { return c.conn.Close() }
+
+func (c *Client) readLoop() {
+	defer close(c.done)
+	var buf []byte
+	for {
+		typ, body, b, err := ReadFrame(c.r, buf)
+		buf = b
+		if err != nil {
+			c.fail(fmt.Errorf("exo daemon connection: %w", err))
+			return
+		}
+		switch typ {
+		case TypePublished:
+			if len(body) < 18 {
+				c.fail(fmt.Errorf("%w: short Published", ErrFrame))
+				return
+			}
+			c.finish(binary.BigEndian.Uint64(body), Ack{Pos: Position{
+				Seq: binary.BigEndian.Uint64(body[8:]), Index: binary.BigEndian.Uint16(body[16:])}})
+		case TypeError:
+			if len(body) < 10 {
+				c.fail(fmt.Errorf("%w: short Error", ErrFrame))
+				return
+			}
+			c.finish(binary.BigEndian.Uint64(body), Ack{Err: &APIError{
+				Code: binary.BigEndian.Uint16(body[8:]), Text: string(body[10:])}})
+		case TypeStatusReply:
+			select {
+			case c.status <- append([]byte(nil), body...):
+			default:
+			}
+		default:
+			c.fail(fmt.Errorf("%w: unexpected type %#x", ErrFrame, typ))
+			return
+		}
+	}
+}
+
+func (c *Client) fail(err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.err = err
+	for id, ch := range c.waiting {
+		ch <- Ack{Err: err}
+		delete(c.waiting, id)
+	}
+}
+
+func (c *Client) finish(id uint64, r Ack) {
+	c.mu.Lock()
+	ch, ok := c.waiting[id]
+	delete(c.waiting, id)
+	c.mu.Unlock()
+	if ok {
+		ch <- r
+	}
+}
+
+// Publish broadcasts payload and returns its position once it is agreed.
+// Errors: ErrQueueFull (back off, retry), ErrTooLarge, ErrDropped (removed
+// by a reconciliation before it was agreed: retry), ErrShuttingDown.
+func (c *Client) Publish(ctx context.Context, payload []byte) (Position, error) {
+	ch, err := c.PublishAsync(payload)
+	if err != nil {
+		return Position{}, err
+	}
+	select {
+	case r := <-ch:
+		return r.Pos, r.Err
+	case <-ctx.Done():
+		return Position{}, ctx.Err()
+	}
+}
+
+// Ack is the outcome of an asynchronous publish.
+type Ack struct {
+	Pos Position
+	Err error
+}
+
+// PublishAsync sends a publish and returns a channel that receives its
+// outcome; it lets one goroutine keep many publishes in flight.
+func (c *Client) PublishAsync(payload []byte) (<-chan Ack, error) {
+	c.mu.Lock()
+	if c.err != nil {
+		err := c.err
+		c.mu.Unlock()
+		return nil, err
+	}
+	c.next++
+	id := c.next
+	ch := make(chan Ack, 1)
+	c.waiting[id] = ch
+	c.mu.Unlock()
+	c.wmu.Lock()
+	err := WriteFrame(c.w, TypePublish, U64(id), payload)
+	if err == nil {
+		err = c.w.Flush()
+	}
+	c.wmu.Unlock()
+	if err != nil {
+		c.finish(id, Ack{Err: err})
+	}
+	return ch, nil
+}
+
+// Status returns the daemon's status as JSON-decoded fields.
+func (c *Client) Status(ctx context.Context) (map[string]any, error) {
+	raw, err := c.StatusRaw(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var m map[string]any
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return nil, fmt.Errorf("status: %w", err)
+	}
+	return m, nil
+}
+
+// StatusRaw returns the daemon's status JSON.
+func (c *Client) StatusRaw(ctx context.Context) ([]byte, error) {
+	c.wmu.Lock()
+	err := WriteFrame(c.w, TypeStatus)
+	if err == nil {
+		err = c.w.Flush()
+	}
+	c.wmu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	select {
+	case b := <-c.status:
+		return b, nil
+	case <-c.done:
+		return nil, c.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// Subscribe opens a new connection that follows the agreed stream from seq
+// on; fn is called for every message in order until it returns an error,
+// the context ends, or the daemon ends the stream (ErrCompacted, ErrTooSlow).
+func Subscribe(ctx context.Context, socket string, from uint64, fn func(Message) error) error {
+	var d net.Dialer
+	conn, err := d.DialContext(ctx, "unix", socket)
+	if err != nil {
+		return fmt.Errorf("connect to exo daemon at %s: %w (is the daemon running?)", socket, err)
+	}
+	defer conn.Close()
+	stop := context.AfterFunc(ctx, func() { conn.Close() })
+	defer stop()
+	if err := WriteFrame(conn, TypeSubscribe, U64(from)); err != nil {
+		return fmt.Errorf("subscribe: %w", err)
+	}
+	r := bufio.NewReaderSize(conn, 256<<10)
+	var buf []byte
+	for {
+		typ, body, b, err := ReadFrame(r, buf)
+		buf = b
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			return fmt.Errorf("subscription: %w", err)
+		}
+		switch typ {
+		case TypeMessage:
+			if len(body) < 11 {
+				return fmt.Errorf("%w: short Message", ErrFrame)
+			}
+			m := Message{Position: Position{Seq: binary.BigEndian.Uint64(body), Index: binary.BigEndian.Uint16(body[8:])},
+				Sender: body[10], Payload: append([]byte(nil), body[11:]...)}
+			if err := fn(m); err != nil {
+				return err
+			}
+		case TypeError:
+			if len(body) < 10 {
+				return fmt.Errorf("%w: short Error", ErrFrame)
+			}
+			return &APIError{Code: binary.BigEndian.Uint16(body[8:]), Text: string(body[10:])}
+		default:
+			return fmt.Errorf("%w: unexpected type %#x", ErrFrame, typ)
+		}
+	}
+}

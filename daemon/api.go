@@ -1,0 +1,248 @@
+package daemon
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"sort"
+	"sync"
+
+	"github.com/exo-rack/exo/client"
+)
+
+const (
+	historyKeep = 1 << 18 // delivered messages kept for subscribers that start behind
+	subQueue    = 1 << 16 // messages queued for one subscriber before it is cut off
+)
+
+type subscriber struct {
+	ch     chan client.Message
+	closed bool // too slow: cut off
+}
+
+func (d *Daemon) listenAPI() (net.Listener, error) {
+	path := d.cfg.APISocket
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, fmt.Errorf("api socket: %w", err)
+	}
+	if _, err := os.Stat(path); err == nil {
+		// A stale socket from a crashed daemon: remove it only if nobody
+		// answers on it.
+		if c, err := net.Dial("unix", path); err == nil {
+			c.Close()
+			return nil, fmt.Errorf("api socket %s: another daemon is running", path)
+		}
+		os.Remove(path)
+	}
+	ln, err := net.Listen("unix", path)
+	if err != nil {
+		return nil, fmt.Errorf("api socket: %w", err)
+	}
+	if err := os.Chmod(path, 0o660); err != nil {
+		ln.Close()
+		return nil, fmt.Errorf("api socket: %w", err)
+	}
+	return ln, nil
+}
+
+func (d *Daemon) serveAPI(ctx context.Context, ln net.Listener) error {
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	conns := map[net.Conn]struct{}{}
+	go func() { <-ctx.Done(); ln.Close() }()
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			break
+		}
+		mu.Lock()
+		conns[c] = struct{}{}
+		mu.Unlock()
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { mu.Lock(); delete(conns, c); mu.Unlock(); c.Close() }()
+			if err := d.serveConn(ctx, c); err != nil && ctx.Err() == nil {
+				d.log.Debug("api connection", "err", err)
+			}
+		}()
+	}
+	mu.Lock()
+	for c := range conns {
+		c.Close()
+	}
+	mu.Unlock()
+	wg.Wait()
+	os.Remove(d.cfg.APISocket)
+	return nil
+}
+
+func (d *Daemon) serveConn(ctx context.Context, c net.Conn) error {
+	r := bufio.NewReaderSize(c, 256<<10)
+	w := bufio.NewWriterSize(c, 256<<10)
+	var wmu sync.Mutex
+	send := func(typ byte, parts ...[]byte) error {
+		wmu.Lock()
+		defer wmu.Unlock()
+		if err := client.WriteFrame(w, typ, parts...); err != nil {
+			return err
+		}
+		return w.Flush()
+	}
+	sendErr := func(req uint64, code uint16, text string) error {
+		return send(client.TypeError, client.U64(req), client.U16(code), []byte(text))
+	}
+	var pending sync.WaitGroup
+	defer pending.Wait()
+	var buf []byte
+	for {
+		typ, body, b, err := client.ReadFrame(r, buf)
+		buf = b
+		if err != nil {
+			return err
+		}
+		switch typ {
+		case client.TypePublish:
+			if len(body) < 8 {
+				return sendErr(0, client.CodeBadRequest, "publish: short request")
+			}
+			id := binary.BigEndian.Uint64(body)
+			reply := make(chan client.Ack, 1)
+			req := publishReq{payload: append([]byte(nil), body[8:]...), reply: reply}
+			select {
+			case d.reqs <- req:
+			case <-ctx.Done():
+				return sendErr(id, client.CodeShuttingDown, "daemon shutting down")
+			}
+			pending.Add(1)
+			go func() {
+				defer pending.Done()
+				var a client.Ack
+				select {
+				case a = <-reply:
+				case <-ctx.Done():
+					a = client.Ack{Err: client.ErrShuttingDown}
+				}
+				if a.Err != nil {
+					var ae *client.APIError
+					if !errors.As(a.Err, &ae) {
+						ae = &client.APIError{Code: client.CodeShuttingDown, Text: a.Err.Error()}
+					}
+					sendErr(id, ae.Code, ae.Text)
+					return
+				}
+				send(client.TypePublished, client.U64(id), client.U64(a.Pos.Seq), client.U16(a.Pos.Index))
+			}()
+		case client.TypeStatus:
+			ch := make(chan []byte, 1)
+			select {
+			case d.reqs <- ch:
+			case <-ctx.Done():
+				return errClosed
+			}
+			select {
+			case st := <-ch:
+				if err := send(client.TypeStatusReply, st); err != nil {
+					return err
+				}
+			case <-ctx.Done():
+				return errClosed
+			}
+		case client.TypeSubscribe:
+			if len(body) < 8 {
+				return sendErr(0, client.CodeBadRequest, "subscribe: short request")
+			}
+			return d.subscribe(ctx, c, send, binary.BigEndian.Uint64(body))
+		default:
+			return sendErr(0, client.CodeBadRequest, fmt.Sprintf("unknown request type %#x", typ))
+		}
+	}
+}
+
+// subscribe streams delivered messages from seq on: first those still in
+// the history, then live ones.
+func (d *Daemon) subscribe(ctx context.Context, c net.Conn, send func(byte, ...[]byte) error, from uint64) error {
+	s := &subscriber{ch: make(chan client.Message, subQueue)}
+	d.mu.Lock()
+	i := sort.Search(len(d.history), func(i int) bool { return d.history[i].Seq >= from })
+	if i == 0 && d.histBase > 0 && (len(d.history) == 0 || d.history[0].Seq > from) {
+		oldest := uint64(0)
+		if len(d.history) > 0 {
+			oldest = d.history[0].Seq
+		}
+		d.mu.Unlock()
+		return send(client.TypeError, client.U64(0), client.U16(client.CodeCompacted),
+			[]byte(fmt.Sprintf("seq %d is no longer in memory; the oldest is %d", from, oldest)))
+	}
+	backlog := append([]client.Message(nil), d.history[i:]...)
+	d.subs[s] = struct{}{}
+	d.mu.Unlock()
+	defer func() { d.mu.Lock(); delete(d.subs, s); d.mu.Unlock() }()
+	// Detect the client going away while we wait for messages.
+	gone := make(chan struct{})
+	go func() { var b [1]byte; c.Read(b[:]); close(gone) }()
+	emit := func(m client.Message) error {
+		var hdr [11]byte
+		binary.BigEndian.PutUint64(hdr[:], m.Seq)
+		binary.BigEndian.PutUint16(hdr[8:], m.Index)
+		hdr[10] = m.Sender
+		return send(client.TypeMessage, hdr[:], m.Payload)
+	}
+	for _, m := range backlog {
+		if err := emit(m); err != nil {
+			return err
+		}
+	}
+	for {
+		select {
+		case m, ok := <-s.ch:
+			if !ok {
+				return send(client.TypeError, client.U64(0), client.U16(client.CodeTooSlow),
+					[]byte("subscriber fell behind by more than its queue; resubscribe from the last seq received"))
+			}
+			if err := emit(m); err != nil {
+				return err
+			}
+		case <-gone:
+			return nil
+		case <-ctx.Done():
+			return nil
+		}
+	}
+}
+
+// fanOut records delivered messages and passes them to subscribers; a
+// subscriber whose queue is full is cut off (told so), never skipped.
+func (d *Daemon) fanOut(msgs []client.Message) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.delivCnt += uint64(len(msgs))
+	d.metrics.delivered.Add(float64(len(msgs)))
+	d.history = append(d.history, msgs...)
+	if len(d.history) > 2*historyKeep {
+		k := len(d.history) - historyKeep
+		d.history = append([]client.Message(nil), d.history[k:]...)
+		d.histBase += k
+	}
+	for s := range d.subs {
+		if s.closed {
+			continue
+		}
+		for _, m := range msgs {
+			select {
+			case s.ch <- m:
+			default:
+				s.closed = true
+				close(s.ch)
+			}
+			if s.closed {
+				break
+			}
+		}
+	}
+}

@@ -1,0 +1,187 @@
+// Package daemon is the rack-level broadcast daemon: it runs the Exo core
+// (package exo) on a raw-frame broadcast Conn (package broadcast) and an OOB
+// transport (package oob), delivers agreed messages to local applications
+// and takes messages to broadcast through a local API on a Unix socket
+// (package client speaks it), and exports Prometheus metrics.
+package daemon
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"time"
+
+	"github.com/exo-rack/exo/exo"
+)
+
+// Config is the daemon's configuration file (JSON).
+type Config struct {
+	// Group is the group id of the rack.
+	Group uint16 `json:"group"`
+	// ID is this host's id in the roster.
+	ID int `json:"id"`
+	// Interface is the broadcast interface (e.g. exo0).
+	Interface string `json:"interface"`
+	// Roster lists every host of the rack, in token order (ids 0..n-1).
+	Roster []Member `json:"roster"`
+	// KeyFile is the group key (used by the security issue; optional now).
+	KeyFile string `json:"key_file,omitempty"`
+	// Offload is the fast path: "software" (default); "xdp", "fpga-sim" and
+	// "auto" arrive with their issues.
+	Offload string `json:"offload,omitempty"`
+	// APISocket is the local API's Unix socket path.
+	APISocket string `json:"api_socket"`
+	// MetricsAddr serves /metrics when set (e.g. 127.0.0.1:9477).
+	MetricsAddr string `json:"metrics_addr,omitempty"`
+	// TickText is the protocol tick as a Go duration (default "1ms"); the
+	// timeouts below count ticks.
+	TickText          string        `json:"tick,omitempty"`
+	Tick              time.Duration `json:"-"`
+	TokenTimeout      int           `json:"token_timeout_ticks,omitempty"`
+	RetransmitTicks   int           `json:"retransmit_ticks,omitempty"`
+	IdleBackoffMax    int           `json:"idle_backoff_max_ticks,omitempty"`
+	ViewChangeTimeout int           `json:"view_change_timeout_ticks,omitempty"`
+	// MaxMessage bounds one published message (default 1 MiB); larger
+	// messages are split across consecutive entries and reassembled.
+	MaxMessage int `json:"max_message_bytes,omitempty"`
+	// QueueLen bounds the payloads waiting for the token (default 8192);
+	// publish fails with "queue full" beyond it.
+	QueueLen int `json:"queue_len,omitempty"`
+	// KeepEntries is how many agreed entries stay in memory for gap repair
+	// and subscribers (default 262144); older ones are compacted.
+	KeepEntries int `json:"keep_entries,omitempty"`
+	// Join starts the host as one that lost its state (an empty data
+	// directory joining a running rack): it rejoins through a view change.
+	Join bool `json:"join,omitempty"`
+}
+
+// Member is one host of the roster.
+type Member struct {
+	ID  int    `json:"id"`
+	MAC string `json:"mac"`
+	OOB string `json:"oob"` // host:port of its OOB service
+}
+
+// ErrConfig is wrapped by every configuration error.
+var ErrConfig = errors.New("config")
+
+func fieldErr(field, format string, args ...any) error {
+	return fmt.Errorf("%w: %s: %s", ErrConfig, field, fmt.Sprintf(format, args...))
+}
+
+// LoadConfig reads, defaults and validates a configuration file.
+func LoadConfig(path string) (*Config, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrConfig, err)
+	}
+	return ParseConfig(b)
+}
+
+// ParseConfig parses, defaults and validates a configuration.
+func ParseConfig(b []byte) (*Config, error) {
+	var c Config
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&c); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrConfig, err)
+	}
+	c.defaults()
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	return &c, nil
+}
+
+func (c *Config) defaults() {
+	if c.Offload == "" {
+		c.Offload = "software"
+	}
+	if c.TickText == "" && c.Tick == 0 {
+		c.Tick = time.Millisecond
+	}
+	if c.MaxMessage == 0 {
+		c.MaxMessage = 1 << 20
+	}
+	if c.QueueLen == 0 {
+		c.QueueLen = 8192
+	}
+	if c.KeepEntries == 0 {
+		c.KeepEntries = 1 << 18
+	}
+}
+
+// Validate checks every field and names the first bad one.
+func (c *Config) Validate() error {
+	if c.TickText != "" {
+		d, err := time.ParseDuration(c.TickText)
+		if err != nil {
+			return fieldErr("tick", "%q is not a duration such as \"1ms\"", c.TickText)
+		}
+		c.Tick = d
+	}
+	n := len(c.Roster)
+	switch {
+	case n < 1 || n > exo.MaxRoster:
+		return fieldErr("roster", "%d hosts, want 1..%d", n, exo.MaxRoster)
+	case c.ID < 0 || c.ID >= n:
+		return fieldErr("id", "%d is not in the roster (0..%d)", c.ID, n-1)
+	case c.Interface == "":
+		return fieldErr("interface", "missing (the broadcast interface, e.g. exo0)")
+	case c.APISocket == "":
+		return fieldErr("api_socket", "missing (e.g. /run/exo/exo.sock)")
+	case c.Offload != "software":
+		return fieldErr("offload", "%q is not available in this build (software)", c.Offload)
+	case c.Tick < 10*time.Microsecond || c.Tick > time.Second:
+		return fieldErr("tick", "%v is outside 10us..1s", c.Tick)
+	case c.MaxMessage < 1 || c.MaxMessage > 64<<20:
+		return fieldErr("max_message_bytes", "%d is outside 1..64MiB", c.MaxMessage)
+	case c.QueueLen < 1:
+		return fieldErr("queue_len", "%d must be at least 1", c.QueueLen)
+	case c.KeepEntries < 1024:
+		return fieldErr("keep_entries", "%d must be at least 1024", c.KeepEntries)
+	}
+	macs := map[string]int{}
+	for i, m := range c.Roster {
+		f := fmt.Sprintf("roster[%d]", i)
+		if m.ID != i {
+			return fieldErr(f+".id", "%d, want %d (the roster is in token order)", m.ID, i)
+		}
+		hw, err := net.ParseMAC(m.MAC)
+		if err != nil || len(hw) != 6 {
+			return fieldErr(f+".mac", "%q is not a MAC address", m.MAC)
+		}
+		if j, dup := macs[hw.String()]; dup {
+			return fieldErr(f+".mac", "%s is also roster[%d]'s", hw, j)
+		}
+		macs[hw.String()] = i
+		if _, err := netip.ParseAddrPort(m.OOB); err != nil {
+			return fieldErr(f+".oob", "%q is not an ip:port (%v)", m.OOB, err)
+		}
+	}
+	if c.MetricsAddr != "" {
+		if _, _, err := net.SplitHostPort(c.MetricsAddr); err != nil {
+			return fieldErr("metrics_addr", "%q: %v", c.MetricsAddr, err)
+		}
+	}
+	if _, err := exo.NewNode(c.coreConfig(1500)); err != nil {
+		return fieldErr("timeouts", "%v", err)
+	}
+	return nil
+}
+
+// coreConfig is the exo.Config of this host for an interface MTU.
+func (c *Config) coreConfig(mtu int) exo.Config {
+	n := len(c.Roster)
+	batch := mtu - exo.HeaderLen - exo.HistoryLen(n)
+	return exo.Config{
+		ID: uint8(c.ID), Hosts: n, Group: c.Group,
+		TokenTimeout: c.TokenTimeout, RetransmitTicks: c.RetransmitTicks,
+		IdleBackoffMax: c.IdleBackoffMax, ViewChangeTimeout: c.ViewChangeTimeout,
+		MaxBatchBytes: min(batch, 65535), MaxPending: c.QueueLen,
+	}
+}

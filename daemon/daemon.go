@@ -1,0 +1,391 @@
+package daemon
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/exo-rack/exo/client"
+	"github.com/exo-rack/exo/exo"
+)
+
+// FrameConn is what the daemon needs of a broadcast interface (package
+// broadcast implements it on AF_PACKET and in memory).
+type FrameConn interface {
+	WriteFrame(b []byte) error
+	ReadFrame(b []byte) (int, net.HardwareAddr, error)
+	HardwareAddr() net.HardwareAddr
+	MTU() int
+	Close() error
+}
+
+// OOB is what the daemon needs of the out-of-band transport.
+type OOB interface {
+	Send(m exo.Message)
+	Recv() <-chan exo.Message
+}
+
+// Daemon runs one host of the rack.
+type Daemon struct {
+	cfg     *Config
+	log     *slog.Logger
+	conn    FrameConn
+	oob     OOB
+	node    *exo.Node
+	macs    []string // roster MACs by id
+	chunk   int      // bytes of one payload record
+	metrics *metrics
+
+	rx   chan rxFrame
+	reqs chan any
+
+	// Owned by the loop goroutine.
+	nextID  uint64
+	waiters map[uint64]chan client.Ack
+	reasm   []reassembler
+	txbuf   []byte
+	holdAt  time.Time
+
+	// Shared with API goroutines (subscribers).
+	mu       sync.Mutex
+	history  []client.Message // recent delivered messages, for subscribers starting behind
+	histBase int              // messages dropped from the front of history
+	subs     map[*subscriber]struct{}
+	delivCnt uint64
+	status   []byte
+}
+
+type rxFrame struct {
+	buf []byte
+	n   int
+	src net.HardwareAddr
+}
+
+type publishReq struct {
+	payload []byte
+	reply   chan client.Ack
+}
+
+// New prepares a daemon on a broadcast conn and an OOB transport.
+func New(cfg *Config, conn FrameConn, o OOB, log *slog.Logger) (*Daemon, error) {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	mtu := conn.MTU()
+	cc := cfg.coreConfig(mtu)
+	var nd *exo.Node
+	var err error
+	if cfg.Join {
+		nd, err = exo.NewAmnesiacNode(cc)
+	} else {
+		nd, err = exo.NewNode(cc)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("daemon: %w", err)
+	}
+	d := &Daemon{cfg: cfg, log: log, conn: conn, oob: o, node: nd,
+		chunk: cc.MaxBatchBytes, rx: make(chan rxFrame, 8192), reqs: make(chan any, 1024),
+		nextID: rand.Uint64() >> 16, waiters: map[uint64]chan client.Ack{},
+		reasm: make([]reassembler, len(cfg.Roster)), subs: map[*subscriber]struct{}{},
+		metrics: newMetrics()}
+	for _, m := range cfg.Roster {
+		hw, _ := net.ParseMAC(m.MAC)
+		d.macs = append(d.macs, hw.String())
+	}
+	if own := conn.HardwareAddr().String(); own != d.macs[cfg.ID] {
+		return nil, fmt.Errorf("daemon: %w: roster[%d].mac is %s but interface %s has %s",
+			ErrConfig, cfg.ID, d.macs[cfg.ID], cfg.Interface, own)
+	}
+	if cfg.MaxMessage > cc.MaxPending*(d.chunk-2-fragHeader-4) {
+		return nil, fmt.Errorf("daemon: %w: max_message_bytes %d needs more than queue_len %d fragments",
+			ErrConfig, cfg.MaxMessage, cc.MaxPending)
+	}
+	d.metrics.setInfo(cfg)
+	return d, nil
+}
+
+// Run runs the daemon until ctx ends: the frame reader, the protocol loop,
+// the local API and the metrics endpoint.
+func (d *Daemon) Run(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	api, err := d.listenAPI()
+	if err != nil {
+		return err
+	}
+	var wg sync.WaitGroup
+	errc := make(chan error, 4)
+	wg.Add(3)
+	go func() { defer wg.Done(); d.readLoop(ctx) }()
+	go func() { defer wg.Done(); errc <- d.serveAPI(ctx, api) }()
+	go func() { defer wg.Done(); errc <- d.serveMetrics(ctx) }()
+	d.log.Info("exo daemon running", "id", d.cfg.ID, "hosts", len(d.cfg.Roster), "interface", d.cfg.Interface,
+		"mtu", d.conn.MTU(), "offload", d.cfg.Offload, "api", d.cfg.APISocket, "join", d.cfg.Join)
+	err = d.loop(ctx)
+	cancel()
+	d.conn.Close()
+	d.failWaiters(client.ErrShuttingDown)
+	wg.Wait()
+	close(errc)
+	for e := range errc {
+		if err == nil && e != nil {
+			err = e
+		}
+	}
+	d.log.Info("exo daemon stopped")
+	return err
+}
+
+// readLoop reads frames and hands them to the protocol loop.
+func (d *Daemon) readLoop(ctx context.Context) {
+	for ctx.Err() == nil {
+		buf := make([]byte, d.conn.MTU()+64)
+		n, src, err := d.conn.ReadFrame(buf)
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			d.metrics.readErrors.Inc()
+			time.Sleep(time.Millisecond)
+			continue
+		}
+		select {
+		case d.rx <- rxFrame{buf: buf, n: n, src: src}:
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// loop owns the state machine.
+func (d *Daemon) loop(ctx context.Context) error {
+	tick := time.NewTicker(d.cfg.Tick)
+	defer tick.Stop()
+	var f exo.Frame
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case r := <-d.rx:
+			d.stepFrame(&f, r)
+			for k := 0; k < 256 && len(d.rx) > 0; k++ { // batch what is already queued
+				d.stepFrame(&f, <-d.rx)
+			}
+		case m := <-d.oob.Recv():
+			d.node.Step(m)
+		case req := <-d.reqs:
+			d.handleReq(req)
+		case <-tick.C:
+			d.node.Tick()
+		}
+		if err := d.ready(); err != nil {
+			return err
+		}
+	}
+}
+
+func (d *Daemon) stepFrame(f *exo.Frame, r rxFrame) {
+	d.metrics.framesIn.Inc()
+	if err := f.UnmarshalBinary(r.buf[:r.n]); err != nil {
+		d.metrics.rejects.WithLabelValues(exo.ReasonOf(err).String()).Inc()
+		return
+	}
+	if int(f.Sender) < len(d.macs) && r.src.String() != d.macs[f.Sender] {
+		d.metrics.foreignMAC.Inc()
+		return
+	}
+	d.node.StepFrame(f)
+}
+
+func (d *Daemon) handleReq(req any) {
+	switch r := req.(type) {
+	case publishReq:
+		d.publish(r)
+	case chan []byte:
+		r <- d.statusJSON()
+	}
+}
+
+func (d *Daemon) publish(r publishReq) {
+	if len(r.payload) > d.cfg.MaxMessage {
+		r.reply <- client.Ack{Err: &client.APIError{Code: client.CodeTooLarge,
+			Text: fmt.Sprintf("message of %d bytes, max_message_bytes is %d", len(r.payload), d.cfg.MaxMessage)}}
+		return
+	}
+	d.nextID++
+	recs := split(d.nextID, r.payload, d.chunk)
+	if d.node.Pending()+len(recs) > d.cfg.QueueLen {
+		d.metrics.queueFull.Inc()
+		r.reply <- client.Ack{Err: &client.APIError{Code: client.CodeQueueFull,
+			Text: fmt.Sprintf("queue full (%d payload records waiting)", d.node.Pending())}}
+		return
+	}
+	for _, rec := range recs {
+		if err := d.node.Propose(rec); err != nil {
+			// Cannot happen after the checks above; never drop silently.
+			r.reply <- client.Ack{Err: &client.APIError{Code: client.CodeQueueFull, Text: err.Error()}}
+			return
+		}
+	}
+	d.waiters[d.nextID] = r.reply
+	d.metrics.published.Inc()
+}
+
+// ready carries out the core's Ready.
+func (d *Daemon) ready() error {
+	nd := d.node
+	if !nd.HasReady() {
+		return nil
+	}
+	rd := nd.Ready()
+	for i := range rd.Frames {
+		var err error
+		d.txbuf, err = rd.Frames[i].AppendBinary(d.txbuf[:0])
+		if err != nil {
+			return fmt.Errorf("daemon: encode frame: %w", err)
+		}
+		if err := d.conn.WriteFrame(d.txbuf); err != nil {
+			d.metrics.writeErrors.Inc()
+			d.log.Warn("broadcast write", "err", err)
+			continue
+		}
+		d.metrics.framesOut.Inc()
+		if rd.Frames[i].Sender == uint8(d.cfg.ID) && !d.holdAt.IsZero() {
+			d.metrics.tokenHold.Observe(time.Since(d.holdAt).Seconds())
+			d.holdAt = time.Time{}
+		}
+	}
+	for _, m := range rd.Messages {
+		d.oob.Send(m)
+		d.metrics.oobOut.Inc()
+	}
+	for _, r := range rd.Rejects {
+		d.metrics.rejects.WithLabelValues(r.Reason.String()).Inc()
+	}
+	for _, e := range rd.Events {
+		switch e.Kind {
+		case exo.EventViewChange:
+			d.metrics.viewChanges.Inc()
+			d.log.Info("view change started", "epoch", e.Epoch, "seq", e.Seq)
+		case exo.EventInstalled:
+			d.log.Info("epoch installed", "epoch", e.Epoch, "log_end", e.Seq)
+		case exo.EventTakeover:
+			d.metrics.takeovers.Inc()
+			d.log.Info("token taken over", "from", e.Peer, "seq", e.Seq)
+		case exo.EventSafety:
+			d.log.Error("SAFETY: an agreed entry would change; refused", "seq", e.Seq, "epoch", e.Epoch)
+		}
+	}
+	for i := range rd.Agreed {
+		d.deliverEntry(&rd.Agreed[i])
+	}
+	for i := range rd.Dropped {
+		_ = rd.Dropped[i].Records(func(rec []byte) error {
+			if id, ok := recordID(rec); ok {
+				if w, ok := d.waiters[id]; ok {
+					delete(d.waiters, id)
+					w <- client.Ack{Err: &client.APIError{Code: client.CodeDropped,
+						Text: fmt.Sprintf("dropped by a reconciliation before it was agreed (entry %d): publish again", rd.Dropped[i].Seq)}}
+				}
+			}
+			return nil
+		})
+	}
+	nd.Advance()
+	p := nd.Pointers()
+	if nd.Holder() == uint8(d.cfg.ID) && d.holdAt.IsZero() {
+		d.holdAt = time.Now()
+	}
+	d.metrics.observe(p, nd.Pending())
+	if keep := uint64(d.cfg.KeepEntries); p.Agreed > nd.LogBase()+2*keep {
+		nd.Compact(p.Agreed - keep)
+	}
+	return nil
+}
+
+// deliverEntry reassembles the messages of an agreed entry and hands them
+// to subscribers and to the publishers waiting for them.
+func (d *Daemon) deliverEntry(e *exo.Entry) {
+	var idx uint16
+	var msgs []client.Message
+	_ = e.Records(func(rec []byte) error {
+		defer func() { idx++ }()
+		if int(e.Sender) >= len(d.reasm) {
+			return nil
+		}
+		id, msg, done, err := d.reasm[e.Sender].add(rec, d.cfg.MaxMessage)
+		if err != nil {
+			d.metrics.badFragments.Inc()
+			d.log.Warn("fragment", "seq", e.Seq, "sender", e.Sender, "err", err)
+			return nil
+		}
+		if !done {
+			return nil
+		}
+		m := client.Message{Position: client.Position{Seq: e.Seq, Index: idx}, Sender: e.Sender, Payload: msg}
+		msgs = append(msgs, m)
+		if e.Sender == uint8(d.cfg.ID) {
+			if w, ok := d.waiters[id]; ok {
+				delete(d.waiters, id)
+				w <- client.Ack{Pos: m.Position}
+			}
+		}
+		return nil
+	})
+	if len(msgs) > 0 {
+		d.fanOut(msgs)
+	}
+}
+
+func (d *Daemon) failWaiters(err error) {
+	for id, w := range d.waiters {
+		w <- client.Ack{Err: err}
+		delete(d.waiters, id)
+	}
+}
+
+// Status is the daemon's status (exo status --json).
+type Status struct {
+	ID          int               `json:"id"`
+	Hosts       int               `json:"hosts"`
+	Epoch       uint32            `json:"epoch"`
+	Promised    uint32            `json:"promised"`
+	Halted      bool              `json:"halted"`
+	Append      uint64            `json:"append_pointer"`
+	Agreed      uint64            `json:"agreement_pointer"`
+	LogBase     uint64            `json:"log_base"`
+	Holder      int               `json:"token_holder"`
+	Pending     int               `json:"queue_depth"`
+	Delivered   uint64            `json:"messages_delivered"`
+	Subscribers int               `json:"subscribers"`
+	Waiting     int               `json:"publishes_waiting"`
+	Skipped     []int             `json:"skipped_hosts"`
+	Counters    map[string]uint64 `json:"counters"`
+}
+
+func (d *Daemon) statusJSON() []byte {
+	nd := d.node
+	p := nd.Pointers()
+	d.mu.Lock()
+	st := Status{ID: d.cfg.ID, Hosts: len(d.cfg.Roster), Epoch: p.Epoch, Promised: nd.Promised(), Halted: nd.Halted(),
+		Append: p.Append, Agreed: p.Agreed, LogBase: nd.LogBase(), Holder: int(nd.Holder()), Pending: nd.Pending(),
+		Delivered: d.delivCnt, Subscribers: len(d.subs), Waiting: len(d.waiters), Skipped: []int{},
+		Counters: d.metrics.counters()}
+	d.mu.Unlock()
+	for i := range d.cfg.Roster {
+		if nd.Skipped(uint8(i)) {
+			st.Skipped = append(st.Skipped, i)
+		}
+	}
+	b, _ := json.Marshal(st)
+	return b
+}
+
+// errClosed is returned by API calls after shutdown.
+var errClosed = errors.New("daemon stopped")

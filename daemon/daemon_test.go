@@ -1,0 +1,335 @@
+package daemon
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"net"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/exo-rack/exo/client"
+	"github.com/exo-rack/exo/exo"
+)
+
+// memSegment is a minimal in-process broadcast segment for the daemon's
+// unit tests (package broadcast has the full one, and the lab the real one).
+type memSegment struct {
+	mu    sync.Mutex
+	ports []*memPort
+}
+
+type memPort struct {
+	seg *memSegment
+	mac net.HardwareAddr
+	ch  chan []byte
+	mtu int
+	off chan struct{}
+}
+
+func (s *memSegment) attach(mac net.HardwareAddr) *memPort {
+	p := &memPort{seg: s, mac: mac, ch: make(chan []byte, 1<<15), mtu: 1500, off: make(chan struct{})}
+	s.mu.Lock()
+	s.ports = append(s.ports, p)
+	s.mu.Unlock()
+	return p
+}
+
+func (p *memPort) WriteFrame(b []byte) error {
+	frame := append(append([]byte(nil), p.mac...), b...)
+	p.seg.mu.Lock()
+	defer p.seg.mu.Unlock()
+	for _, q := range p.seg.ports {
+		if q != p {
+			select {
+			case q.ch <- frame:
+			default: // a full ring drops, like a NIC
+			}
+		}
+	}
+	return nil
+}
+
+func (p *memPort) ReadFrame(b []byte) (int, net.HardwareAddr, error) {
+	select {
+	case f := <-p.ch:
+		return copy(b, f[6:]), net.HardwareAddr(f[:6]), nil
+	case <-p.off:
+		return 0, nil, net.ErrClosed
+	}
+}
+
+func (p *memPort) HardwareAddr() net.HardwareAddr { return p.mac }
+func (p *memPort) MTU() int                       { return p.mtu }
+func (p *memPort) Close() error {
+	select {
+	case <-p.off:
+	default:
+		close(p.off)
+	}
+	return nil
+}
+
+// memOOB connects the daemons' OOB transports in process.
+type memOOB struct {
+	id  uint8
+	all []*memOOB
+	in  chan exo.Message
+}
+
+func (o *memOOB) Send(m exo.Message) {
+	if int(m.To) < len(o.all) {
+		select {
+		case o.all[m.To].in <- m:
+		default:
+		}
+	}
+}
+func (o *memOOB) Recv() <-chan exo.Message { return o.in }
+
+type testRack struct {
+	daemons []*Daemon
+	sockets []string
+	cancel  context.CancelFunc
+	done    chan error
+}
+
+func startRack(t *testing.T, n int) *testRack {
+	t.Helper()
+	dir := t.TempDir()
+	seg := &memSegment{}
+	var roster []Member
+	for i := 0; i < n; i++ {
+		roster = append(roster, Member{ID: i, MAC: fmt.Sprintf("02:e0:00:00:00:%02x", i+1), OOB: fmt.Sprintf("127.0.0.1:%d", 17700+i)})
+	}
+	r := &testRack{done: make(chan error, n)}
+	oobs := make([]*memOOB, n)
+	for i := range oobs {
+		oobs[i] = &memOOB{id: uint8(i), all: oobs, in: make(chan exo.Message, 4096)}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	r.cancel = cancel
+	for i := 0; i < n; i++ {
+		sock := filepath.Join(dir, fmt.Sprintf("h%d.sock", i))
+		cfg := &Config{Group: 7, ID: i, Interface: "mem0", Roster: roster, APISocket: sock}
+		cfg.defaults()
+		if err := cfg.Validate(); err != nil {
+			t.Fatal(err)
+		}
+		mac, _ := net.ParseMAC(roster[i].MAC)
+		d, err := New(cfg, seg.attach(mac), oobs[i], nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.daemons = append(r.daemons, d)
+		r.sockets = append(r.sockets, sock)
+		go func() { r.done <- d.Run(ctx) }()
+	}
+	t.Cleanup(func() {
+		cancel()
+		for range r.daemons {
+			if err := <-r.done; err != nil {
+				t.Errorf("daemon: %v", err)
+			}
+		}
+	})
+	for _, s := range r.sockets { // wait for the API sockets
+		for k := 0; ; k++ {
+			c, err := client.Dial(ctx, s)
+			if err == nil {
+				c.Close()
+				break
+			}
+			if k > 200 {
+				t.Fatalf("daemon socket %s never came up: %v", s, err)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	return r
+}
+
+// collect subscribes at every host until want messages arrived at each.
+func (r *testRack) collect(t *testing.T, ctx context.Context, want int) [][]client.Message {
+	out := make([][]client.Message, len(r.sockets))
+	var wg sync.WaitGroup
+	for i, s := range r.sockets {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			err := client.Subscribe(ctx, s, 0, func(m client.Message) error {
+				out[i] = append(out[i], m)
+				if len(out[i]) == want {
+					return errDone
+				}
+				return nil
+			})
+			if !errors.Is(err, errDone) {
+				t.Errorf("host %d: subscription ended after %d messages: %v", i, len(out[i]), err)
+			}
+		}()
+	}
+	wg.Wait()
+	return out
+}
+
+var errDone = errors.New("done")
+
+func sameStreams(t *testing.T, got [][]client.Message) {
+	t.Helper()
+	for i := 1; i < len(got); i++ {
+		if len(got[i]) != len(got[0]) {
+			t.Fatalf("host %d delivered %d messages, host 0 %d", i, len(got[i]), len(got[0]))
+		}
+		for k := range got[0] {
+			a, b := got[0][k], got[i][k]
+			if a.Position != b.Position || a.Sender != b.Sender || !bytes.Equal(a.Payload, b.Payload) {
+				t.Fatalf("host %d differs from host 0 at message %d: %v vs %v", i, k, b.Position, a.Position)
+			}
+		}
+	}
+}
+
+// TestDaemonPublishSubscribe: 5 in-process daemons, every host publishes
+// concurrently; every host delivers the same sequence, each message once.
+func TestDaemonPublishSubscribe(t *testing.T) {
+	const n, per = 5, 400
+	r := startRack(t, n)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	res := make(chan [][]client.Message, 1)
+	go func() { res <- r.collect(t, ctx, n*per) }()
+	var wg sync.WaitGroup
+	for i, s := range r.sockets {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c, err := client.Dial(ctx, s)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			defer c.Close()
+			var acks []<-chan client.Ack
+			for k := 0; k < per; k++ {
+				for {
+					ch, err := c.PublishAsync([]byte(fmt.Sprintf("h%d-m%d", i, k)))
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					acks = append(acks, ch)
+					break
+				}
+			}
+			for k, ch := range acks {
+				if a := <-ch; a.Err != nil {
+					t.Errorf("host %d message %d: %v", i, k, a.Err)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	got := <-res
+	sameStreams(t, got)
+	seen := map[string]bool{}
+	for _, m := range got[0] {
+		if seen[string(m.Payload)] {
+			t.Fatalf("%q delivered twice", m.Payload)
+		}
+		seen[string(m.Payload)] = true
+	}
+	if len(seen) != n*per {
+		t.Fatalf("%d distinct messages, want %d", len(seen), n*per)
+	}
+}
+
+// TestDaemonLargeMessage: a 1 MiB message published under concurrent load
+// arrives whole and in order at every host.
+func TestDaemonLargeMessage(t *testing.T) {
+	const n = 3
+	r := startRack(t, n)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	big := make([]byte, 1<<20)
+	for i := range big {
+		big[i] = byte(i * 7)
+	}
+	sum := sha256.Sum256(big)
+	const small = 200
+	res := make(chan [][]client.Message, 1)
+	go func() { res <- r.collect(t, ctx, 1+2*small) }()
+	var wg sync.WaitGroup
+	for i := 1; i < n; i++ { // concurrent small traffic from hosts 1, 2
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c, err := client.Dial(ctx, r.sockets[i])
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			defer c.Close()
+			for k := 0; k < small; k++ {
+				if _, err := c.Publish(ctx, []byte(fmt.Sprintf("s%d-%d", i, k))); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	c, err := client.Dial(ctx, r.sockets[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.Publish(ctx, big); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Publish(ctx, make([]byte, 1<<20+1)); !errors.Is(err, client.ErrTooLarge) {
+		t.Fatalf("a message over max_message_bytes: %v, want ErrTooLarge", err)
+	}
+	wg.Wait()
+	got := <-res
+	sameStreams(t, got)
+	found := 0
+	for _, m := range got[0] {
+		if len(m.Payload) == len(big) {
+			if sha256.Sum256(m.Payload) != sum {
+				t.Fatal("the 1 MiB message arrived corrupted")
+			}
+			found++
+		}
+	}
+	if found != 1 {
+		t.Fatalf("the 1 MiB message arrived %d times", found)
+	}
+}
+
+// TestConfigErrors: a bad config names the field.
+func TestConfigErrors(t *testing.T) {
+	good := `{"group":1,"id":0,"interface":"exo0","api_socket":"/tmp/x.sock","roster":[
+		{"id":0,"mac":"02:00:00:00:00:01","oob":"10.0.0.1:7700"},{"id":1,"mac":"02:00:00:00:00:02","oob":"10.0.0.2:7700"}]}`
+	if _, err := ParseConfig([]byte(good)); err != nil {
+		t.Fatalf("good config: %v", err)
+	}
+	for _, c := range []struct{ json, field string }{
+		{`{"group":1,"id":5,"interface":"exo0","api_socket":"/x","roster":[{"id":0,"mac":"02:00:00:00:00:01","oob":"10.0.0.1:1"}]}`, "id"},
+		{`{"group":1,"id":0,"interface":"","api_socket":"/x","roster":[{"id":0,"mac":"02:00:00:00:00:01","oob":"10.0.0.1:1"}]}`, "interface"},
+		{`{"group":1,"id":0,"interface":"e","api_socket":"/x","roster":[{"id":0,"mac":"zz","oob":"10.0.0.1:1"}]}`, "roster[0].mac"},
+		{`{"group":1,"id":0,"interface":"e","api_socket":"/x","roster":[{"id":0,"mac":"02:00:00:00:00:01","oob":"nope"}]}`, "roster[0].oob"},
+		{`{"group":1,"id":0,"interface":"e","api_socket":"/x","roster":[{"id":1,"mac":"02:00:00:00:00:01","oob":"10.0.0.1:1"}]}`, "roster[0].id"},
+		{`{"group":1,"id":0,"interface":"e","api_socket":"/x","offload":"magic","roster":[{"id":0,"mac":"02:00:00:00:00:01","oob":"10.0.0.1:1"}]}`, "offload"},
+		{`{"group":1,"id":0,"interface":"e","api_socket":"/x","tick":"forever","roster":[{"id":0,"mac":"02:00:00:00:00:01","oob":"10.0.0.1:1"}]}`, "tick"},
+		{`{"group":1,"colour":"red"}`, "colour"},
+	} {
+		_, err := ParseConfig([]byte(c.json))
+		if err == nil || !bytes.Contains([]byte(err.Error()), []byte(c.field)) {
+			t.Errorf("config %s: error %v does not name %q", c.json, err, c.field)
+		}
+	}
+}

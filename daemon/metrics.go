@@ -1,0 +1,147 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	dto "github.com/prometheus/client_model/go"
+
+	"github.com/exo-rack/exo/exo"
+)
+
+// metrics are the daemon's Prometheus metrics, on a private registry.
+type metrics struct {
+	reg *prometheus.Registry
+
+	info                            *prometheus.GaugeVec
+	appendPtr, agreedPtr, epoch     prometheus.Gauge
+	queueDepth, halted              prometheus.Gauge
+	framesIn, framesOut, oobOut     prometheus.Counter
+	readErrors, writeErrors         prometheus.Counter
+	foreignMAC, badFragments        prometheus.Counter
+	published, delivered, queueFull prometheus.Counter
+	viewChanges, takeovers          prometheus.Counter
+	rejects                         *prometheus.CounterVec
+	tokenHold                       prometheus.Histogram
+}
+
+func newMetrics() *metrics {
+	const ns = "exo"
+	g := func(name, help string) prometheus.Gauge {
+		return prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: name, Help: help})
+	}
+	c := func(name, help string) prometheus.Counter {
+		return prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: name, Help: help})
+	}
+	m := &metrics{
+		reg:          prometheus.NewPedanticRegistry(),
+		info:         prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: "info", Help: "Static facts about this host."}, []string{"id", "hosts", "offload"}),
+		appendPtr:    g("append_pointer", "Next sequence number this host expects."),
+		agreedPtr:    g("agreement_pointer", "Every entry below it is agreed."),
+		epoch:        g("epoch", "Epoch (view) of this host's log."),
+		queueDepth:   g("queue_depth", "Payload records waiting for the token."),
+		halted:       g("halted", "1 while a view change holds this host."),
+		framesIn:     c("frames_received_total", "Exo frames read from the interface."),
+		framesOut:    c("frames_sent_total", "Exo frames broadcast."),
+		oobOut:       c("oob_messages_sent_total", "OOB messages handed to the transport."),
+		readErrors:   c("read_errors_total", "Errors reading the interface."),
+		writeErrors:  c("write_errors_total", "Errors writing the interface."),
+		foreignMAC:   c("foreign_mac_frames_total", "Frames whose source MAC is not the sender's roster MAC."),
+		badFragments: c("bad_fragments_total", "Payload records that break the fragment rules."),
+		published:    c("messages_published_total", "Messages accepted for broadcast."),
+		delivered:    c("messages_delivered_total", "Agreed messages delivered in order."),
+		queueFull:    c("queue_full_total", "Publishes refused because the queue was full."),
+		viewChanges:  c("view_changes_total", "View changes started by this host."),
+		takeovers:    c("token_takeovers_total", "Token takeovers by this host."),
+		rejects: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "frames_rejected_total",
+			Help: "Frames not appended, by reason."}, []string{"reason"}),
+		tokenHold: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: ns, Name: "token_hold_seconds",
+			Help: "Time from receiving the token to sending a frame.", Buckets: prometheus.ExponentialBuckets(1e-6, 4, 12)}),
+	}
+	m.reg.MustRegister(m.info, m.appendPtr, m.agreedPtr, m.epoch, m.queueDepth, m.halted, m.framesIn, m.framesOut,
+		m.oobOut, m.readErrors, m.writeErrors, m.foreignMAC, m.badFragments, m.published, m.delivered, m.queueFull,
+		m.viewChanges, m.takeovers, m.rejects, m.tokenHold,
+		prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
+	for r := exo.Reason(1); r < exo.NumReasons; r++ {
+		m.rejects.WithLabelValues(r.String())
+	}
+	return m
+}
+
+func (m *metrics) setInfo(c *Config) {
+	m.info.WithLabelValues(strconv.Itoa(c.ID), strconv.Itoa(len(c.Roster)), c.Offload).Set(1)
+}
+
+func (m *metrics) observe(p exo.Pointers, pending int) {
+	m.appendPtr.Set(float64(p.Append))
+	m.agreedPtr.Set(float64(p.Agreed))
+	m.epoch.Set(float64(p.Epoch))
+	m.queueDepth.Set(float64(pending))
+	if p.Halted {
+		m.halted.Set(1)
+	} else {
+		m.halted.Set(0)
+	}
+}
+
+// counters returns the counters for the status reply.
+func (m *metrics) counters() map[string]uint64 {
+	out := map[string]uint64{}
+	read := func(name string, c prometheus.Collector) {
+		ch := make(chan prometheus.Metric, 64)
+		go func() { c.Collect(ch); close(ch) }()
+		for mt := range ch {
+			var pb dto.Metric
+			if mt.Write(&pb) != nil || pb.Counter == nil {
+				continue
+			}
+			key := name
+			for _, l := range pb.Label {
+				key += "." + l.GetValue()
+			}
+			if v := uint64(pb.Counter.GetValue()); v > 0 || len(pb.Label) == 0 {
+				out[key] = v
+			}
+		}
+	}
+	read("frames_in", m.framesIn)
+	read("frames_out", m.framesOut)
+	read("foreign_mac", m.foreignMAC)
+	read("published", m.published)
+	read("delivered", m.delivered)
+	read("queue_full", m.queueFull)
+	read("view_changes", m.viewChanges)
+	read("takeovers", m.takeovers)
+	read("rejects", m.rejects)
+	return out
+}
+
+func (d *Daemon) serveMetrics(ctx context.Context) error {
+	if d.cfg.MetricsAddr == "" {
+		return nil
+	}
+	ln, err := net.Listen("tcp", d.cfg.MetricsAddr)
+	if err != nil {
+		return fmt.Errorf("metrics: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(d.metrics.reg, promhttp.HandlerOpts{}))
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go func() {
+		<-ctx.Done()
+		sctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		srv.Shutdown(sctx)
+	}()
+	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("metrics: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,309 @@
+// Package oob carries the Exo core's out-of-band messages (gap repair,
+// catch-up, view changes) between the hosts of a rack over TCP, on a network
+// separate from the broadcast segment.
+//
+// Each message travels as one frame: a 4-byte big-endian length, then the
+// message encoded with encoding/gob. A connection starts with a hello frame
+// that names the sender's id and group. Outbound messages go through a
+// bounded queue per peer, so a slow or dead peer never blocks the protocol
+// loop (a full queue drops the message and counts it: the core retries what
+// matters). Authentication of connections is added by the security issue.
+package oob
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/binary"
+	"encoding/gob"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/exo-rack/exo/exo"
+)
+
+// Config configures a Transport.
+type Config struct {
+	ID     uint8
+	Group  uint16
+	Listen string           // address to listen on, e.g. 10.77.0.1:7700
+	Peers  map[uint8]string // id -> address of every other host
+	// MaxMessage bounds one encoded message (default 64 MiB).
+	MaxMessage int
+	// QueueLen bounds the messages waiting for one peer (default 1024).
+	QueueLen     int
+	DialTimeout  time.Duration // default 1s
+	WriteTimeout time.Duration // default 2s
+	Logger       *slog.Logger
+}
+
+// Stats counts what a Transport did.
+type Stats struct {
+	Sent, Received, Dropped, Refused, Dials, BytesOut, BytesIn uint64
+}
+
+// Transport sends and receives OOB messages.
+type Transport struct {
+	cfg   Config
+	ln    net.Listener
+	in    chan exo.Message
+	peers map[uint8]*peer
+	log   *slog.Logger
+
+	sent, received, dropped, refused, dials, bytesOut, bytesIn atomic.Uint64
+}
+
+type peer struct {
+	id   uint8
+	addr string
+	q    chan exo.Message
+}
+
+type hello struct {
+	ID    uint8
+	Group uint16
+}
+
+// New listens on cfg.Listen and returns a Transport; Run starts it.
+func New(cfg Config) (*Transport, error) {
+	if cfg.MaxMessage == 0 {
+		cfg.MaxMessage = 64 << 20
+	}
+	if cfg.QueueLen == 0 {
+		cfg.QueueLen = 1024
+	}
+	if cfg.DialTimeout == 0 {
+		cfg.DialTimeout = time.Second
+	}
+	if cfg.WriteTimeout == 0 {
+		cfg.WriteTimeout = 2 * time.Second
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	ln, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return nil, fmt.Errorf("oob: listen on %s: %w", cfg.Listen, err)
+	}
+	t := &Transport{cfg: cfg, ln: ln, in: make(chan exo.Message, 4096), peers: map[uint8]*peer{}, log: cfg.Logger}
+	for id, addr := range cfg.Peers {
+		if id == cfg.ID {
+			continue
+		}
+		t.peers[id] = &peer{id: id, addr: addr, q: make(chan exo.Message, cfg.QueueLen)}
+	}
+	return t, nil
+}
+
+// Addr returns the address the Transport listens on.
+func (t *Transport) Addr() net.Addr { return t.ln.Addr() }
+
+// Recv returns the channel of received messages.
+func (t *Transport) Recv() <-chan exo.Message { return t.in }
+
+// Send queues m for m.To; it never blocks.
+func (t *Transport) Send(m exo.Message) {
+	p, ok := t.peers[m.To]
+	if !ok {
+		t.dropped.Add(1)
+		return
+	}
+	select {
+	case p.q <- m:
+	default:
+		t.dropped.Add(1)
+	}
+}
+
+// Stats returns the counters.
+func (t *Transport) Stats() Stats {
+	return Stats{Sent: t.sent.Load(), Received: t.received.Load(), Dropped: t.dropped.Load(),
+		Refused: t.refused.Load(), Dials: t.dials.Load(), BytesOut: t.bytesOut.Load(), BytesIn: t.bytesIn.Load()}
+}
+
+// Run serves until ctx is done.
+func (t *Transport) Run(ctx context.Context) error {
+	var wg sync.WaitGroup
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	for _, p := range t.peers {
+		wg.Add(1)
+		go func() { defer wg.Done(); t.sender(ctx, p) }()
+	}
+	go func() { <-ctx.Done(); t.ln.Close() }()
+	var conns sync.Map
+	for {
+		c, err := t.ln.Accept()
+		if err != nil {
+			if ctx.Err() != nil {
+				break
+			}
+			t.log.Warn("oob accept", "err", err)
+			time.Sleep(10 * time.Millisecond)
+			continue
+		}
+		conns.Store(c, true)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer conns.Delete(c)
+			if err := t.serve(ctx, c); err != nil && ctx.Err() == nil {
+				t.log.Info("oob connection closed", "remote", c.RemoteAddr(), "reason", err)
+			}
+		}()
+	}
+	conns.Range(func(k, _ any) bool { k.(net.Conn).Close(); return true })
+	wg.Wait()
+	return nil
+}
+
+// serve reads the frames of one inbound connection.
+func (t *Transport) serve(ctx context.Context, c net.Conn) error {
+	defer c.Close()
+	stop := context.AfterFunc(ctx, func() { c.Close() })
+	defer stop()
+	r := bufio.NewReader(c)
+	var h hello
+	if err := t.readFrame(r, &h); err != nil {
+		t.refused.Add(1)
+		return fmt.Errorf("hello: %w", err)
+	}
+	if h.Group != t.cfg.Group {
+		t.refused.Add(1)
+		return fmt.Errorf("peer says group %d, ours is %d", h.Group, t.cfg.Group)
+	}
+	if _, ok := t.peers[h.ID]; !ok {
+		t.refused.Add(1)
+		return fmt.Errorf("peer id %d is not in the roster", h.ID)
+	}
+	for {
+		var m exo.Message
+		if err := t.readFrame(r, &m); err != nil {
+			return err
+		}
+		if m.From != h.ID || m.To != t.cfg.ID {
+			t.refused.Add(1)
+			return fmt.Errorf("message from %d to %d on the connection of %d", m.From, m.To, h.ID)
+		}
+		t.received.Add(1)
+		select {
+		case t.in <- m:
+		case <-ctx.Done():
+			return nil
+		}
+	}
+}
+
+// ErrTooLarge is returned for a frame above Config.MaxMessage.
+var ErrTooLarge = errors.New("oob: message too large")
+
+func (t *Transport) readFrame(r *bufio.Reader, v any) error {
+	var hdr [4]byte
+	if _, err := io.ReadFull(r, hdr[:]); err != nil {
+		return err
+	}
+	n := binary.BigEndian.Uint32(hdr[:])
+	if int64(n) > int64(t.cfg.MaxMessage) {
+		return fmt.Errorf("%w: %d bytes", ErrTooLarge, n)
+	}
+	buf := make([]byte, n)
+	if _, err := io.ReadFull(r, buf); err != nil {
+		return err
+	}
+	t.bytesIn.Add(uint64(n) + 4)
+	if err := gob.NewDecoder(bytes.NewReader(buf)).Decode(v); err != nil {
+		return fmt.Errorf("oob: decode: %w", err)
+	}
+	return nil
+}
+
+func encodeFrame(v any) ([]byte, error) {
+	var b bytes.Buffer
+	b.Write([]byte{0, 0, 0, 0})
+	if err := gob.NewEncoder(&b).Encode(v); err != nil {
+		return nil, err
+	}
+	out := b.Bytes()
+	binary.BigEndian.PutUint32(out, uint32(len(out)-4))
+	return out, nil
+}
+
+// sender keeps a connection to one peer and writes its queue to it,
+// reconnecting with back-off.
+func (t *Transport) sender(ctx context.Context, p *peer) {
+	var c net.Conn
+	var w *bufio.Writer
+	backoff := 20 * time.Millisecond
+	defer func() {
+		if c != nil {
+			c.Close()
+		}
+	}()
+	for {
+		var m exo.Message
+		select {
+		case <-ctx.Done():
+			return
+		case m = <-p.q:
+		}
+		for attempt := 0; attempt < 2; attempt++ {
+			if c == nil {
+				d := net.Dialer{Timeout: t.cfg.DialTimeout}
+				conn, err := d.DialContext(ctx, "tcp", p.addr)
+				t.dials.Add(1)
+				if err != nil {
+					t.dropped.Add(1)
+					select {
+					case <-ctx.Done():
+						return
+					case <-time.After(backoff):
+					}
+					backoff = min(2*backoff, time.Second)
+					break
+				}
+				backoff = 20 * time.Millisecond
+				c, w = conn, bufio.NewWriter(conn)
+				hb, _ := encodeFrame(hello{ID: t.cfg.ID, Group: t.cfg.Group})
+				w.Write(hb)
+			}
+			b, err := encodeFrame(&m)
+			if err != nil {
+				t.log.Error("oob encode", "err", err)
+				break
+			}
+			if len(b)-4 > t.cfg.MaxMessage {
+				t.log.Warn("oob message too large, dropped", "type", m.Type, "bytes", len(b))
+				t.dropped.Add(1)
+				break
+			}
+			c.SetWriteDeadline(time.Now().Add(t.cfg.WriteTimeout))
+			_, err = w.Write(b)
+			// Coalesce whatever else is queued into one flush.
+			for err == nil && len(p.q) > 0 {
+				m2 := <-p.q
+				var b2 []byte
+				if b2, err = encodeFrame(&m2); err == nil {
+					_, err = w.Write(b2)
+					t.sent.Add(1)
+					t.bytesOut.Add(uint64(len(b2)))
+				}
+			}
+			if err == nil {
+				err = w.Flush()
+			}
+			if err == nil {
+				t.sent.Add(1)
+				t.bytesOut.Add(uint64(len(b)))
+				break
+			}
+			c.Close()
+			c, w = nil, nil
+		}
+	}
+}

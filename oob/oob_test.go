@@ -1,0 +1,71 @@
+package oob
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/exo-rack/exo/exo"
+)
+
+func pair(t *testing.T, group2 uint16) (*Transport, *Transport) {
+	t.Helper()
+	a, err := New(Config{ID: 0, Group: 1, Listen: "127.0.0.1:0", Peers: map[uint8]string{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := New(Config{ID: 1, Group: group2, Listen: "127.0.0.1:0", Peers: map[uint8]string{0: a.Addr().String()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.peers[1] = &peer{id: 1, addr: b.Addr().String(), q: make(chan exo.Message, 16)}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{}, 2)
+	go func() { a.Run(ctx); done <- struct{}{} }()
+	go func() { b.Run(ctx); done <- struct{}{} }()
+	t.Cleanup(func() { cancel(); <-done; <-done })
+	return a, b
+}
+
+// TestRoundTrip: messages with entries cross in both directions, in order.
+func TestRoundTrip(t *testing.T) {
+	a, b := pair(t, 1)
+	for i := 0; i < 50; i++ {
+		b.Send(exo.Message{Type: exo.MsgFetchResp, From: 1, To: 0, Start: uint64(i),
+			Entries: []exo.Entry{{Seq: uint64(i), Sender: 1, History: []uint8{0}, Count: 1, Payload: []byte(fmt.Sprint(i))}}})
+	}
+	for i := 0; i < 50; i++ {
+		select {
+		case m := <-a.Recv():
+			if m.Start != uint64(i) || string(m.Entries[0].Payload) != fmt.Sprint(i) {
+				t.Fatalf("message %d: got %v", i, m)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("message %d never arrived", i)
+		}
+	}
+	a.Send(exo.Message{Type: exo.MsgFetch, From: 0, To: 1, Lo: 7})
+	select {
+	case m := <-b.Recv():
+		if m.Lo != 7 {
+			t.Fatalf("got %v", m)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("reply never arrived")
+	}
+}
+
+// TestForeignGroupRefused: a peer of another group gets nothing through.
+func TestForeignGroupRefused(t *testing.T) {
+	a, b := pair(t, 2)
+	b.Send(exo.Message{Type: exo.MsgFetch, From: 1, To: 0})
+	select {
+	case m := <-a.Recv():
+		t.Fatalf("accepted %v from another group", m)
+	case <-time.After(300 * time.Millisecond):
+	}
+	if a.Stats().Refused == 0 {
+		t.Fatal("refusal not counted")
+	}
+}
