@@ -35,6 +35,7 @@ senders. See docs/protocol.md and docs/wire.md.`,
 		SilenceErrors: true,
 	}
 	root.AddCommand(newSimCmd(nil))
+	root.AddCommand(newSendCmd(), newTailCmd(), newStatusCmd())
 	return root
 }
 

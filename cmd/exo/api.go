@@ -1,0 +1,240 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/exo-rack/exo/client"
+)
+
+const defaultSocket = "/run/exo/exo.sock"
+
+// sendOptions are the flags of exo send.
+type sendOptions struct {
+	Socket  string
+	Stdin   bool
+	Lines   bool
+	JSON    bool
+	Timeout time.Duration
+	Args    []string
+	In      io.Reader
+	Out     io.Writer
+}
+
+func newSendCmd() *cobra.Command {
+	o := &sendOptions{}
+	cmd := &cobra.Command{
+		Use:   "send [message ...]",
+		Short: "Publish messages through the local daemon; prints where each was agreed",
+		Long: `send publishes each argument (or standard input) as one message through the
+local exo daemon and waits until it is agreed by the rack, then prints its
+position: the sequence number of the entry and the message's index in it.
+Errors say what to do: "queue full" (back off and retry), "dropped by a
+reconciliation" (publish again), "message too large".`,
+		Example: `  exo send hello world            # two messages
+  echo -n payload | exo send --stdin
+  seq 1000 | exo send --lines --json  # one message per line`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.Args, o.In, o.Out = args, cmd.InOrStdin(), cmd.OutOrStdout()
+			if len(args) == 0 && !o.Stdin && !o.Lines {
+				return &exitError{code: 2, err: errors.New("nothing to send: give messages as arguments, or --stdin / --lines")}
+			}
+			return runSend(cmd.Context(), o)
+		},
+	}
+	cmd.Flags().StringVar(&o.Socket, "socket", defaultSocket, "the daemon's API socket")
+	cmd.Flags().BoolVar(&o.Stdin, "stdin", false, "send all of standard input as one message")
+	cmd.Flags().BoolVar(&o.Lines, "lines", false, "send each line of standard input as one message (pipelined)")
+	cmd.Flags().BoolVar(&o.JSON, "json", false, "print one JSON object per message")
+	cmd.Flags().DurationVar(&o.Timeout, "timeout", 30*time.Second, "give up waiting for agreement after this long")
+	return cmd
+}
+
+func runSend(ctx context.Context, o *sendOptions) error {
+	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
+	defer cancel()
+	c, err := client.Dial(ctx, o.Socket)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	var msgs [][]byte
+	switch {
+	case o.Stdin:
+		b, err := io.ReadAll(o.In)
+		if err != nil {
+			return fmt.Errorf("reading standard input: %w", err)
+		}
+		msgs = append(msgs, b)
+	case o.Lines:
+		sc := bufio.NewScanner(o.In)
+		sc.Buffer(make([]byte, 64<<10), 64<<20)
+		for sc.Scan() {
+			msgs = append(msgs, append([]byte(nil), sc.Bytes()...))
+		}
+		if err := sc.Err(); err != nil {
+			return fmt.Errorf("reading standard input: %w", err)
+		}
+	default:
+		for _, a := range o.Args {
+			msgs = append(msgs, []byte(a))
+		}
+	}
+	acks := make([]<-chan client.Ack, len(msgs))
+	for i, m := range msgs {
+		if acks[i], err = c.PublishAsync(m); err != nil {
+			return err
+		}
+	}
+	failed := 0
+	for i, ch := range acks {
+		var a client.Ack
+		select {
+		case a = <-ch:
+		case <-ctx.Done():
+			return fmt.Errorf("message %d: not agreed within %v: %w", i, o.Timeout, ctx.Err())
+		}
+		if a.Err != nil {
+			failed++
+			fmt.Fprintf(os.Stderr, "exo send: message %d: %v\n", i, a.Err)
+			continue
+		}
+		if o.JSON {
+			json.NewEncoder(o.Out).Encode(map[string]any{"seq": a.Pos.Seq, "index": a.Pos.Index, "bytes": len(msgs[i])})
+		} else {
+			fmt.Fprintf(o.Out, "agreed at seq %d index %d (%d bytes)\n", a.Pos.Seq, a.Pos.Index, len(msgs[i]))
+		}
+	}
+	if failed > 0 {
+		return &exitError{code: 1, err: fmt.Errorf("%d of %d messages failed", failed, len(msgs))}
+	}
+	return nil
+}
+
+func newTailCmd() *cobra.Command {
+	var socket string
+	var from uint64
+	var jsonOut, follow bool
+	var count int
+	cmd := &cobra.Command{
+		Use:   "tail",
+		Short: "Follow the agreed stream of the local daemon",
+		Long: `tail prints agreed messages in order, from --from on: the same sequence at
+every host of the rack. With --json one object per line (seq, index, sender,
+payload as text when it is valid UTF-8, else base64 in payload_b64).`,
+		Example: `  exo tail
+  exo tail --from 0 --count 100 --json`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			out := cmd.OutOrStdout()
+			n := 0
+			err := client.Subscribe(cmd.Context(), socket, from, func(m client.Message) error {
+				if jsonOut {
+					rec := map[string]any{"seq": m.Seq, "index": m.Index, "sender": m.Sender}
+					if isText(m.Payload) {
+						rec["payload"] = string(m.Payload)
+					} else {
+						rec["payload_b64"] = m.Payload
+					}
+					if err := json.NewEncoder(out).Encode(rec); err != nil {
+						return err
+					}
+				} else {
+					fmt.Fprintf(out, "%d.%d from %d: %s\n", m.Seq, m.Index, m.Sender, printable(m.Payload))
+				}
+				n++
+				if count > 0 && n >= count {
+					return errStop
+				}
+				return nil
+			})
+			if errors.Is(err, errStop) || (errors.Is(err, context.Canceled) && cmd.Context().Err() != nil) {
+				return nil
+			}
+			return err
+		},
+	}
+	cmd.Flags().StringVar(&socket, "socket", defaultSocket, "the daemon's API socket")
+	cmd.Flags().Uint64Var(&from, "from", 0, "first sequence number")
+	cmd.Flags().IntVar(&count, "count", 0, "stop after this many messages (0: follow)")
+	cmd.Flags().BoolVar(&jsonOut, "json", false, "one JSON object per message")
+	cmd.Flags().BoolVar(&follow, "follow", true, "keep following (the default)")
+	return cmd
+}
+
+var errStop = errors.New("stop")
+
+func isText(b []byte) bool {
+	for _, c := range string(b) {
+		if c == 0xFFFD || (c < 0x20 && c != '\n' && c != '\t') {
+			return false
+		}
+	}
+	return true
+}
+
+func printable(b []byte) string {
+	if isText(b) {
+		if len(b) > 200 {
+			return fmt.Sprintf("%s... (%d bytes)", b[:200], len(b))
+		}
+		return string(b)
+	}
+	return fmt.Sprintf("<%d bytes of binary>", len(b))
+}
+
+func newStatusCmd() *cobra.Command {
+	var socket string
+	var jsonOut bool
+	cmd := &cobra.Command{
+		Use:   "status",
+		Short: "Show the local daemon's pointers, epoch, token and counters",
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx, cancel := context.WithTimeout(cmd.Context(), 5*time.Second)
+			defer cancel()
+			c, err := client.Dial(ctx, socket)
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			raw, err := c.StatusRaw(ctx)
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			if jsonOut {
+				fmt.Fprintln(out, string(raw))
+				return nil
+			}
+			var st map[string]any
+			if err := json.Unmarshal(raw, &st); err != nil {
+				return err
+			}
+			keys := []string{"id", "hosts", "epoch", "halted", "append_pointer", "agreement_pointer", "token_holder",
+				"queue_depth", "messages_delivered", "publishes_waiting", "subscribers", "skipped_hosts"}
+			for _, k := range keys {
+				fmt.Fprintf(out, "%-20s %v\n", k, st[k])
+			}
+			if cs, ok := st["counters"].(map[string]any); ok {
+				var parts []string
+				for k, v := range cs {
+					parts = append(parts, fmt.Sprintf("%s=%v", k, v))
+				}
+				fmt.Fprintf(out, "%-20s %s\n", "counters", strings.Join(slices.Sorted(slices.Values(parts)), " "))
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&socket, "socket", defaultSocket, "the daemon's API socket")
+	cmd.Flags().BoolVar(&jsonOut, "json", false, "print the status as JSON")
+	return cmd
+}
