@@ -35,7 +35,8 @@ senders. See docs/protocol.md and docs/wire.md.`,
 		SilenceErrors: true,
 	}
 	root.AddCommand(newSimCmd(nil))
-	root.AddCommand(newSendCmd(), newTailCmd(), newStatusCmd())
+	root.AddCommand(newLabCmd(nil))
+	root.AddCommand(newDaemonCmd(), newSendCmd(), newTailCmd(), newStatusCmd())
 	return root
 }
 

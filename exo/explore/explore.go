@@ -44,6 +44,13 @@ type Options struct {
 	Dups         int // items duplicated (delivered, a copy left) on one path
 	Restarts     int // crashes with a restart from HardState on one path
 	Amnesia      int // crashes with a restart without state on one path
+	// Broadcasts is how many times on one path a host may be made to send
+	// at once (Node.Broadcast, as a takeover with a clock running fast):
+	// concurrent senders without waiting for timeouts.
+	Broadcasts int
+	// Compacts is how many times on one path a host may compact its log up
+	// to what every host has delivered (Node.Compact).
+	Compacts int
 	// MaxInFlight prunes states with more items in flight (after their
 	// invariants are checked): the bound that keeps broadcasts finite.
 	MaxInFlight int
@@ -90,12 +97,15 @@ func SmallConfig() exo.Config {
 	}
 }
 
-// Defaults returns the options the CI tests use for a rack of n hosts.
+// Defaults returns the options the CI tests use for a rack of n hosts:
+// two proposals, four ticks per host, at most 8 items in flight, and the
+// depth that a complete search reaches in a few seconds (10 actions for 3
+// hosts, 8 for 4).
 func Defaults(n int) Options {
-	o := Options{Hosts: n, MaxDepth: 22, MaxStates: 300_000, Proposals: 2,
+	o := Options{Hosts: n, MaxDepth: 10, MaxStates: 3_000_000, Proposals: 2,
 		TicksPerHost: 4, MaxInFlight: 8, Config: SmallConfig()}
 	if n >= 4 {
-		o.MaxDepth, o.MaxInFlight = 20, 9
+		o.MaxDepth = 8
 	}
 	return o
 }
@@ -161,6 +171,11 @@ func Explore(opt Options) (Result, error) {
 	case opt.Proposals < 0 || opt.Proposals > 64:
 		return Result{}, fmt.Errorf("explore: Proposals %d outside 0..64", opt.Proposals)
 	}
+	for _, b := range []int{opt.Drops, opt.Dups, opt.Restarts, opt.Amnesia, opt.Broadcasts, opt.Compacts} {
+		if b < 0 || b > 250 {
+			return Result{}, fmt.Errorf("explore: budget %d outside 0..250", b)
+		}
+	}
 	if opt.Config == (exo.Config{}) {
 		opt.Config = SmallConfig()
 	}
@@ -221,14 +236,14 @@ func (x *explorer) actions(s *state) []action {
 			acts = append(acts, action{kind: OpPropose, host: i})
 		}
 	}
-	if s.dups < o.Dups {
+	if int(s.used[OpDup]) < o.Dups {
 		for k := range s.flight {
 			if distinct(k) {
 				acts = append(acts, action{kind: OpDup, item: k})
 			}
 		}
 	}
-	if s.drops < o.Drops {
+	if int(s.used[OpDrop]) < o.Drops {
 		for k := range s.flight {
 			if distinct(k) {
 				acts = append(acts, action{kind: OpDrop, item: k})
@@ -236,10 +251,18 @@ func (x *explorer) actions(s *state) []action {
 		}
 	}
 	for i := 0; i < x.m.n; i++ {
-		if s.restarts < o.Restarts {
+		if int(s.used[OpBroadcast]) < o.Broadcasts {
+			if nd := s.nodes[i]; !nd.Halted() && !nd.Amnesiac() {
+				acts = append(acts, action{kind: OpBroadcast, host: i})
+			}
+		}
+		if int(s.used[OpCompact]) < o.Compacts {
+			acts = append(acts, action{kind: OpCompact, host: i})
+		}
+		if int(s.used[OpRestart]) < o.Restarts {
 			acts = append(acts, action{kind: OpRestart, host: i})
 		}
-		if s.amnesia < o.Amnesia {
+		if int(s.used[OpAmnesia]) < o.Amnesia {
 			acts = append(acts, action{kind: OpAmnesia, host: i})
 		}
 	}
@@ -271,6 +294,9 @@ func (x *explorer) dfs(s *state, depth int) {
 func (x *explorer) step(s *state, a action, depth int) {
 	x.fresh = x.fresh[:0]
 	c, v := x.m.apply(s, a)
+	if c == nil && v == nil {
+		return // the action does not apply here
+	}
 	if v != nil {
 		v.Step = len(x.path) - 1
 		t := x.trace()

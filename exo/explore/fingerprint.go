@@ -158,6 +158,8 @@ func exportedNode(h *hasher, nd *exo.Node) {
 		}
 	}
 	h.u64(sk)
+	h.bool(nd.ViewChangeAmbiguous())
+	h.u64(nd.LogBase())
 	h.entries(nd.Log())
 }
 

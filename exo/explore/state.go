@@ -41,12 +41,9 @@ type state struct {
 	nfp    []fp
 	flight []item // sorted by fp: a canonical multiset
 
-	proposed int      // payloads proposed so far (ids 1..proposed)
-	ticks    []uint16 // ticks used, per host
-	drops    int      // budgets used on this path
-	dups     int
-	restarts int
-	amnesia  int
+	proposed int           // payloads proposed so far (ids 1..proposed)
+	ticks    []uint16      // ticks used, per host
+	used     [numOps]uint8 // budgeted actions taken on this path, by op
 
 	next    []uint64    // per host: the seq its delivery stream must deliver next
 	global  []exo.Entry // global[s]: the entry delivered at s (by any host, ever)
@@ -66,7 +63,8 @@ func (s *state) fingerprint() fp {
 	for i := range s.flight {
 		h.fp(s.flight[i].fp)
 	}
-	h.u64(uint64(s.proposed)<<48 | uint64(s.drops)<<32 | uint64(s.dups)<<16 | uint64(s.restarts)<<8 | uint64(s.amnesia))
+	h.u64(uint64(s.proposed))
+	h.bytes(s.used[:])
 	h.fp(s.gfp)
 	h.u64(s.dropped)
 	return h.sum()
@@ -88,16 +86,19 @@ type Op uint8
 
 // Actions. Deliver, Drop and Dup name an in-flight item; the others a host.
 const (
-	OpDeliver Op = iota + 1 // deliver an item and remove it from the network
-	OpDrop                  // remove an item undelivered
-	OpDup                   // deliver an item and leave a copy in the network
-	OpTick                  // Tick() at a host
-	OpPropose               // Propose("p<k>") at a host, k = 1, 2, ... in order
-	OpRestart               // crash a host and restart it from its HardState
-	OpAmnesia               // crash a host and restart it without any state
+	OpDeliver   Op = iota + 1 // deliver an item and remove it from the network
+	OpDrop                    // remove an item undelivered
+	OpDup                     // deliver an item and leave a copy in the network
+	OpTick                    // Tick() at a host
+	OpPropose                 // Propose("p<k>") at a host, k = 1, 2, ... in order
+	OpRestart                 // crash a host and restart it from its HardState
+	OpAmnesia                 // crash a host and restart it without any state
+	OpBroadcast               // Broadcast() at a host: it sends now, as a takeover
+	OpCompact                 // Compact(d) at a host, d = least Delivered() of all hosts
+	numOps
 )
 
-var opNames = [...]string{"?", "deliver", "drop", "dup", "tick", "propose", "restart", "amnesia"}
+var opNames = [...]string{"?", "deliver", "drop", "dup", "tick", "propose", "restart", "amnesia", "broadcast", "compact"}
 
 func (k Op) String() string {
 	if int(k) < len(opNames) {
@@ -177,8 +178,15 @@ func payload(id int) []byte { return []byte("p" + strconv.Itoa(id)) }
 
 // apply carries out a on s and returns the successor, or the violation it
 // shows. The acting host's Ready is drained into the network and checked.
+// It returns (nil, nil) when the action does not apply (a Broadcast the
+// rules forbid, a Compact with nothing to compact).
 func (m *machine) apply(s *state, a action) (*state, *Violation) {
 	c := s.clone()
+	switch a.kind {
+	case OpDeliver, OpTick, OpPropose: // no budget, or one of their own
+	default:
+		c.used[a.kind]++
+	}
 	i := a.host
 	var it item
 	if a.kind == OpDeliver || a.kind == OpDrop || a.kind == OpDup {
@@ -188,11 +196,7 @@ func (m *machine) apply(s *state, a action) (*state, *Violation) {
 			c.flight = slices.Delete(slices.Clone(s.flight), a.item, a.item+1)
 		}
 		if a.kind == OpDrop {
-			c.drops++
 			return c, nil
-		}
-		if a.kind == OpDup {
-			c.dups++
 		}
 	}
 	if i < 0 || i >= m.n {
@@ -205,15 +209,15 @@ func (m *machine) apply(s *state, a action) (*state, *Violation) {
 		var err error
 		if a.kind == OpRestart {
 			nd, err = exo.RestartNode(m.cfgs[i], old.HardState())
-			c.restarts++
 		} else {
 			nd, err = exo.NewAmnesiacNode(m.cfgs[i])
-			c.amnesia++
 		}
 		if err != nil {
 			return nil, violation("core", i, "restart: %v", err)
 		}
-		c.next[i] = 0 // a new incarnation delivers from 0 again
+		// A new incarnation delivers again from its log's first entry
+		// (entries below were compacted: delivered everywhere already).
+		c.next[i] = nd.LogBase()
 	default:
 		nd = old.Clone()
 		switch a.kind {
@@ -231,6 +235,21 @@ func (m *machine) apply(s *state, a action) (*state, *Violation) {
 			if err := nd.Propose(payload(c.proposed)); err != nil {
 				return nil, violation("core", i, "propose: %v", err)
 			}
+		case OpBroadcast:
+			if !nd.Broadcast() {
+				return nil, nil
+			}
+		case OpCompact:
+			upTo := nd.Delivered()
+			for _, o := range s.nodes {
+				upTo = min(upTo, o.Delivered())
+			}
+			if upTo <= nd.LogBase() {
+				return nil, nil
+			}
+			nd.Compact(upTo)
+		default:
+			return nil, violation("core", i, "unknown action %v", a.kind)
 		}
 	}
 	c.nodes[i] = nd
@@ -241,7 +260,7 @@ func (m *machine) apply(s *state, a action) (*state, *Violation) {
 		return c, v
 	}
 	c.nfp[i] = nodeFP(nd, m.mode)
-	if m.gc && c.amnesia >= m.amnesia {
+	if m.gc && int(c.used[OpAmnesia]) >= m.amnesia {
 		m.collect(c)
 	}
 	return c, nil
@@ -291,9 +310,7 @@ func (m *machine) dead(it *item, r *exo.Node) bool {
 		case r.Halted(): // HALTED until the epoch moves, then STALE_EPOCH
 			return true
 		}
-		lg := r.Log()
-		if f.Seq < uint64(len(lg)) { // DUPLICATE forever when equal
-			e := &lg[f.Seq]
+		if e, ok := r.Entry(f.Seq); ok { // DUPLICATE forever when equal
 			return e.Seq == f.Seq && e.Epoch == f.Epoch && e.Sender == f.Sender && e.Count == f.Count &&
 				e.Flags == f.Flags && string(e.History) == string(f.History) && string(e.Payload) == string(f.Payload)
 		}
@@ -425,34 +442,37 @@ func (m *machine) drain(c *state, i int) *Violation {
 func (m *machine) check(c *state, i int, old *exo.Node, restarted bool) *Violation {
 	nd := c.nodes[i]
 	p := nd.Pointers()
-	lg := nd.Log()
-	if p.Agreed > uint64(len(lg)) {
-		return violation("pointers", i, "agreed %d beyond the log's length %d", p.Agreed, len(lg))
+	lg, base := nd.Log(), nd.LogBase()
+	if p.Append != base+uint64(len(lg)) {
+		return violation("pointers", i, "append %d, but the log holds %d..%d", p.Append, base, base+uint64(len(lg)))
+	}
+	if p.Agreed > p.Append {
+		return violation("pointers", i, "agreed %d beyond the append pointer %d", p.Agreed, p.Append)
 	}
 	if !restarted && p.Agreed < old.Pointers().Agreed {
 		return violation("pointers", i, "agreed moved back from %d to %d", old.Pointers().Agreed, p.Agreed)
 	}
-	for s := range lg {
-		if lg[s].Seq != uint64(s) {
-			return violation("pointers", i, "log position %d holds seq %d", s, lg[s].Seq)
+	for k := range lg {
+		if lg[k].Seq != base+uint64(k) {
+			return violation("pointers", i, "log position %d holds seq %d", base+uint64(k), lg[k].Seq)
 		}
 	}
-	for s := uint64(0); s < min(p.Agreed, uint64(len(c.global))); s++ {
-		if !lg[s].Equal(&c.global[s]) {
+	for s := base; s < min(p.Agreed, uint64(len(c.global))); s++ {
+		if e := &lg[s-base]; !e.Equal(&c.global[s]) {
 			return violation("agreement", i, "agreed entry at seq %d is %s, but %s was delivered there",
-				s, entryString(&lg[s]), entryString(&c.global[s]))
+				s, entryString(e), entryString(&c.global[s]))
 		}
 	}
 	for j, o := range c.nodes {
 		if j == i {
 			continue
 		}
-		ol := o.Log()
-		lim := min(p.Agreed, o.Pointers().Agreed, uint64(len(ol)))
-		for s := uint64(0); s < lim; s++ {
-			if !lg[s].Equal(&ol[s]) {
+		ol, ob := o.Log(), o.LogBase()
+		lim := min(p.Agreed, o.Pointers().Agreed, ob+uint64(len(ol)))
+		for s := max(base, ob); s < lim; s++ {
+			if a, b := &lg[s-base], &ol[s-ob]; !a.Equal(b) {
 				return violation("agreement", i, "seq %d: host %d has %s, host %d has %s (both agreed)",
-					s, i, entryString(&lg[s]), j, entryString(&ol[s]))
+					s, i, entryString(a), j, entryString(b))
 			}
 		}
 	}

@@ -58,7 +58,13 @@ func (t *Trace) String() string {
 		fmt.Fprintf(&b, "# violation: %v\n", t.Violation)
 	}
 	fmt.Fprintf(&b, "hosts %d\nconfig %s\n", t.Hosts, configString(t.Config))
+	proposed := 0
 	for _, s := range t.Steps {
+		if s.Op == OpPropose {
+			proposed++
+			fmt.Fprintf(&b, "%s p%d\n", s, proposed)
+			continue
+		}
 		fmt.Fprintf(&b, "%s\n", s)
 	}
 	return b.String()
@@ -148,8 +154,9 @@ func ParseTrace(text string) (*Trace, error) {
 		case "deliver", "drop", "dup":
 			op := map[string]Op{"deliver": OpDeliver, "drop": OpDrop, "dup": OpDup}[word]
 			t.Steps = append(t.Steps, Step{Op: op, Item: rest})
-		case "tick", "propose", "restart", "amnesia":
-			op := map[string]Op{"tick": OpTick, "propose": OpPropose, "restart": OpRestart, "amnesia": OpAmnesia}[word]
+		case "tick", "propose", "restart", "amnesia", "broadcast", "compact":
+			op := map[string]Op{"tick": OpTick, "propose": OpPropose, "restart": OpRestart, "amnesia": OpAmnesia,
+				"broadcast": OpBroadcast, "compact": OpCompact}[word]
 			h, err := strconv.Atoi(strings.Fields(rest + " x")[0])
 			if err != nil {
 				return nil, bad(err)
@@ -195,6 +202,9 @@ func Replay(t *Trace, w io.Writer) (*Violation, error) {
 			fmt.Fprintf(w, "%3d %s\n", k+1, st)
 		}
 		c, v := m.apply(s, a)
+		if c == nil && v == nil {
+			return nil, fmt.Errorf("%w: step %d (%s) does not apply", ErrBadTrace, k+1, st)
+		}
 		if v != nil {
 			v.Step = k
 			if w != nil {
@@ -227,8 +237,12 @@ func resolveStep(s *state, st Step, n int) (action, error) {
 				return action{kind: st.Op, item: k}, nil
 			}
 		}
-		return action{}, errors.New("no such item in flight")
-	case OpTick, OpPropose, OpRestart, OpAmnesia:
+		var in []string
+		for k := range s.flight {
+			in = append(in, "\n\t"+describeItem(&s.flight[k]))
+		}
+		return action{}, fmt.Errorf("no such item in flight; in flight:%s", strings.Join(in, ""))
+	case OpTick, OpPropose, OpRestart, OpAmnesia, OpBroadcast, OpCompact:
 		if st.Host < 0 || st.Host >= n {
 			return action{}, fmt.Errorf("host %d outside the roster", st.Host)
 		}

@@ -1,0 +1,248 @@
+// Package cluster runs exo daemons on a lab rack (package lab): one daemon
+// per host, each inside its host's network namespace, on real raw frames
+// across the rack's bridge. The demo, the integration tests and the
+// benchmarks drive a rack through it: start, publish load, follow every
+// host's agreed stream, kill and restart daemons.
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/exo-rack/exo/client"
+	"github.com/exo-rack/exo/daemon"
+	"github.com/exo-rack/exo/lab"
+)
+
+// Options configure the daemons of a Cluster.
+type Options struct {
+	// Bin is the exo binary to run (built from ./cmd/exo).
+	Bin string
+	// Dir holds the configs, sockets and logs (created if missing).
+	Dir string
+	// Group is the rack's group id (default 7).
+	Group uint16
+	// Tick is the protocol tick (default 1ms).
+	Tick time.Duration
+	// LogLevel of the daemons (default info).
+	LogLevel string
+	// Config, if set, edits each host's config before it is written.
+	Config func(*daemon.Config)
+}
+
+// Cluster is a set of daemons on a lab rack.
+type Cluster struct {
+	Rack *lab.Rack
+	opt  Options
+
+	mu    sync.Mutex
+	procs []*exec.Cmd
+	exits []chan error
+}
+
+// Start writes a config per host and starts every daemon; it returns once
+// every API socket answers.
+func Start(ctx context.Context, rack *lab.Rack, opt Options) (*Cluster, error) {
+	if opt.Group == 0 {
+		opt.Group = 7
+	}
+	if opt.Tick == 0 {
+		opt.Tick = time.Millisecond
+	}
+	if opt.LogLevel == "" {
+		opt.LogLevel = "info"
+	}
+	if err := os.MkdirAll(opt.Dir, 0o755); err != nil {
+		return nil, fmt.Errorf("cluster: %w", err)
+	}
+	c := &Cluster{Rack: rack, opt: opt, procs: make([]*exec.Cmd, len(rack.Hosts)), exits: make([]chan error, len(rack.Hosts))}
+	for i := range rack.Hosts {
+		if err := c.writeConfig(i); err != nil {
+			return nil, err
+		}
+	}
+	for i := range rack.Hosts {
+		if err := c.StartHost(ctx, i, false); err != nil {
+			c.Stop()
+			return nil, err
+		}
+	}
+	return c, nil
+}
+
+// Socket returns host i's API socket.
+func (c *Cluster) Socket(i int) string { return filepath.Join(c.opt.Dir, fmt.Sprintf("%s.sock", c.Rack.Hosts[i].Name)) }
+
+// LogPath returns host i's daemon log.
+func (c *Cluster) LogPath(i int) string { return filepath.Join(c.opt.Dir, fmt.Sprintf("%s.log", c.Rack.Hosts[i].Name)) }
+
+func (c *Cluster) configPath(i int) string {
+	return filepath.Join(c.opt.Dir, fmt.Sprintf("%s.json", c.Rack.Hosts[i].Name))
+}
+
+func (c *Cluster) writeConfig(i int) error {
+	var roster []daemon.Member
+	for _, h := range c.Rack.Hosts {
+		roster = append(roster, daemon.Member{ID: h.ID, MAC: h.MAC.String(), OOB: net.JoinHostPort(h.OOBAddr.String(), "7700")})
+	}
+	cfg := daemon.Config{Group: c.opt.Group, ID: i, Interface: c.Rack.Hosts[i].Ifname, Roster: roster,
+		APISocket: c.Socket(i), TickText: c.opt.Tick.String()}
+	if c.opt.Config != nil {
+		c.opt.Config(&cfg)
+	}
+	b, err := json.MarshalIndent(cfg, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(c.configPath(i), b, 0o644)
+}
+
+// StartHost starts host i's daemon (join: as a host that lost its state)
+// and waits for its API socket.
+func (c *Cluster) StartHost(ctx context.Context, i int, join bool) error {
+	logf, err := os.OpenFile(c.LogPath(i), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return fmt.Errorf("cluster: %w", err)
+	}
+	args := []string{"daemon", "--config", c.configPath(i), "--log-level", c.opt.LogLevel}
+	if join {
+		args = append(args, "--join")
+	}
+	cmd := c.Rack.Command(i, c.opt.Bin, args...)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		return fmt.Errorf("cluster: start daemon on %s: %w", c.Rack.Hosts[i].Name, err)
+	}
+	exit := make(chan error, 1)
+	go func() { exit <- cmd.Wait(); logf.Close() }()
+	c.mu.Lock()
+	c.procs[i], c.exits[i] = cmd, exit
+	c.mu.Unlock()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		cl, err := client.Dial(ctx, c.Socket(i))
+		if err == nil {
+			cl.Close()
+			return nil
+		}
+		select {
+		case e := <-exit:
+			log, _ := os.ReadFile(c.LogPath(i))
+			return fmt.Errorf("cluster: daemon on %s exited (%v): %s", c.Rack.Hosts[i].Name, e, tail(log, 800))
+		default:
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("cluster: daemon on %s: API socket never answered: %w", c.Rack.Hosts[i].Name, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func tail(b []byte, n int) string {
+	if len(b) > n {
+		b = b[len(b)-n:]
+	}
+	return string(b)
+}
+
+// Kill sends SIGKILL to host i's daemon (kill -9) and waits for it to die.
+func (c *Cluster) Kill(i int) error {
+	c.mu.Lock()
+	p, exit := c.procs[i], c.exits[i]
+	c.procs[i] = nil
+	c.mu.Unlock()
+	if p == nil {
+		return fmt.Errorf("cluster: host %s has no daemon", c.Rack.Hosts[i].Name)
+	}
+	if err := p.Process.Signal(syscall.SIGKILL); err != nil {
+		return fmt.Errorf("cluster: kill %s: %w", c.Rack.Hosts[i].Name, err)
+	}
+	<-exit
+	os.Remove(c.Socket(i)) // a killed daemon leaves its socket behind
+	return nil
+}
+
+// Stop stops every daemon with SIGTERM (SIGKILL after 5 s) and reports the
+// first daemon that did not exit cleanly.
+func (c *Cluster) Stop() error {
+	var first error
+	for i := range c.procs {
+		c.mu.Lock()
+		p, exit := c.procs[i], c.exits[i]
+		c.procs[i] = nil
+		c.mu.Unlock()
+		if p == nil {
+			continue
+		}
+		p.Process.Signal(syscall.SIGTERM)
+		select {
+		case err := <-exit:
+			if err != nil && first == nil {
+				first = fmt.Errorf("daemon on %s: %w", c.Rack.Hosts[i].Name, err)
+			}
+		case <-time.After(5 * time.Second):
+			p.Process.Kill()
+			<-exit
+			if first == nil {
+				first = fmt.Errorf("daemon on %s ignored SIGTERM for 5s", c.Rack.Hosts[i].Name)
+			}
+		}
+	}
+	return first
+}
+
+// Status returns host i's status.
+func (c *Cluster) Status(ctx context.Context, i int) (daemon.Status, error) {
+	var st daemon.Status
+	cl, err := client.Dial(ctx, c.Socket(i))
+	if err != nil {
+		return st, err
+	}
+	defer cl.Close()
+	raw, err := cl.StatusRaw(ctx)
+	if err != nil {
+		return st, err
+	}
+	err = json.Unmarshal(raw, &st)
+	return st, err
+}
+
+// ErrDiffer reports hosts whose agreed streams differ.
+var ErrDiffer = errors.New("agreed streams differ")
+
+// Compare checks that every stream is the same sequence (positions, senders
+// and payloads), and that no payload appears twice.
+func Compare(streams [][]client.Message) error {
+	for i := 1; i < len(streams); i++ {
+		a, b := streams[0], streams[i]
+		if len(a) != len(b) {
+			return fmt.Errorf("%w: host 0 delivered %d messages, host %d %d", ErrDiffer, len(a), i, len(b))
+		}
+		for k := range a {
+			if a[k].Position != b[k].Position || a[k].Sender != b[k].Sender || string(a[k].Payload) != string(b[k].Payload) {
+				return fmt.Errorf("%w: message %d: host 0 has %d.%d from %d, host %d has %d.%d from %d",
+					ErrDiffer, k, a[k].Seq, a[k].Index, a[k].Sender, i, b[k].Seq, b[k].Index, b[k].Sender)
+			}
+		}
+	}
+	if len(streams) > 0 {
+		seen := make(map[string]bool, len(streams[0]))
+		for _, m := range streams[0] {
+			if seen[string(m.Payload)] {
+				return fmt.Errorf("%w: payload %q delivered twice", ErrDiffer, m.Payload)
+			}
+			seen[string(m.Payload)] = true
+		}
+	}
+	return nil
+}

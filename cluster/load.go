@@ -1,0 +1,164 @@
+package cluster
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/exo-rack/exo/client"
+)
+
+// Load describes a publish load.
+type Load struct {
+	Hosts   []int // publishing hosts
+	PerHost int   // messages per host
+	Size    int   // payload bytes (at least 16: host, counter)
+	Window  int   // publishes in flight per host (default 256)
+	Round   int   // distinguishes the payloads of several loads
+	// Progress, if set, is called with the number of messages agreed so far.
+	Progress func(done int64)
+}
+
+// LoadResult is what a load measured.
+type LoadResult struct {
+	Published int64
+	Failed    int64
+	Elapsed   time.Duration
+	// Latency is publish-to-agreed at the publisher, in microseconds.
+	Latency *hdrhistogram.Histogram
+	Errors  []string
+}
+
+// Rate returns agreed messages per second.
+func (r LoadResult) Rate() float64 { return float64(r.Published) / r.Elapsed.Seconds() }
+
+// Payload returns the payload of message k of host h in a load round:
+// unique, and carrying its origin (round<<32 | host, then k).
+func Payload(round, h, k, size int) []byte {
+	p := make([]byte, max(size, 16))
+	binary.BigEndian.PutUint64(p, uint64(round)<<32|uint64(h))
+	binary.BigEndian.PutUint64(p[8:], uint64(k))
+	return p
+}
+
+// Publish runs the load: every host publishes PerHost messages with at most
+// Window in flight, retrying on "queue full" and "dropped". It returns when
+// every message is agreed or ctx ends.
+func (c *Cluster) Publish(ctx context.Context, l Load) (LoadResult, error) {
+	if l.Window == 0 {
+		l.Window = 256
+	}
+	res := LoadResult{Latency: hdrhistogram.New(1, 60_000_000, 3)}
+	var mu sync.Mutex
+	var done, failed atomic.Int64
+	start := time.Now()
+	var wg sync.WaitGroup
+	errc := make(chan error, len(l.Hosts))
+	for _, h := range l.Hosts {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			cl, err := client.Dial(ctx, c.Socket(h))
+			if err != nil {
+				errc <- err
+				return
+			}
+			defer cl.Close()
+			sem := make(chan struct{}, l.Window)
+			var inner sync.WaitGroup
+			for k := 0; k < l.PerHost && ctx.Err() == nil; k++ {
+				sem <- struct{}{}
+				inner.Add(1)
+				go func() {
+					defer inner.Done()
+					defer func() { <-sem }()
+					p := Payload(l.Round, h, k, l.Size)
+					for attempt := 0; ctx.Err() == nil; attempt++ {
+						t0 := time.Now()
+						ch, err := cl.PublishAsync(p)
+						if err != nil {
+							failed.Add(1)
+							mu.Lock()
+							res.Errors = append(res.Errors, err.Error())
+							mu.Unlock()
+							return
+						}
+						var a client.Ack
+						select {
+						case a = <-ch:
+						case <-ctx.Done():
+							return
+						}
+						if errors.Is(a.Err, client.ErrQueueFull) || errors.Is(a.Err, client.ErrDropped) {
+							time.Sleep(time.Duration(1+attempt%8) * time.Millisecond)
+							continue
+						}
+						if a.Err != nil {
+							failed.Add(1)
+							mu.Lock()
+							if len(res.Errors) < 10 {
+								res.Errors = append(res.Errors, a.Err.Error())
+							}
+							mu.Unlock()
+							return
+						}
+						us := time.Since(t0).Microseconds()
+						mu.Lock()
+						res.Latency.RecordValue(max(us, 1))
+						mu.Unlock()
+						if d := done.Add(1); l.Progress != nil && d%1000 == 0 {
+							l.Progress(d)
+						}
+						return
+					}
+				}()
+			}
+			inner.Wait()
+		}()
+	}
+	wg.Wait()
+	close(errc)
+	res.Elapsed = time.Since(start)
+	res.Published, res.Failed = done.Load(), failed.Load()
+	for err := range errc {
+		return res, err
+	}
+	if ctx.Err() != nil {
+		return res, fmt.Errorf("load interrupted after %d messages: %w", res.Published, ctx.Err())
+	}
+	return res, nil
+}
+
+// Collect follows every host's agreed stream from seq 0 until want
+// messages arrived at each (or ctx ends) and returns the streams.
+func (c *Cluster) Collect(ctx context.Context, hosts []int, want int) ([][]client.Message, error) {
+	out := make([][]client.Message, len(hosts))
+	errs := make([]error, len(hosts))
+	var wg sync.WaitGroup
+	for j, h := range hosts {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			err := client.Subscribe(ctx, c.Socket(h), 0, func(m client.Message) error {
+				out[j] = append(out[j], m)
+				if len(out[j]) >= want {
+					return errEnough
+				}
+				return nil
+			})
+			if !errors.Is(err, errEnough) {
+				errs[j] = fmt.Errorf("host %s: stream ended after %d of %d messages: %w", c.Rack.Hosts[h].Name, len(out[j]), want, err)
+			}
+		}()
+	}
+	wg.Wait()
+	return out, errors.Join(errs...)
+}
+
+var errEnough = errors.New("enough")

@@ -1,0 +1,108 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+
+	"github.com/spf13/cobra"
+
+	"github.com/exo-rack/exo/broadcast"
+	"github.com/exo-rack/exo/daemon"
+	"github.com/exo-rack/exo/oob"
+)
+
+func newDaemonCmd() *cobra.Command {
+	var cfgPath, level, format string
+	var join bool
+	cmd := &cobra.Command{
+		Use:   "daemon --config FILE",
+		Short: "Run the rack broadcast daemon of this host",
+		Long: `daemon runs this host's member of the rack: the Exo protocol on raw Ethernet
+broadcast frames (AF_PACKET) on the configured interface, the out-of-band TCP
+service for gap repair and reconciliation, the local API on a Unix socket
+(exo send / tail / status, package client) and Prometheus metrics.
+
+It needs CAP_NET_RAW (run as root). SIGTERM or SIGINT stops it gracefully:
+pending publishes are answered "shutting down". The config file is JSON; see
+docs/operator.md for every field and an example.`,
+		Example: `  exo daemon --config /etc/exo/exo.json
+  ip netns exec exo-A exo daemon --config /tmp/exo-lab/A.json   # in the lab`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if cfgPath == "" {
+				return &exitError{code: 2, err: errors.New("--config is required")}
+			}
+			cfg, err := daemon.LoadConfig(cfgPath)
+			if err != nil {
+				return &exitError{code: 2, err: fmt.Errorf("%s: %w", cfgPath, err)}
+			}
+			if join {
+				cfg.Join = true
+			}
+			log, err := newLogger(level, format)
+			if err != nil {
+				return &exitError{code: 2, err: err}
+			}
+			return runDaemon(cmd.Context(), cfg, log)
+		},
+	}
+	cmd.Flags().StringVar(&cfgPath, "config", "", "the daemon's JSON config file")
+	cmd.Flags().BoolVar(&join, "join", false, "start as a host that lost its state and rejoin the running rack")
+	cmd.Flags().StringVar(&level, "log-level", "info", "debug, info, warn or error")
+	cmd.Flags().StringVar(&format, "log-format", "text", "text or json")
+	return cmd
+}
+
+func newLogger(level, format string) (*slog.Logger, error) {
+	var lv slog.Level
+	if err := lv.UnmarshalText([]byte(level)); err != nil {
+		return nil, fmt.Errorf("--log-level: %w", err)
+	}
+	opts := &slog.HandlerOptions{Level: lv}
+	switch format {
+	case "text":
+		return slog.New(slog.NewTextHandler(os.Stderr, opts)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(os.Stderr, opts)), nil
+	}
+	return nil, fmt.Errorf("--log-format: %q is neither text nor json", format)
+}
+
+func runDaemon(ctx context.Context, cfg *daemon.Config, log *slog.Logger) error {
+	conn, err := broadcast.Listen(cfg.Interface, broadcast.Options{ReadBuffer: 8 << 20})
+	if err != nil {
+		switch {
+		case errors.Is(err, broadcast.ErrPermission):
+			return fmt.Errorf("%w (the daemon opens a raw AF_PACKET socket)", err)
+		case errors.Is(err, broadcast.ErrInterfaceNotFound):
+			return fmt.Errorf("%w: check \"interface\" in the config, or run the daemon in the host's network namespace (ip netns exec ...)", err)
+		}
+		return err
+	}
+	peers := map[uint8]string{}
+	for _, m := range cfg.Roster {
+		peers[uint8(m.ID)] = m.OOB
+	}
+	tr, err := oob.New(oob.Config{ID: uint8(cfg.ID), Group: cfg.Group, Listen: cfg.Roster[cfg.ID].OOB, Peers: peers, Logger: log})
+	if err != nil {
+		conn.Close()
+		return err
+	}
+	d, err := daemon.New(cfg, conn, tr, log)
+	if err != nil {
+		conn.Close()
+		return err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { defer wg.Done(); tr.Run(ctx) }()
+	err = d.Run(ctx)
+	cancel()
+	wg.Wait()
+	return err
+}

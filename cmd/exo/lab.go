@@ -1,0 +1,526 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"os/exec"
+	"slices"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/exo-rack/exo/lab"
+)
+
+// labOptions are the flags and arguments of exo lab and its subcommands.
+type labOptions struct {
+	Action   string // up, down, status, partition, heal, link, loss, probe, exec
+	Prefix   string
+	Hosts    int
+	MTU      int
+	Force    bool
+	JSON     bool
+	Spec     string // partition: A,B/C,D,E or, with OneWay, A,B:C,D,E
+	OneWay   bool
+	Host     string // link, loss, exec; probe's source
+	To       string // probe's destination
+	Up       bool   // link
+	Fraction float64
+	Timeout  time.Duration
+	Argv     []string // exec
+	In       io.Reader
+	Out      io.Writer
+	Err      io.Writer
+}
+
+// labStatus is exo lab status --json.
+type labStatus struct {
+	*lab.Rack
+	LinksUp []bool `json:"links_up"`
+	Ruleset string `json:"nft_ruleset"`
+}
+
+func newLabCmd(runF func(context.Context, *labOptions) error) *cobra.Command {
+	o := &labOptions{}
+	cmd := &cobra.Command{
+		Use:   "lab",
+		Short: "Build a real local rack of network namespaces, and partition it",
+		Long: `lab builds a rack on this machine out of Linux network namespaces: one namespace
+per host (<prefix>-A, <prefix>-B, ...) whose interface exo0 is one end of a veth
+pair, the other end a port of the bridge br0 in a switch namespace
+(<prefix>-sw). Every host has a fixed MAC (02:e0:00:00:00:<id+1>) and an OOB
+address (10.77.0.<id+1>/16) that exists only inside the rack. Frames really
+cross the bridge, and faults are real: partitions and losses are nftables drop
+rules on the bridge (table bridge exo_lab, in the switch namespace), a link
+down is a switch port set down. Nothing is added to the root namespace.
+
+exo lab needs root (network namespaces, veth, nftables). See docs/lab.md.`,
+		Example: `  sudo exo lab up --hosts 5
+  sudo exo lab exec A -- ip -br addr
+  sudo exo lab partition A,B/C,D,E          # {A,B} | {C,D,E}
+  sudo exo lab partition --one-way A:B,C    # A's frames to B and C are dropped
+  sudo exo lab probe                        # who reaches whom, right now
+  sudo exo lab status
+  sudo exo lab heal
+  sudo exo lab down`,
+	}
+	cmd.PersistentFlags().StringVar(&o.Prefix, "prefix", lab.DefaultPrefix, "name of the rack: its namespaces are <prefix>-A, <prefix>-B, ..., <prefix>-sw")
+
+	// sub makes one subcommand whose RunE fills o.Action, checks and runs.
+	sub := func(c *cobra.Command, action string, args func(*cobra.Command, []string) error) *cobra.Command {
+		c.RunE = func(cc *cobra.Command, a []string) error {
+			o.Action = action
+			o.In, o.Out, o.Err = cc.InOrStdin(), cc.OutOrStdout(), cc.ErrOrStderr()
+			if args != nil {
+				if err := args(cc, a); err != nil {
+					return &exitError{code: 2, err: fmt.Errorf("lab %s: %w", action, err)}
+				}
+			}
+			if err := o.validate(); err != nil {
+				return &exitError{code: 2, err: fmt.Errorf("lab %s: %w", action, err)}
+			}
+			if runF != nil {
+				return runF(cc.Context(), o)
+			}
+			return runLab(cc.Context(), o)
+		}
+		cmd.AddCommand(c)
+		return c
+	}
+
+	up := sub(&cobra.Command{
+		Use:   "up",
+		Short: "Create a rack of --hosts namespaces on one bridge and print its hosts",
+		Long: `up creates the namespaces, the bridge, one veth pair per host, the MACs, the
+MTU and the OOB addresses, with every link up, IPv6 off (no DAD or router
+solicitation noise) and static neighbour entries (no ARP: a one-way cut stays
+one-way). It refuses when a rack with the same prefix exists; --force removes
+that rack first.`,
+		Example: `  sudo exo lab up --hosts 5
+  sudo exo lab up --hosts 3 --prefix r2 --mtu 9000 --json
+  sudo exo lab up --hosts 5 --force         # rebuild from scratch`,
+		Args: cobra.NoArgs,
+	}, "up", nil)
+	up.Flags().IntVar(&o.Hosts, "hosts", 5, "number of hosts (1..255), named A, B, C, ...")
+	up.Flags().IntVar(&o.MTU, "mtu", lab.DefaultMTU, "MTU of every link (68..65535; 9000 for jumbo frames)")
+	up.Flags().BoolVar(&o.Force, "force", false, "remove a rack with the same prefix first")
+	up.Flags().BoolVar(&o.JSON, "json", false, "print the rack as JSON")
+
+	sub(&cobra.Command{
+		Use:   "down",
+		Short: "Remove the rack: stop its processes, delete its namespaces and state",
+		Long: `down stops the processes still running in the rack's namespaces (SIGTERM, then
+SIGKILL after 2 s), deletes the namespaces (and with them the veth pairs, the
+bridge and the nftables table) and the state file. It is safe on a half-built
+rack and on no rack at all.`,
+		Example: `  sudo exo lab down
+  sudo exo lab down --prefix r2`,
+		Args: cobra.NoArgs,
+	}, "down", nil)
+
+	status := sub(&cobra.Command{
+		Use:   "status",
+		Short: "Show the rack's hosts, links, faults and the nftables rules in force",
+		Example: `  sudo exo lab status
+  sudo exo lab status --json`,
+		Args: cobra.NoArgs,
+	}, "status", nil)
+	status.Flags().BoolVar(&o.JSON, "json", false, "print the status as JSON")
+
+	part := sub(&cobra.Command{
+		Use:   "partition GROUPS",
+		Short: "Partition the rack: the bridge drops frames between groups",
+		Long: `partition loads drop rules into the bridge so that frames only flow between hosts
+of one group. Groups are separated by "/", hosts (names or ids) by ","; every
+host appears at most once, and the hosts named nowhere form one more group:
+"partition A" isolates A. A new partition replaces the one in force.
+
+With --one-way FROM:TO, frames from the hosts of FROM to the hosts of TO are
+dropped while the other direction flows; one-way cuts add up until heal.`,
+		Example: `  sudo exo lab partition A,B/C,D,E
+  sudo exo lab partition A                   # A alone, the others together
+  sudo exo lab partition 0,1/2,3,4           # ids work too
+  sudo exo lab partition --one-way A,B:C,D,E`,
+		Args: cobra.ExactArgs(1),
+	}, "partition", func(_ *cobra.Command, a []string) error { o.Spec = a[0]; return nil })
+	part.Flags().BoolVar(&o.OneWay, "one-way", false, "cut one direction only: FROM:TO")
+
+	sub(&cobra.Command{
+		Use:     "heal",
+		Short:   "Remove every fault: partitions, one-way cuts, losses, links down",
+		Example: `  sudo exo lab heal`,
+		Args:    cobra.NoArgs,
+	}, "heal", nil)
+
+	sub(&cobra.Command{
+		Use:   "link HOST up|down",
+		Short: "Set a host's switch port down (a pulled cable) or up",
+		Example: `  sudo exo lab link C down
+  sudo exo lab link C up`,
+		Args: cobra.ExactArgs(2),
+	}, "link", func(_ *cobra.Command, a []string) error {
+		o.Host = a[0]
+		switch a[1] {
+		case "up":
+			o.Up = true
+		case "down":
+			o.Up = false
+		default:
+			return fmt.Errorf("%q: want up or down", a[1])
+		}
+		return nil
+	})
+
+	sub(&cobra.Command{
+		Use:   "loss HOST FRACTION",
+		Short: "Drop a fraction (0..1) of the frames a host sends and receives",
+		Long: `loss makes the bridge drop FRACTION of the frames that HOST sends and,
+independently, of those it receives (nft numgen random mod 1000 < k). 0 removes
+the loss; heal removes them all.`,
+		Example: `  sudo exo lab loss B 0.1
+  sudo exo lab loss B 0`,
+		Args: cobra.ExactArgs(2),
+	}, "loss", func(_ *cobra.Command, a []string) error {
+		o.Host = a[0]
+		f, err := strconv.ParseFloat(strings.TrimSuffix(a[1], "%"), 64)
+		if err != nil {
+			return fmt.Errorf("fraction %q: %w", a[1], err)
+		}
+		if strings.HasSuffix(a[1], "%") {
+			f /= 100
+		}
+		o.Fraction = f
+		return nil
+	})
+
+	probe := sub(&cobra.Command{
+		Use:   "probe [FROM TO]",
+		Short: "Send UDP datagrams across the bridge and report who reaches whom",
+		Long: `probe sends UDP datagrams between the hosts' OOB addresses, from sockets opened
+inside their namespaces, so each one is a real frame across the bridge. With no
+argument it prints the matrix of every ordered pair; with FROM TO it checks
+both directions between two hosts. Probes are one-way: a one-way cut shows.`,
+		Example: `  sudo exo lab probe
+  sudo exo lab probe A C --timeout 200ms`,
+		Args: func(_ *cobra.Command, a []string) error {
+			if len(a) != 0 && len(a) != 2 {
+				return fmt.Errorf("want no argument or FROM TO")
+			}
+			return nil
+		},
+	}, "probe", func(_ *cobra.Command, a []string) error {
+		if len(a) == 2 {
+			o.Host, o.To = a[0], a[1]
+		}
+		return nil
+	})
+	probe.Flags().DurationVar(&o.Timeout, "timeout", time.Second, "how long to wait for a datagram")
+	probe.Flags().BoolVar(&o.JSON, "json", false, "print the matrix as JSON")
+
+	sub(&cobra.Command{
+		Use:   "exec HOST -- COMMAND [ARGS...]",
+		Short: "Run a command inside a host's network namespace",
+		Long: `exec runs COMMAND inside HOST's namespace (ip netns exec): it sees the host's
+loopback and its exo0 only. Its exit status is exo's.`,
+		Example: `  sudo exo lab exec A -- ip -br addr
+  sudo exo lab exec C -- ./bin/exo daemon --config c.toml`,
+		Args: cobra.MinimumNArgs(2),
+	}, "exec", func(c *cobra.Command, a []string) error {
+		// Everything after "--" is the command, flags included; without
+		// "--", a command with flags would have them taken as exo's.
+		if dash := c.ArgsLenAtDash(); dash >= 0 && dash != 1 {
+			return fmt.Errorf("want exactly one HOST before --, got %q", a[:dash])
+		}
+		o.Host, o.Argv = a[0], a[1:]
+		return nil
+	})
+	return cmd
+}
+
+func (o *labOptions) validate() error {
+	if err := lab.ValidPrefix(o.Prefix); err != nil {
+		return fmt.Errorf("--prefix: %w", err)
+	}
+	switch o.Action {
+	case "up":
+		if o.Hosts < 1 || o.Hosts > 255 {
+			return fmt.Errorf("--hosts: %d is outside 1..255", o.Hosts)
+		}
+		if o.MTU < 68 || o.MTU > 65535 {
+			return fmt.Errorf("--mtu: %d is outside 68..65535", o.MTU)
+		}
+	case "partition":
+		if o.OneWay != strings.Contains(o.Spec, ":") {
+			if o.OneWay {
+				return fmt.Errorf("--one-way wants FROM:TO, e.g. A,B:C,D,E; got %q", o.Spec)
+			}
+			return fmt.Errorf("%q: FROM:TO is a one-way cut: add --one-way", o.Spec)
+		}
+	case "loss":
+		if o.Fraction < 0 || o.Fraction > 1 {
+			return fmt.Errorf("fraction %g is outside 0..1", o.Fraction)
+		}
+	case "probe":
+		if o.Timeout <= 0 {
+			return fmt.Errorf("--timeout must be positive")
+		}
+	}
+	return nil
+}
+
+func runLab(ctx context.Context, o *labOptions) error {
+	if err := lab.CheckRoot(); err != nil {
+		return &exitError{code: 1, err: err}
+	}
+	if o.Action == "up" {
+		start := time.Now()
+		r, err := lab.Up(ctx, lab.Options{Prefix: o.Prefix, Hosts: o.Hosts, MTU: o.MTU, Force: o.Force})
+		if err != nil {
+			return err
+		}
+		if o.JSON {
+			return writeJSON(o.Out, r)
+		}
+		fmt.Fprintf(o.Out, "rack %s up in %v\n", r.Name, time.Since(start).Round(time.Millisecond))
+		printRack(o.Out, r, nil)
+		return nil
+	}
+	if o.Action == "down" {
+		start := time.Now()
+		if err := lab.Down(ctx, o.Prefix); err != nil {
+			return err
+		}
+		fmt.Fprintf(o.Out, "rack %s down in %v\n", o.Prefix, time.Since(start).Round(time.Millisecond))
+		return nil
+	}
+	r, err := lab.Load(ctx, o.Prefix)
+	if err != nil {
+		if errors.Is(err, lab.ErrNoRack) {
+			if racks, _ := lab.Racks(); len(racks) > 0 {
+				err = fmt.Errorf("%w (racks up: %s; pick one with --prefix)", err, strings.Join(racks, " "))
+			}
+		}
+		return err
+	}
+	host := func(s string) (int, error) {
+		h, err := r.Host(s)
+		if err != nil {
+			return 0, &exitError{code: 2, err: fmt.Errorf("lab %s: %w", o.Action, err)}
+		}
+		return h.ID, nil
+	}
+	switch o.Action {
+	case "status":
+		return labStatusCmd(ctx, o, r)
+	case "partition":
+		if o.OneWay {
+			from, to, err := r.ParseOneWay(o.Spec)
+			if err != nil {
+				return &exitError{code: 2, err: fmt.Errorf("lab partition --one-way: %w", err)}
+			}
+			if err := r.PartitionOneWay(ctx, from, to); err != nil {
+				return err
+			}
+		} else {
+			groups, err := r.ParseGroups(o.Spec)
+			if err != nil {
+				return &exitError{code: 2, err: fmt.Errorf("lab partition: %w", err)}
+			}
+			if err := r.Partition(ctx, groups); err != nil {
+				return err
+			}
+		}
+		printFaults(o.Out, r)
+		return nil
+	case "heal":
+		if err := r.Heal(ctx); err != nil {
+			return err
+		}
+		fmt.Fprintf(o.Out, "rack %s healed: no fault in force\n", r.Name)
+		return nil
+	case "link":
+		id, err := host(o.Host)
+		if err != nil {
+			return err
+		}
+		if err := r.SetLink(ctx, id, o.Up); err != nil {
+			return err
+		}
+		printFaults(o.Out, r)
+		return nil
+	case "loss":
+		id, err := host(o.Host)
+		if err != nil {
+			return err
+		}
+		if err := r.DropRate(ctx, id, o.Fraction); err != nil {
+			return err
+		}
+		printFaults(o.Out, r)
+		return nil
+	case "probe":
+		return labProbe(ctx, o, r, host)
+	case "exec":
+		id, err := host(o.Host)
+		if err != nil {
+			return err
+		}
+		c := r.CommandContext(ctx, id, o.Argv[0], o.Argv[1:]...)
+		c.Stdin, c.Stdout, c.Stderr = o.In, o.Out, o.Err
+		if err := c.Run(); err != nil {
+			var ee *exec.ExitError
+			if errors.As(err, &ee) && ee.ExitCode() > 0 {
+				return &exitError{code: ee.ExitCode(), err: fmt.Errorf("lab exec on %s: %s: %w", r.Hosts[id].Name, strings.Join(o.Argv, " "), err)}
+			}
+			return fmt.Errorf("lab exec on %s: %w", r.Hosts[id].Name, err)
+		}
+		return nil
+	}
+	return fmt.Errorf("lab: unknown action %q", o.Action)
+}
+
+func labStatusCmd(ctx context.Context, o *labOptions, r *lab.Rack) error {
+	st := labStatus{Rack: r}
+	var err error
+	if st.LinksUp, err = r.LinkStates(ctx); err != nil {
+		return err
+	}
+	if st.Ruleset, err = r.LiveRuleset(ctx); err != nil && !errors.Is(err, lab.ErrMissingTool) {
+		return err
+	}
+	if o.JSON {
+		return writeJSON(o.Out, st)
+	}
+	fmt.Fprintf(o.Out, "rack %s: %d hosts, bridge %s in namespace %s, MTU %d, OOB subnet %s\n",
+		r.Name, len(r.Hosts), r.Bridge, r.SwitchNetns, r.MTU, r.Subnet)
+	printRack(o.Out, r, st.LinksUp)
+	printFaults(o.Out, r)
+	if err != nil {
+		fmt.Fprintf(o.Out, "nftables: %v\n", err)
+	} else if st.Ruleset != "" {
+		fmt.Fprintf(o.Out, "nftables ruleset in %s (nft list table bridge %s):\n%s", r.SwitchNetns, lab.NftTable, st.Ruleset)
+	}
+	return nil
+}
+
+func labProbe(ctx context.Context, o *labOptions, r *lab.Rack, host func(string) (int, error)) error {
+	if o.Host != "" {
+		a, err := host(o.Host)
+		if err != nil {
+			return err
+		}
+		b, err := host(o.To)
+		if err != nil {
+			return err
+		}
+		got, err := r.Reach(ctx, [][2]int{{a, b}, {b, a}}, o.Timeout)
+		if err != nil {
+			return err
+		}
+		if o.JSON {
+			return writeJSON(o.Out, map[string]bool{r.Hosts[a].Name + ">" + r.Hosts[b].Name: got[0], r.Hosts[b].Name + ">" + r.Hosts[a].Name: got[1]})
+		}
+		for i, p := range [][2]int{{a, b}, {b, a}} {
+			fmt.Fprintf(o.Out, "%s -> %s: %s\n", r.Hosts[p[0]].Name, r.Hosts[p[1]].Name, reached(got[i]))
+		}
+		return nil
+	}
+	m, err := r.Matrix(ctx, o.Timeout)
+	if err != nil {
+		return err
+	}
+	if o.JSON {
+		return writeJSON(o.Out, m)
+	}
+	tw := tabwriter.NewWriter(o.Out, 0, 0, 2, ' ', 0)
+	fmt.Fprint(tw, "FROM\\TO")
+	for _, h := range r.Hosts {
+		fmt.Fprintf(tw, "\t%s", h.Name)
+	}
+	fmt.Fprintln(tw)
+	for a, row := range m {
+		fmt.Fprint(tw, r.Hosts[a].Name)
+		for b, ok := range row {
+			switch {
+			case a == b:
+				fmt.Fprint(tw, "\t-")
+			case ok:
+				fmt.Fprint(tw, "\tok")
+			default:
+				fmt.Fprint(tw, "\tX")
+			}
+		}
+		fmt.Fprintln(tw)
+	}
+	return tw.Flush()
+}
+
+func reached(ok bool) string {
+	if ok {
+		return "ok"
+	}
+	return "dropped"
+}
+
+// printRack prints the host table; linksUp may be nil (just built: all up).
+func printRack(w io.Writer, r *lab.Rack, linksUp []bool) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "HOST\tID\tNETNS\tIFNAME\tMAC\tOOB ADDR\tPORT\tLINK\tLOSS")
+	for _, h := range r.Hosts {
+		link := "up"
+		if linksUp != nil && !linksUp[h.ID] {
+			link = "DOWN"
+		}
+		loss := "-"
+		if f, ok := r.Faults.Loss[h.ID]; ok {
+			loss = fmt.Sprintf("%.1f%%", f*100)
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", h.Name, h.ID, h.Netns, h.Ifname, h.MAC, h.OOBAddr, h.Port, link, loss)
+	}
+	tw.Flush()
+}
+
+// printFaults prints the faults in force, one line each.
+func printFaults(w io.Writer, r *lab.Rack) {
+	f := r.Faults
+	if f.Empty() {
+		fmt.Fprintln(w, "faults: none")
+		return
+	}
+	names := func(ids []int) string {
+		s := make([]string, len(ids))
+		for i, id := range ids {
+			s[i] = r.Hosts[id].Name
+		}
+		return strings.Join(s, ",")
+	}
+	if len(f.Groups) > 0 {
+		g := make([]string, len(f.Groups))
+		for i, ids := range f.Groups {
+			g[i] = names(ids)
+		}
+		fmt.Fprintf(w, "partition:  %s\n", strings.Join(g, " / "))
+	}
+	for _, c := range f.OneWay {
+		fmt.Fprintf(w, "one-way:    %s -> %s dropped\n", names(c.From), names(c.To))
+	}
+	for _, id := range slices.Sorted(maps.Keys(f.Loss)) {
+		fmt.Fprintf(w, "loss:       %s %.1f%% of frames sent and received\n", r.Hosts[id].Name, f.Loss[id]*100)
+	}
+	if len(f.LinksDown) > 0 {
+		fmt.Fprintf(w, "links down: %s\n", names(f.LinksDown))
+	}
+}
+
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
