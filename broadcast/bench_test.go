@@ -18,7 +18,7 @@ import (
 // is reported too, and lost frames if any.
 func benchOneWay(b *testing.B, a, r Conn, size, batch, window int) {
 	frame := frameOfLen(b, 1, 1, size)
-	var received atomic.Int64
+	var received, reads atomic.Int64
 	credit := make(chan struct{}, 1) // "received moved"
 	done := make(chan error, 1)
 	go func() {
@@ -42,6 +42,7 @@ func benchOneWay(b *testing.B, a, r Conn, size, batch, window int) {
 				return
 			}
 			received.Add(int64(k))
+			reads.Add(1)
 			select {
 			case credit <- struct{}{}:
 			default:
@@ -73,6 +74,7 @@ func benchOneWay(b *testing.B, a, r Conn, size, batch, window int) {
 	}
 	lost := int64(b.N) - received.Load()
 	b.ReportMetric(float64(received.Load())/elapsed.Seconds(), "frames/s")
+	b.ReportMetric(float64(received.Load())/float64(max(reads.Load(), 1)), "frames/read")
 	if lost > 0 {
 		b.ReportMetric(float64(lost), "lost")
 	}

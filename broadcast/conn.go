@@ -201,6 +201,10 @@ func (o *Options) dstOf() (net.HardwareAddr, error) {
 	return append(net.HardwareAddr(nil), o.Dst...), nil
 }
 
+func isBroadcast(mac net.HardwareAddr) bool {
+	return string(mac) == string(BroadcastMAC)
+}
+
 // minMTU returns the smallest MTU o accepts.
 func (o *Options) minMTU() int {
 	return max(o.MinMTU, MinFrameMTU)

@@ -202,6 +202,8 @@ type memFrame struct {
 	b   []byte // padded
 }
 
+var _ Conn = (*memConn)(nil)
+
 // memConn is a Conn of a MemNetwork.
 type memConn struct {
 	net   *MemNetwork

@@ -156,10 +156,6 @@ func (c *PacketConn) setup(opts Options) error {
 	return nil
 }
 
-func isBroadcast(mac net.HardwareAddr) bool {
-	return string(mac) == string(BroadcastMAC)
-}
-
 // HardwareAddr returns the interface's MAC.
 func (c *PacketConn) HardwareAddr() net.HardwareAddr { return c.mac }
 

@@ -40,7 +40,6 @@ type Client struct {
 	done    chan struct{}
 }
 
-
 // Dial connects to the daemon's Unix socket.
 func Dial(ctx context.Context, socket string) (*Client, error) {
 	var d net.Dialer

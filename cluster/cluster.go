@@ -14,6 +14,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -80,10 +82,14 @@ func Start(ctx context.Context, rack *lab.Rack, opt Options) (*Cluster, error) {
 }
 
 // Socket returns host i's API socket.
-func (c *Cluster) Socket(i int) string { return filepath.Join(c.opt.Dir, fmt.Sprintf("%s.sock", c.Rack.Hosts[i].Name)) }
+func (c *Cluster) Socket(i int) string {
+	return filepath.Join(c.opt.Dir, fmt.Sprintf("%s.sock", c.Rack.Hosts[i].Name))
+}
 
 // LogPath returns host i's daemon log.
-func (c *Cluster) LogPath(i int) string { return filepath.Join(c.opt.Dir, fmt.Sprintf("%s.log", c.Rack.Hosts[i].Name)) }
+func (c *Cluster) LogPath(i int) string {
+	return filepath.Join(c.opt.Dir, fmt.Sprintf("%s.log", c.Rack.Hosts[i].Name))
+}
 
 func (c *Cluster) configPath(i int) string {
 	return filepath.Join(c.opt.Dir, fmt.Sprintf("%s.json", c.Rack.Hosts[i].Name))
@@ -137,6 +143,9 @@ func (c *Cluster) StartHost(ctx context.Context, i int, join bool) error {
 		}
 		select {
 		case e := <-exit:
+			c.mu.Lock()
+			c.procs[i] = nil
+			c.mu.Unlock()
 			log, _ := os.ReadFile(c.LogPath(i))
 			return fmt.Errorf("cluster: daemon on %s exited (%v): %s", c.Rack.Hosts[i].Name, e, tail(log, 800))
 		default:
@@ -245,4 +254,52 @@ func Compare(streams [][]client.Message) error {
 		}
 	}
 	return nil
+}
+
+// Proc returns host i's daemon process id (0 when it is not running).
+func (c *Cluster) Proc(i int) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.procs[i] == nil {
+		return 0
+	}
+	return c.procs[i].Process.Pid
+}
+
+// Usage is the resource use of one daemon process.
+type Usage struct {
+	RSSBytes uint64        // resident memory
+	CPU      time.Duration // user + system time so far
+}
+
+// Usage reads host i's daemon's resident memory and CPU time from /proc.
+func (c *Cluster) Usage(i int) (Usage, error) {
+	pid := c.Proc(i)
+	if pid == 0 {
+		return Usage{}, fmt.Errorf("cluster: host %s has no daemon", c.Rack.Hosts[i].Name)
+	}
+	var u Usage
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return u, err
+	}
+	for _, line := range strings.Split(string(status), "\n") {
+		if strings.HasPrefix(line, "VmRSS:") {
+			var kb uint64
+			fmt.Sscanf(strings.TrimPrefix(line, "VmRSS:"), "%d", &kb)
+			u.RSSBytes = kb * 1024
+		}
+	}
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return u, err
+	}
+	// Fields after the command name (which may hold spaces) start after ")".
+	fields := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+2:]))
+	if len(fields) > 12 {
+		ut, _ := strconv.ParseUint(fields[11], 10, 64)
+		st, _ := strconv.ParseUint(fields[12], 10, 64)
+		u.CPU = time.Duration(ut+st) * time.Second / 100 // USER_HZ is 100 on Linux
+	}
+	return u, nil
 }

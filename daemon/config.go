@@ -48,6 +48,10 @@ type Config struct {
 	// MaxMessage bounds one published message (default 1 MiB); larger
 	// messages are split across consecutive entries and reassembled.
 	MaxMessage int `json:"max_message_bytes,omitempty"`
+	// BatchBytes caps the payload bytes of one frame (records with their
+	// length prefixes); 0 = as much as the MTU allows. A small value turns
+	// batching off (one message per frame).
+	BatchBytes int `json:"batch_bytes,omitempty"`
 	// QueueLen bounds the payloads waiting for the token (default 8192);
 	// publish fails with "queue full" beyond it.
 	QueueLen int `json:"queue_len,omitempty"`
@@ -142,6 +146,8 @@ func (c *Config) Validate() error {
 		return fieldErr("max_message_bytes", "%d is outside 1..64MiB", c.MaxMessage)
 	case c.QueueLen < 1:
 		return fieldErr("queue_len", "%d must be at least 1", c.QueueLen)
+	case c.BatchBytes != 0 && (c.BatchBytes < 2+fragHeader+4+1 || c.BatchBytes > 65535):
+		return fieldErr("batch_bytes", "%d is outside %d..65535", c.BatchBytes, 2+fragHeader+4+1)
 	case c.KeepEntries < 1024:
 		return fieldErr("keep_entries", "%d must be at least 1024", c.KeepEntries)
 	}
@@ -178,6 +184,9 @@ func (c *Config) Validate() error {
 func (c *Config) coreConfig(mtu int) exo.Config {
 	n := len(c.Roster)
 	batch := mtu - exo.HeaderLen - exo.HistoryLen(n)
+	if c.BatchBytes > 0 {
+		batch = min(batch, c.BatchBytes)
+	}
 	return exo.Config{
 		ID: uint8(c.ID), Hosts: n, Group: c.Group,
 		TokenTimeout: c.TokenTimeout, RetransmitTicks: c.RetransmitTicks,

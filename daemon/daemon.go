@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/exo-rack/exo/broadcast"
 	"github.com/exo-rack/exo/client"
 	"github.com/exo-rack/exo/exo"
 )
@@ -39,11 +40,13 @@ type Daemon struct {
 	oob     OOB
 	node    *exo.Node
 	macs    []string // roster MACs by id
-	chunk   int      // bytes of one payload record
+	rawMACs []net.HardwareAddr
+	chunk   int // bytes of one payload record
 	metrics *metrics
 
-	rx   chan rxFrame
-	reqs chan any
+	rx      chan *rxBatch
+	batches sync.Pool
+	reqs    chan any
 
 	// Owned by the loop goroutine.
 	nextID  uint64
@@ -58,13 +61,12 @@ type Daemon struct {
 	histBase int              // messages dropped from the front of history
 	subs     map[*subscriber]struct{}
 	delivCnt uint64
-	status   []byte
 }
 
-type rxFrame struct {
-	buf []byte
-	n   int
-	src net.HardwareAddr
+// rxBatch is a batch of received frames on its way to the loop.
+type rxBatch struct {
+	msgs []broadcast.Message
+	n    int
 }
 
 type publishReq struct {
@@ -90,13 +92,14 @@ func New(cfg *Config, conn FrameConn, o OOB, log *slog.Logger) (*Daemon, error) 
 		return nil, fmt.Errorf("daemon: %w", err)
 	}
 	d := &Daemon{cfg: cfg, log: log, conn: conn, oob: o, node: nd,
-		chunk: cc.MaxBatchBytes, rx: make(chan rxFrame, 8192), reqs: make(chan any, 1024),
+		chunk: cc.MaxBatchBytes, rx: make(chan *rxBatch, 1024), reqs: make(chan any, 1024),
 		nextID: rand.Uint64() >> 16, waiters: map[uint64]chan client.Ack{},
 		reasm: make([]reassembler, len(cfg.Roster)), subs: map[*subscriber]struct{}{},
 		metrics: newMetrics()}
 	for _, m := range cfg.Roster {
 		hw, _ := net.ParseMAC(m.MAC)
 		d.macs = append(d.macs, hw.String())
+		d.rawMACs = append(d.rawMACs, hw)
 	}
 	if own := conn.HardwareAddr().String(); own != d.macs[cfg.ID] {
 		return nil, fmt.Errorf("daemon: %w: roster[%d].mac is %s but interface %s has %s",
@@ -142,13 +145,33 @@ func (d *Daemon) Run(ctx context.Context) error {
 	return err
 }
 
-// readLoop reads frames and hands them to the protocol loop.
+// readLoop reads frames (in batches where the conn can) and hands them to
+// the protocol loop; a batch's buffers come back through a pool.
 func (d *Daemon) readLoop(ctx context.Context) {
+	br, batched := d.conn.(interface {
+		ReadFrames([]broadcast.Message) (int, error)
+	})
+	size := d.conn.MTU() + 64
 	for ctx.Err() == nil {
-		buf := make([]byte, d.conn.MTU()+64)
-		n, src, err := d.conn.ReadFrame(buf)
+		b, _ := d.batches.Get().(*rxBatch)
+		if b == nil {
+			b = &rxBatch{msgs: make([]broadcast.Message, broadcast.MaxBatch)}
+			for i := range b.msgs {
+				b.msgs[i].Buf = make([]byte, size)
+				b.msgs[i].Src = make(net.HardwareAddr, 6)
+			}
+		}
+		var err error
+		if batched {
+			b.n, err = br.ReadFrames(b.msgs)
+		} else {
+			m := &b.msgs[0]
+			m.N, m.Src, err = d.conn.ReadFrame(m.Buf)
+			b.n = 1
+		}
 		if err != nil {
-			if ctx.Err() != nil {
+			d.batches.Put(b)
+			if ctx.Err() != nil || errors.Is(err, net.ErrClosed) {
 				return
 			}
 			d.metrics.readErrors.Inc()
@@ -156,7 +179,7 @@ func (d *Daemon) readLoop(ctx context.Context) {
 			continue
 		}
 		select {
-		case d.rx <- rxFrame{buf: buf, n: n, src: src}:
+		case d.rx <- b:
 		case <-ctx.Done():
 			return
 		}
@@ -172,10 +195,10 @@ func (d *Daemon) loop(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			return nil
-		case r := <-d.rx:
-			d.stepFrame(&f, r)
-			for k := 0; k < 256 && len(d.rx) > 0; k++ { // batch what is already queued
-				d.stepFrame(&f, <-d.rx)
+		case b := <-d.rx:
+			d.stepBatch(&f, b)
+			for k := 0; k < 16 && len(d.rx) > 0; k++ { // take what is already queued
+				d.stepBatch(&f, <-d.rx)
 			}
 		case m := <-d.oob.Recv():
 			d.node.Step(m)
@@ -190,18 +213,24 @@ func (d *Daemon) loop(ctx context.Context) error {
 	}
 }
 
-func (d *Daemon) stepFrame(f *exo.Frame, r rxFrame) {
-	d.metrics.framesIn.Inc()
-	if err := f.UnmarshalBinary(r.buf[:r.n]); err != nil {
-		d.metrics.rejects.WithLabelValues(exo.ReasonOf(err).String()).Inc()
-		return
+func (d *Daemon) stepBatch(f *exo.Frame, b *rxBatch) {
+	for i := 0; i < b.n; i++ {
+		m := &b.msgs[i]
+		d.metrics.framesIn.Inc()
+		if err := f.UnmarshalBinary(m.Buf[:m.N]); err != nil {
+			d.metrics.rejects.WithLabelValues(exo.ReasonOf(err).String()).Inc()
+			continue
+		}
+		if int(f.Sender) < len(d.macs) && !bytesEqual(m.Src, d.rawMACs[f.Sender]) {
+			d.metrics.foreignMAC.Inc()
+			continue
+		}
+		d.node.StepFrame(f) // the core copies what it keeps
 	}
-	if int(f.Sender) < len(d.macs) && r.src.String() != d.macs[f.Sender] {
-		d.metrics.foreignMAC.Inc()
-		return
-	}
-	d.node.StepFrame(f)
+	d.batches.Put(b)
 }
+
+func bytesEqual(a, b []byte) bool { return string(a) == string(b) }
 
 func (d *Daemon) handleReq(req any) {
 	switch r := req.(type) {

@@ -216,15 +216,12 @@ func TestDaemonPublishSubscribe(t *testing.T) {
 			defer c.Close()
 			var acks []<-chan client.Ack
 			for k := 0; k < per; k++ {
-				for {
-					ch, err := c.PublishAsync([]byte(fmt.Sprintf("h%d-m%d", i, k)))
-					if err != nil {
-						t.Error(err)
-						return
-					}
-					acks = append(acks, ch)
-					break
+				ch, err := c.PublishAsync([]byte(fmt.Sprintf("h%d-m%d", i, k)))
+				if err != nil {
+					t.Error(err)
+					return
 				}
+				acks = append(acks, ch)
 			}
 			for k, ch := range acks {
 				if a := <-ch; a.Err != nil {

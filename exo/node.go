@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 )
 
@@ -171,6 +172,16 @@ func RestartNode(cfg Config, hs HardState) (*Node, error) {
 	if len(hs.Log) > 0 {
 		nd.resetAt(hs.Log[0].Seq, hs.Log[0].History)
 	}
+	// The epoch began at the first entry of the current epoch (entries of
+	// older epochs before it came with the install), or at the log's end.
+	epochStart := nd.p.Append + uint64(len(hs.Log))
+	for i := range hs.Log {
+		if hs.Log[i].Epoch == hs.Epoch {
+			epochStart = hs.Log[i].Seq
+			break
+		}
+	}
+	nd.p.EpochStart = math.MaxUint64 // agreement comes from hs.Agreed
 	for i := range hs.Log {
 		if hs.Log[i].Seq != nd.p.Append {
 			return nil, fmt.Errorf("exo: restart: log entry %d has seq %d, want %d", i, hs.Log[i].Seq, nd.p.Append)
@@ -184,6 +195,7 @@ func RestartNode(cfg Config, hs HardState) (*Node, error) {
 			nd.skipped[id] = true
 		}
 	}
+	nd.p.EpochStart = epochStart
 	nd.p.Agreed = max(nd.p.Agreed, min(hs.Agreed, nd.p.Append))
 	nd.p.Halted = nd.promised > nd.p.Epoch
 	nd.rd = Ready{}

@@ -17,6 +17,10 @@ type Pointers struct {
 	Window uint64 // SeqWindow: how far ahead a frame may be held as a gap
 	Append uint64 // append pointer: the next sequence number expected
 	Agreed uint64 // agreement pointer: every entry below it is agreed
+	// EpochStart is the append pointer when the current epoch began: only
+	// frames of the current epoch count towards agreement, so appending s
+	// agrees s-h only when s-h >= EpochStart.
+	EpochStart uint64
 	// History holds the senders of entries Append-1, Append-2, ... (most
 	// recent first); the first h = Hosts/2 bytes are used, the rest stay
 	// HistoryNone.
@@ -119,8 +123,8 @@ func (p *Pointers) Classify(f *Frame) Reason {
 
 // Accept applies a frame that Classify accepted: the sender enters the
 // history, the append pointer moves past it and, once h+1 distinct senders
-// follow an entry, the agreement pointer moves to it (appending s agrees
-// s-h).
+// of the current epoch follow an entry, the agreement pointer moves to it
+// (appending s agrees s-h, if s-h >= EpochStart).
 func (p *Pointers) Accept(sender uint8, seq uint64) {
 	h := p.H()
 	if h > 0 {
@@ -128,7 +132,7 @@ func (p *Pointers) Accept(sender uint8, seq uint64) {
 		p.History[0] = sender
 	}
 	p.Append = seq + 1
-	if seq >= uint64(h) && seq-uint64(h)+1 > p.Agreed {
+	if seq >= p.EpochStart && seq-p.EpochStart >= uint64(h) && seq-uint64(h)+1 > p.Agreed {
 		p.Agreed = seq - uint64(h) + 1
 	}
 }

@@ -3,6 +3,7 @@ package exo
 import (
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 )
 
@@ -249,9 +250,14 @@ func (nd *Node) adopt(epoch uint32, start uint64, entries []Entry, agreed uint64
 	nd.log = nd.log[:start-nd.base]
 	nd.p.Append = start
 	nd.p.History = hist
+	// The adopted entries were sent in older epochs: they agree nothing by
+	// themselves (only the install's agreement pointer and h+1 frames of the
+	// new epoch do).
+	nd.p.EpochStart = math.MaxUint64
 	for i := range entries {
 		nd.pushEntry(entries[i])
 	}
+	nd.p.EpochStart = nd.p.Append
 	nd.emptyRun = 0
 	for i := len(nd.log) - 1; i >= 0 && nd.log[i].Count == 0; i-- {
 		nd.emptyRun++

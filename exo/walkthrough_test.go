@@ -253,6 +253,9 @@ func (e *rackEnv) collect(i int) {
 		if f.Count > 0 {
 			fmt.Fprintf(&e.out, " (%d payloads)", f.Count)
 		}
+		if f.Flags&exo.FlagReadmit != 0 {
+			fmt.Fprintf(&e.out, " readmits %s", name(int(f.Flags&exo.FlagHostMask)))
+		}
 		fmt.Fprintln(&e.out)
 		for b := range e.nodes {
 			if b != i {

@@ -234,6 +234,37 @@ func TestRackLab(t *testing.T) {
 		reach(t, ctx, r)
 	})
 
+	t.Run("concurrent", func(t *testing.T) {
+		// Separate processes (here: separate Racks from Load) changing
+		// faults at once take turns on the lock and all their faults stay.
+		errs := make(chan error, len(r.Hosts))
+		for _, h := range r.Hosts {
+			go func() {
+				l, err := Load(ctx, prefix)
+				if err == nil {
+					err = l.DropRate(ctx, h.ID, 0.001*float64(h.ID+1))
+				}
+				errs <- err
+			}()
+		}
+		for range r.Hosts {
+			if err := <-errs; err != nil {
+				t.Fatal(err)
+			}
+		}
+		l, err := Load(ctx, prefix)
+		if err != nil || len(l.Faults.Loss) != len(r.Hosts) {
+			t.Errorf("losses after concurrent changes: %v %v", l.Faults.Loss, err)
+		}
+		rules, _ := r.LiveRuleset(ctx)
+		if n := strings.Count(rules, "numgen random"); n != 2*len(r.Hosts) {
+			t.Errorf("%d loss rules, want %d:\n%s", n, 2*len(r.Hosts), rules)
+		}
+		if err := r.Heal(ctx); err != nil {
+			t.Fatal(err)
+		}
+	})
+
 	t.Run("down", func(t *testing.T) {
 		// A daemon left running in a host's namespace is stopped by Down.
 		sleeper := r.Command(1, "sleep", "60")

@@ -129,11 +129,12 @@ func (r *Rack) reach(ctx context.Context, pairs [][2]int, timeout time.Duration,
 	deadline := time.Now().Add(timeout)
 	var wg sync.WaitGroup
 	for to, c := range conns {
+		// Set here, not in the goroutine: the early stop below must win.
+		c.SetReadDeadline(deadline)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			buf := make([]byte, 65536)
-			c.SetReadDeadline(deadline)
 			for {
 				n, err := c.Read(buf)
 				if err != nil {

@@ -185,10 +185,7 @@ func TestReplayFile(t *testing.T) {
 // pass yet (see docs/explore.md, "Findings"). They are replayed and logged,
 // not failed, unless EXO_EXPLORE_STRICT=1; once one replays clean it should
 // leave this list and become a plain regression trace.
-var knownOpen = map[string]bool{
-	"self_agreement_n3.trace": true,
-	"self_agreement_n4.trace": true,
-}
+var knownOpen = map[string]bool{}
 
 // TestRegressionTraces replays every trace in testdata/: none may show a
 // violation.

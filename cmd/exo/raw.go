@@ -1,0 +1,213 @@
+package main
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"time"
+
+	"github.com/HdrHistogram/hdrhistogram-go"
+	"github.com/spf13/cobra"
+
+	"github.com/exo-rack/exo/broadcast"
+	"github.com/exo-rack/exo/exo"
+)
+
+// rawGroup is the group id of the raw-frame baseline: no daemon uses it.
+const rawGroup = 0xBE01
+
+// rawResult is what exo raw prints (JSON, one object).
+type rawResult struct {
+	Mode       string  `json:"mode"`
+	Frames     int64   `json:"frames"`
+	Seconds    float64 `json:"seconds"`
+	Rate       float64 `json:"frames_per_sec"`
+	RTTp50us   float64 `json:"rtt_p50_us,omitempty"`
+	RTTp99us   float64 `json:"rtt_p99_us,omitempty"`
+	RTTp999us  float64 `json:"rtt_p999_us,omitempty"`
+	OneWayP50  float64 `json:"one_way_p50_us,omitempty"`
+	OneWayP99  float64 `json:"one_way_p99_us,omitempty"`
+	OneWayP999 float64 `json:"one_way_p999_us,omitempty"`
+	Lost       int64   `json:"lost,omitempty"`
+}
+
+// newRawCmd is the raw-frame baseline and injector used by exo bench and
+// the tests: it runs inside a lab host's namespace.
+func newRawCmd() *cobra.Command {
+	var iface, mode, kind string
+	var count int
+	var dur time.Duration
+	var size int
+	cmd := &cobra.Command{
+		Use:    "raw",
+		Short:  "Raw-frame baseline and injector on one interface (used by exo bench and tests)",
+		Hidden: true,
+		Long: `raw sends and receives raw Ethernet frames with no protocol on top:
+  --mode echo    answer every baseline frame (run on one host)
+  --mode ping    send --count frames one at a time, wait for each echo: RTT and one-way (RTT/2)
+  --mode sink    count baseline frames for --duration: the receive rate
+  --mode flood   send --count frames as fast as one thread can
+  --mode inject  send --count bad frames of --kind: garbage, foreign-group, truncated,
+                 bad-version, forged-sender (a roster id from a foreign MAC)`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			conn, err := broadcast.Listen(iface, broadcast.Options{ReadBuffer: 8 << 20})
+			if err != nil {
+				return err
+			}
+			defer conn.Close()
+			res, err := runRaw(cmd.Context(), conn, mode, kind, count, size, dur)
+			if err != nil {
+				return err
+			}
+			return json.NewEncoder(cmd.OutOrStdout()).Encode(res)
+		},
+	}
+	cmd.Flags().StringVar(&iface, "interface", "exo0", "interface")
+	cmd.Flags().StringVar(&mode, "mode", "", "echo, ping, sink, flood or inject")
+	cmd.Flags().StringVar(&kind, "kind", "garbage", "inject: kind of bad frame")
+	cmd.Flags().IntVar(&count, "count", 10000, "frames to send")
+	cmd.Flags().IntVar(&size, "size", 64, "payload bytes")
+	cmd.Flags().DurationVar(&dur, "duration", 5*time.Second, "echo/sink: how long to run")
+	return cmd
+}
+
+func rawFrame(seq uint64, size int) []byte {
+	payload, _ := exo.AppendRecord(nil, make([]byte, size))
+	f := exo.Frame{Type: exo.FrameData, Group: rawGroup, Sender: 0, Seq: seq, Count: 1, Payload: payload}
+	b, _ := f.MarshalBinary()
+	return b
+}
+
+func runRaw(ctx context.Context, conn broadcast.Conn, mode, kind string, count, size int, dur time.Duration) (rawResult, error) {
+	res := rawResult{Mode: mode}
+	buf := make([]byte, conn.MTU()+64)
+	start := time.Now()
+	var f exo.Frame
+	isBaseline := func(b []byte) bool { return f.UnmarshalBinary(b) == nil && f.Group == rawGroup }
+	switch mode {
+	case "echo", "sink":
+		// A sink stops one second after the last frame (or at --duration).
+		deadline := time.Now().Add(dur)
+		var first, last time.Time
+		for time.Now().Before(deadline) && ctx.Err() == nil {
+			rd := deadline
+			if mode == "sink" && !last.IsZero() && last.Add(time.Second).Before(deadline) {
+				rd = last.Add(time.Second)
+			}
+			if mode == "sink" && !last.IsZero() && time.Since(last) > time.Second {
+				break
+			}
+			conn.SetReadDeadline(rd)
+			n, _, err := conn.ReadFrame(buf)
+			if err != nil {
+				if errors.Is(err, os.ErrDeadlineExceeded) {
+					break
+				}
+				return res, err
+			}
+			if !isBaseline(buf[:n]) {
+				continue
+			}
+			if first.IsZero() {
+				first = time.Now()
+			}
+			last = time.Now()
+			res.Frames++
+			if mode == "echo" {
+				if err := conn.WriteFrame(buf[:n]); err != nil {
+					return res, err
+				}
+			}
+		}
+		if res.Frames > 1 {
+			res.Seconds = last.Sub(first).Seconds()
+		}
+	case "ping":
+		h := hdrhistogram.New(1, 10_000_000, 3)
+		frame := rawFrame(0, size)
+		for i := 0; i < count && ctx.Err() == nil; i++ {
+			binary.BigEndian.PutUint64(frame[exo.OffSeq:], uint64(i))
+			t0 := time.Now()
+			if err := conn.WriteFrame(frame); err != nil {
+				return res, err
+			}
+			conn.SetReadDeadline(time.Now().Add(100 * time.Millisecond))
+			for {
+				n, _, err := conn.ReadFrame(buf)
+				if err != nil {
+					if errors.Is(err, os.ErrDeadlineExceeded) {
+						res.Lost++
+						break
+					}
+					return res, err
+				}
+				if isBaseline(buf[:n]) && f.Seq == uint64(i) {
+					h.RecordValue(max(time.Since(t0).Nanoseconds(), 1))
+					res.Frames++
+					break
+				}
+			}
+		}
+		q := func(p float64) float64 { return float64(h.ValueAtQuantile(p)) / 1000 }
+		res.RTTp50us, res.RTTp99us, res.RTTp999us = q(50), q(99), q(99.9)
+		res.OneWayP50, res.OneWayP99, res.OneWayP999 = q(50)/2, q(99)/2, q(99.9)/2
+		res.Seconds = time.Since(start).Seconds()
+	case "flood", "inject":
+		rng := rand.New(rand.NewPCG(1, 2))
+		for i := 0; i < count && ctx.Err() == nil; i++ {
+			var b []byte
+			if mode == "flood" {
+				b = rawFrame(uint64(i), size)
+			} else {
+				b = badFrame(kind, i, rng)
+				if b == nil {
+					return res, fmt.Errorf("--kind %q: want garbage, foreign-group, truncated, bad-version or forged-sender", kind)
+				}
+			}
+			if err := conn.WriteFrame(b); err != nil {
+				return res, err
+			}
+			res.Frames++
+		}
+		res.Seconds = time.Since(start).Seconds()
+	default:
+		return res, fmt.Errorf("--mode %q: want echo, ping, sink, flood or inject", mode)
+	}
+	if res.Seconds > 0 {
+		res.Rate = float64(res.Frames) / res.Seconds
+	}
+	return res, nil
+}
+
+// badFrame builds one bad frame of a kind (for the bad-input tests).
+func badFrame(kind string, i int, rng *rand.Rand) []byte {
+	good := exo.Frame{Type: exo.FrameData, Group: 7, Sender: 1, Seq: uint64(i), History: []uint8{0, 4}}
+	switch kind {
+	case "garbage":
+		b := make([]byte, 46+rng.IntN(200))
+		for k := range b {
+			b[k] = byte(rng.Uint32())
+		}
+		return b
+	case "foreign-group":
+		good.Group = 8
+		b, _ := good.MarshalBinary()
+		return b
+	case "truncated":
+		b, _ := good.MarshalBinary()
+		return b[:20]
+	case "bad-version":
+		b, _ := good.MarshalBinary()
+		b[exo.OffVersion] = 9
+		return b
+	case "forged-sender":
+		// A roster id sent from this (injecting) host's MAC.
+		b, _ := good.MarshalBinary()
+		return b
+	}
+	return nil
+}
