@@ -33,7 +33,7 @@ type Options struct {
 	Dir string
 	// Group is the rack's group id (default 7).
 	Group uint16
-	// Tick is the protocol tick (default 1ms).
+	// Tick is the protocol tick (default 250us).
 	Tick time.Duration
 	// LogLevel of the daemons (default info).
 	LogLevel string
@@ -58,7 +58,7 @@ func Start(ctx context.Context, rack *lab.Rack, opt Options) (*Cluster, error) {
 		opt.Group = 7
 	}
 	if opt.Tick == 0 {
-		opt.Tick = time.Millisecond
+		opt.Tick = 250 * time.Microsecond
 	}
 	if opt.LogLevel == "" {
 		opt.LogLevel = "info"

@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -97,8 +98,58 @@ func (d *Daemon) serveConn(ctx context.Context, c net.Conn) error {
 	sendErr := func(req uint64, code uint16, text string) error {
 		return send(client.TypeError, client.U64(req), client.U16(code), []byte(text))
 	}
-	var pending sync.WaitGroup
-	defer pending.Wait()
+	// Replies to publishes are encoded by the core (which must not block)
+	// into a queue that one writer drains, coalescing writes.
+	replies := make(chan []byte, 1<<16)
+	overflow := make(chan struct{})
+	var once sync.Once
+	writerDone := make(chan struct{})
+	go func() {
+		defer close(writerDone)
+		for b := range replies {
+			wmu.Lock()
+			_, err := w.Write(b)
+			for err == nil && len(replies) > 0 {
+				_, err = w.Write(<-replies)
+			}
+			if err == nil {
+				err = w.Flush()
+			}
+			wmu.Unlock()
+			if err != nil {
+				c.Close()
+				for range replies {
+				}
+				return
+			}
+		}
+	}()
+	defer func() { <-writerDone }()
+	var closeOnce sync.Once
+	closeReplies := func() { closeOnce.Do(func() { close(replies) }) }
+	var inflight sync.WaitGroup
+	defer func() { go func() { inflight.Wait(); closeReplies() }() }()
+	reply := func(id uint64) func(client.Ack) {
+		inflight.Add(1)
+		return func(a client.Ack) {
+			defer inflight.Done()
+			var b []byte
+			if a.Err != nil {
+				var ae *client.APIError
+				if !errors.As(a.Err, &ae) {
+					ae = &client.APIError{Code: client.CodeShuttingDown, Text: a.Err.Error()}
+				}
+				b = encodeFrame(client.TypeError, client.U64(id), client.U16(ae.Code), []byte(ae.Text))
+			} else {
+				b = encodeFrame(client.TypePublished, client.U64(id), client.U64(a.Pos.Seq), client.U16(a.Pos.Index))
+			}
+			select {
+			case replies <- b:
+			default:
+				once.Do(func() { close(overflow); c.Close() }) // the client does not read its replies
+			}
+		}
+	}
 	var buf []byte
 	for {
 		typ, body, b, err := client.ReadFrame(r, buf)
@@ -112,46 +163,13 @@ func (d *Daemon) serveConn(ctx context.Context, c net.Conn) error {
 				return sendErr(0, client.CodeBadRequest, "publish: short request")
 			}
 			id := binary.BigEndian.Uint64(body)
-			reply := make(chan client.Ack, 1)
-			req := publishReq{payload: append([]byte(nil), body[8:]...), reply: reply}
-			select {
-			case d.reqs <- req:
-			case <-ctx.Done():
+			if ctx.Err() != nil {
 				return sendErr(id, client.CodeShuttingDown, "daemon shutting down")
 			}
-			pending.Add(1)
-			go func() {
-				defer pending.Done()
-				var a client.Ack
-				select {
-				case a = <-reply:
-				case <-ctx.Done():
-					a = client.Ack{Err: client.ErrShuttingDown}
-				}
-				if a.Err != nil {
-					var ae *client.APIError
-					if !errors.As(a.Err, &ae) {
-						ae = &client.APIError{Code: client.CodeShuttingDown, Text: a.Err.Error()}
-					}
-					sendErr(id, ae.Code, ae.Text)
-					return
-				}
-				send(client.TypePublished, client.U64(id), client.U64(a.Pos.Seq), client.U16(a.Pos.Index))
-			}()
+			d.Publish(append([]byte(nil), body[8:]...), reply(id))
 		case client.TypeStatus:
-			ch := make(chan []byte, 1)
-			select {
-			case d.reqs <- ch:
-			case <-ctx.Done():
-				return errClosed
-			}
-			select {
-			case st := <-ch:
-				if err := send(client.TypeStatusReply, st); err != nil {
-					return err
-				}
-			case <-ctx.Done():
-				return errClosed
+			if err := send(client.TypeStatusReply, d.StatusJSON()); err != nil {
+				return err
 			}
 		case client.TypeSubscribe:
 			if len(body) < 8 {
@@ -162,6 +180,12 @@ func (d *Daemon) serveConn(ctx context.Context, c net.Conn) error {
 			return sendErr(0, client.CodeBadRequest, fmt.Sprintf("unknown request type %#x", typ))
 		}
 	}
+}
+
+func encodeFrame(typ byte, parts ...[]byte) []byte {
+	var b bytes.Buffer
+	client.WriteFrame(&b, typ, parts...)
+	return b.Bytes()
 }
 
 // subscribe streams delivered messages from seq on: first those still in

@@ -37,7 +37,7 @@ type Config struct {
 	APISocket string `json:"api_socket"`
 	// MetricsAddr serves /metrics when set (e.g. 127.0.0.1:9477).
 	MetricsAddr string `json:"metrics_addr,omitempty"`
-	// TickText is the protocol tick as a Go duration (default "1ms"); the
+	// TickText is the protocol tick as a Go duration (default "250us"); the
 	// timeouts below count ticks.
 	TickText          string        `json:"tick,omitempty"`
 	Tick              time.Duration `json:"-"`
@@ -106,7 +106,7 @@ func (c *Config) defaults() {
 		c.Offload = "software"
 	}
 	if c.TickText == "" && c.Tick == 0 {
-		c.Tick = time.Millisecond
+		c.Tick = 250 * time.Microsecond
 	}
 	if c.MaxMessage == 0 {
 		c.MaxMessage = 1 << 20
@@ -189,8 +189,16 @@ func (c *Config) coreConfig(mtu int) exo.Config {
 	}
 	return exo.Config{
 		ID: uint8(c.ID), Hosts: n, Group: c.Group,
-		TokenTimeout: c.TokenTimeout, RetransmitTicks: c.RetransmitTicks,
-		IdleBackoffMax: c.IdleBackoffMax, ViewChangeTimeout: c.ViewChangeTimeout,
+		TokenTimeout: orDefault(c.TokenTimeout, 40), RetransmitTicks: orDefault(c.RetransmitTicks, 12),
+		IdleBackoffMax: orDefault(c.IdleBackoffMax, 8), ViewChangeTimeout: orDefault(c.ViewChangeTimeout, 200),
+		TakeoverStagger: 20, RejoinTicks: 400, FetchTicks: 20,
 		MaxBatchBytes: min(batch, 65535), MaxPending: c.QueueLen,
 	}
+}
+
+func orDefault(v, d int) int {
+	if v == 0 {
+		return d
+	}
+	return v
 }

@@ -44,13 +44,17 @@ type Daemon struct {
 	chunk   int // bytes of one payload record
 	metrics *metrics
 
-	rx      chan *rxBatch
 	batches sync.Pool
-	reqs    chan any
 
-	// Owned by the loop goroutine.
+	// core guards the state machine and the fields below it: the reader,
+	// the ticker, the OOB receiver and API calls each take it, step the
+	// core and carry out its Ready, so a received frame is answered on the
+	// goroutine that read it (no hand-off between goroutines).
+	core    sync.Mutex
+	fatal   chan error
+	f       exo.Frame
 	nextID  uint64
-	waiters map[uint64]chan client.Ack
+	waiters map[uint64]func(client.Ack)
 	reasm   []reassembler
 	txbuf   []byte
 	holdAt  time.Time
@@ -69,10 +73,6 @@ type rxBatch struct {
 	n    int
 }
 
-type publishReq struct {
-	payload []byte
-	reply   chan client.Ack
-}
 
 // New prepares a daemon on a broadcast conn and an OOB transport.
 func New(cfg *Config, conn FrameConn, o OOB, log *slog.Logger) (*Daemon, error) {
@@ -92,8 +92,8 @@ func New(cfg *Config, conn FrameConn, o OOB, log *slog.Logger) (*Daemon, error) 
 		return nil, fmt.Errorf("daemon: %w", err)
 	}
 	d := &Daemon{cfg: cfg, log: log, conn: conn, oob: o, node: nd,
-		chunk: cc.MaxBatchBytes, rx: make(chan *rxBatch, 1024), reqs: make(chan any, 1024),
-		nextID: rand.Uint64() >> 16, waiters: map[uint64]chan client.Ack{},
+		chunk: cc.MaxBatchBytes, fatal: make(chan error, 1),
+		nextID: rand.Uint64() >> 16, waiters: map[uint64]func(client.Ack){},
 		reasm: make([]reassembler, len(cfg.Roster)), subs: map[*subscriber]struct{}{},
 		metrics: newMetrics()}
 	for _, m := range cfg.Roster {
@@ -124,16 +124,23 @@ func (d *Daemon) Run(ctx context.Context) error {
 	}
 	var wg sync.WaitGroup
 	errc := make(chan error, 4)
-	wg.Add(3)
+	wg.Add(5)
 	go func() { defer wg.Done(); d.readLoop(ctx) }()
+	go func() { defer wg.Done(); d.tickLoop(ctx) }()
+	go func() { defer wg.Done(); d.oobLoop(ctx) }()
 	go func() { defer wg.Done(); errc <- d.serveAPI(ctx, api) }()
 	go func() { defer wg.Done(); errc <- d.serveMetrics(ctx) }()
 	d.log.Info("exo daemon running", "id", d.cfg.ID, "hosts", len(d.cfg.Roster), "interface", d.cfg.Interface,
 		"mtu", d.conn.MTU(), "offload", d.cfg.Offload, "api", d.cfg.APISocket, "join", d.cfg.Join)
-	err = d.loop(ctx)
+	select {
+	case <-ctx.Done():
+	case err = <-d.fatal:
+	}
 	cancel()
 	d.conn.Close()
+	d.core.Lock()
 	d.failWaiters(client.ErrShuttingDown)
+	d.core.Unlock()
 	wg.Wait()
 	close(errc)
 	for e := range errc {
@@ -178,37 +185,54 @@ func (d *Daemon) readLoop(ctx context.Context) {
 			time.Sleep(time.Millisecond)
 			continue
 		}
+		d.core.Lock()
+		d.stepBatch(&d.f, b)
+		d.readyLocked()
+		d.core.Unlock()
+	}
+}
+
+// tickLoop ticks the core.
+func (d *Daemon) tickLoop(ctx context.Context) {
+	tick := time.NewTicker(d.cfg.Tick)
+	defer tick.Stop()
+	for {
 		select {
-		case d.rx <- b:
 		case <-ctx.Done():
 			return
+		case <-tick.C:
+			d.core.Lock()
+			d.node.Tick()
+			d.readyLocked()
+			d.core.Unlock()
 		}
 	}
 }
 
-// loop owns the state machine.
-func (d *Daemon) loop(ctx context.Context) error {
-	tick := time.NewTicker(d.cfg.Tick)
-	defer tick.Stop()
-	var f exo.Frame
+// oobLoop steps received OOB messages.
+func (d *Daemon) oobLoop(ctx context.Context) {
 	for {
 		select {
 		case <-ctx.Done():
-			return nil
-		case b := <-d.rx:
-			d.stepBatch(&f, b)
-			for k := 0; k < 16 && len(d.rx) > 0; k++ { // take what is already queued
-				d.stepBatch(&f, <-d.rx)
-			}
+			return
 		case m := <-d.oob.Recv():
+			d.core.Lock()
 			d.node.Step(m)
-		case req := <-d.reqs:
-			d.handleReq(req)
-		case <-tick.C:
-			d.node.Tick()
+			for k := 0; k < 64 && len(d.oob.Recv()) > 0; k++ {
+				d.node.Step(<-d.oob.Recv())
+			}
+			d.readyLocked()
+			d.core.Unlock()
 		}
-		if err := d.ready(); err != nil {
-			return err
+	}
+}
+
+// readyLocked carries out the core's Ready; an error stops the daemon.
+func (d *Daemon) readyLocked() {
+	if err := d.ready(); err != nil {
+		select {
+		case d.fatal <- err:
+		default:
 		}
 	}
 }
@@ -232,38 +256,41 @@ func (d *Daemon) stepBatch(f *exo.Frame, b *rxBatch) {
 
 func bytesEqual(a, b []byte) bool { return string(a) == string(b) }
 
-func (d *Daemon) handleReq(req any) {
-	switch r := req.(type) {
-	case publishReq:
-		d.publish(r)
-	case chan []byte:
-		r <- d.statusJSON()
-	}
-}
-
-func (d *Daemon) publish(r publishReq) {
-	if len(r.payload) > d.cfg.MaxMessage {
-		r.reply <- client.Ack{Err: &client.APIError{Code: client.CodeTooLarge,
-			Text: fmt.Sprintf("message of %d bytes, max_message_bytes is %d", len(r.payload), d.cfg.MaxMessage)}}
+// Publish queues a message for broadcast; reply is called (with the core
+// lock held: it must not block) once it is agreed or has failed.
+func (d *Daemon) Publish(payload []byte, reply func(client.Ack)) {
+	d.core.Lock()
+	defer d.core.Unlock()
+	if len(payload) > d.cfg.MaxMessage {
+		reply(client.Ack{Err: &client.APIError{Code: client.CodeTooLarge,
+			Text: fmt.Sprintf("message of %d bytes, max_message_bytes is %d", len(payload), d.cfg.MaxMessage)}})
 		return
 	}
 	d.nextID++
-	recs := split(d.nextID, r.payload, d.chunk)
+	recs := split(d.nextID, payload, d.chunk)
 	if d.node.Pending()+len(recs) > d.cfg.QueueLen {
 		d.metrics.queueFull.Inc()
-		r.reply <- client.Ack{Err: &client.APIError{Code: client.CodeQueueFull,
-			Text: fmt.Sprintf("queue full (%d payload records waiting)", d.node.Pending())}}
+		reply(client.Ack{Err: &client.APIError{Code: client.CodeQueueFull,
+			Text: fmt.Sprintf("queue full (%d payload records waiting)", d.node.Pending())}})
 		return
 	}
 	for _, rec := range recs {
 		if err := d.node.Propose(rec); err != nil {
 			// Cannot happen after the checks above; never drop silently.
-			r.reply <- client.Ack{Err: &client.APIError{Code: client.CodeQueueFull, Text: err.Error()}}
+			reply(client.Ack{Err: &client.APIError{Code: client.CodeQueueFull, Text: err.Error()}})
 			return
 		}
 	}
-	d.waiters[d.nextID] = r.reply
+	d.waiters[d.nextID] = reply
 	d.metrics.published.Inc()
+	d.readyLocked()
+}
+
+// StatusJSON returns the status as JSON.
+func (d *Daemon) StatusJSON() []byte {
+	d.core.Lock()
+	defer d.core.Unlock()
+	return d.statusJSON()
 }
 
 // ready carries out the core's Ready.
@@ -319,8 +346,8 @@ func (d *Daemon) ready() error {
 			if id, ok := recordID(rec); ok {
 				if w, ok := d.waiters[id]; ok {
 					delete(d.waiters, id)
-					w <- client.Ack{Err: &client.APIError{Code: client.CodeDropped,
-						Text: fmt.Sprintf("dropped by a reconciliation before it was agreed (entry %d): publish again", rd.Dropped[i].Seq)}}
+					w(client.Ack{Err: &client.APIError{Code: client.CodeDropped,
+						Text: fmt.Sprintf("dropped by a reconciliation before it was agreed (entry %d): publish again", rd.Dropped[i].Seq)}})
 				}
 			}
 			return nil
@@ -362,7 +389,7 @@ func (d *Daemon) deliverEntry(e *exo.Entry) {
 		if e.Sender == uint8(d.cfg.ID) {
 			if w, ok := d.waiters[id]; ok {
 				delete(d.waiters, id)
-				w <- client.Ack{Pos: m.Position}
+				w(client.Ack{Pos: m.Position})
 			}
 		}
 		return nil
@@ -374,7 +401,7 @@ func (d *Daemon) deliverEntry(e *exo.Entry) {
 
 func (d *Daemon) failWaiters(err error) {
 	for id, w := range d.waiters {
-		w <- client.Ack{Err: err}
+		w(client.Ack{Err: err})
 		delete(d.waiters, id)
 	}
 }

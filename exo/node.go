@@ -546,15 +546,20 @@ func (nd *Node) Broadcast() bool {
 	return true
 }
 
-// idleDelay is how long an empty token pass waits: PassDelay, plus a
-// back-off of one more tick per idle rotation after the first, up to
-// IdleBackoffMax.
+// idleDelay is how long an empty token pass waits: PassDelay, plus, after
+// idleRotations rotations without payloads, one more tick per idle
+// rotation, up to IdleBackoffMax.
 func (nd *Node) idleDelay() int {
-	if nd.cfg.IdleBackoffMax == 0 || nd.emptyRun < nd.n {
+	if nd.cfg.IdleBackoffMax == 0 || nd.emptyRun < idleRotations*nd.n {
 		return nd.cfg.PassDelay
 	}
-	return nd.cfg.PassDelay + min(nd.cfg.IdleBackoffMax, nd.emptyRun/nd.n)
+	return nd.cfg.PassDelay + min(nd.cfg.IdleBackoffMax, nd.emptyRun/nd.n-idleRotations+1)
 }
+
+// idleRotations is how many whole rotations of empty passes go at full
+// speed before the idle back-off starts: a publisher that waits for its
+// previous message to be agreed should find the token still moving.
+const idleRotations = 4
 
 // maybeSend broadcasts this host's frame if it holds the token (or takes it
 // over when takeover is set).
