@@ -73,7 +73,6 @@ type rxBatch struct {
 	n    int
 }
 
-
 // New prepares a daemon on a broadcast conn and an OOB transport.
 func New(cfg *Config, conn FrameConn, o OOB, log *slog.Logger) (*Daemon, error) {
 	if log == nil {
