@@ -24,12 +24,12 @@ const (
 	hexStateWords   = 8
 	// hexMagic opens every record. Format 2 ("EXOVEC02") added epoch_start
 	// in word 7 of the state block, reserved (0) in format 1 ("EXOVEC01").
-	hexMagic        = 0x45584f5645433032 // "EXOVEC02"
-	hexFormat       = "exo-vectors-hex/2"
-	hexNoStream     = 0xFFFF
-	hexFlagChained  = 1 << 0 // state in = state out of the record before (stream step > 0)
-	hexFlagPadded   = 1 << 1 // decoded, and frame_len > exo_len (padding or trailer present)
-	hexFlagStream   = 1 << 2 // record is a stream step
+	hexMagic       = 0x45584f5645433032 // "EXOVEC02"
+	hexFormat      = "exo-vectors-hex/2"
+	hexNoStream    = 0xFFFF
+	hexFlagChained = 1 << 0 // state in = state out of the record before (stream step > 0)
+	hexFlagPadded  = 1 << 1 // decoded, and frame_len > exo_len (padding or trailer present)
+	hexFlagStream  = 1 << 2 // record is a stream step
 )
 
 // hexField is one field of a record: bits [MSB:LSB] of word Word.

@@ -16,13 +16,13 @@ import (
 const jsonFormat = "exo-vectors/2"
 
 type jState struct {
-	Group   uint16 `json:"group"`
-	Hosts   uint16 `json:"hosts"`
-	Epoch   uint32 `json:"epoch"`
-	Halted  bool   `json:"halted"`
-	Window  uint64 `json:"window"`
-	Append  uint64 `json:"append"`
-	Agreed  uint64 `json:"agreed"`
+	Group  uint16 `json:"group"`
+	Hosts  uint16 `json:"hosts"`
+	Epoch  uint32 `json:"epoch"`
+	Halted bool   `json:"halted"`
+	Window uint64 `json:"window"`
+	Append uint64 `json:"append"`
+	Agreed uint64 `json:"agreed"`
 	// EpochStart is exo.Pointers.EpochStart (format exo-vectors/2 on).
 	EpochStart uint64 `json:"epoch_start"`
 	History    []int  `json:"history"`

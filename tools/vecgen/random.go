@@ -74,8 +74,39 @@ func (g *gen) randState(rosters []int) exo.Pointers {
 	if g.chance(20) && p.Agreed > 0 {
 		p.Agreed = g.rng.Uint64N(p.Agreed + 1)
 	}
+	p.EpochStart = g.randEpochStart(p)
 	p.Halted = g.chance(8)
 	return p
+}
+
+// randEpochStart draws the append pointer at which p's epoch began (from
+// g.esRNG, see seedEpochStart): mostly 0 (the rack's first epoch) or a
+// value <= append-h (an install long enough ago that the next frame
+// agrees as usual), often one in (append-h, append] (a recent install:
+// the next frames agree nothing until h+1 frames of the epoch follow an
+// entry), rarely 2^64-1 (the value the slow path holds while it
+// installs: no frame agrees anything).
+func (g *gen) randEpochStart(p exo.Pointers) uint64 {
+	r := g.esRNG
+	h := uint64(p.H())
+	switch x := r.IntN(100); {
+	case x < 40:
+		return 0
+	case x < 65: // <= append-h (<= append when append < h)
+		hi := p.Append
+		if hi >= h {
+			hi -= h
+		}
+		if hi == top {
+			return r.Uint64()
+		}
+		return r.Uint64N(hi + 1)
+	case x < 95: // in (append-h, append]: append-k, k < h
+		k := r.Uint64N(max(h, 1))
+		return p.Append - min(k, p.Append)
+	default:
+		return top
+	}
 }
 
 // randFrame returns the valid next frame of p from a random sender not in
@@ -280,8 +311,12 @@ func (g *gen) randomSuite(suite string, count int, rosters []int) {
 		if len(done) > 0 {
 			what = strings.Join(done, ", ")
 		}
-		desc := fmt.Sprintf("random (seeded): n=%d, epoch %d, append 0x%x, window 0x%x, halted %v, history %s; mutations: %s",
-			p.Hosts, p.Epoch, p.Append, p.Window, p.Halted, histString(p.Hist()), what)
+		es := ""
+		if p.EpochStart != 0 {
+			es = fmt.Sprintf(", epoch_start 0x%x", p.EpochStart)
+		}
+		desc := fmt.Sprintf("random (seeded): n=%d, epoch %d, append 0x%x%s, window 0x%x, halted %v, history %s; mutations: %s",
+			p.Hosts, p.Epoch, p.Append, es, p.Window, p.Halted, histString(p.Hist()), what)
 		g.vecBytes(suite, fmt.Sprintf("%s_%03d", suite, i), desc, noIntent, p, b)
 	}
 }
