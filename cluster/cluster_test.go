@@ -181,4 +181,26 @@ func TestRackKill9(t *testing.T) {
 	st, _ := c.Status(ctx, 0)
 	t.Logf("kill -9 of E at agreed=%d: agreement moved again after %v; agreed %d -> %d; E skipped: %v",
 		st0.Agreed, moved, before.Agreed, st.Agreed, st.Skipped)
+
+	// E comes back without its state (--join): it rejoins through a view
+	// change of its own, receives the log, is re-admitted, and delivers the
+	// same stream as everyone.
+	restarted := time.Now()
+	if err := c.StartHost(ctx, 4, true); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Publish(ctx, Load{Hosts: []int{0, 1, 2, 3, 4}, PerHost: 200, Size: 64, Round: 2}); err != nil {
+		t.Fatal(err)
+	}
+	want += 5 * 200
+	s, err = c.Collect(ctx, []int{0, 1, 2, 3, 4}, want)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := Compare(s); err != nil {
+		t.Fatal(err)
+	}
+	st4, _ := c.Status(ctx, 4)
+	t.Logf("E restarted with --join: back in epoch %d and publishing within %v; all 5 streams identical (%d messages)",
+		st4.Epoch, time.Since(restarted), want)
 }
