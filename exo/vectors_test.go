@@ -15,6 +15,7 @@ package exo_test
 import (
 	"bufio"
 	"bytes"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -28,6 +29,10 @@ import (
 )
 
 const vectorsDir = "../testdata/vectors"
+
+// jsonFormat is the format of vectors.json this test reads (format 2 added
+// epoch_start to the state).
+const jsonFormat = "exo-vectors/2"
 
 // ---- replay ----------------------------------------------------------
 
@@ -55,26 +60,29 @@ func replay(p exo.Pointers, b []byte) (exo.Reason, string, exo.Pointers, *exo.Fr
 }
 
 func stateString(p exo.Pointers) string {
-	return fmt.Sprintf("{group %d hosts %d epoch %d halted %v window %d append %d agreed %d history %v}",
-		p.Group, p.Hosts, p.Epoch, p.Halted, p.Window, p.Append, p.Agreed, p.Hist())
+	return fmt.Sprintf("{group %d hosts %d epoch %d halted %v window %d append %d agreed %d epoch_start %d history %v}",
+		p.Group, p.Hosts, p.Epoch, p.Halted, p.Window, p.Append, p.Agreed, p.EpochStart, p.Hist())
 }
 
 // ---- JSON form -------------------------------------------------------
 
 type jsonState struct {
-	Group   uint16  `json:"group"`
-	Hosts   uint16  `json:"hosts"`
-	Epoch   uint32  `json:"epoch"`
-	Halted  bool    `json:"halted"`
-	Window  uint64  `json:"window"`
-	Append  uint64  `json:"append"`
-	Agreed  uint64  `json:"agreed"`
-	History []uint8 `json:"history"` // decoded from a JSON array of numbers
+	Group  uint16 `json:"group"`
+	Hosts  uint16 `json:"hosts"`
+	Epoch  uint32 `json:"epoch"`
+	Halted bool   `json:"halted"`
+	Window uint64 `json:"window"`
+	Append uint64 `json:"append"`
+	Agreed uint64 `json:"agreed"`
+	// EpochStart is required (format exo-vectors/2): UnmarshalJSON fails
+	// without it rather than reading 0.
+	EpochStart uint64  `json:"epoch_start"`
+	History    []uint8 `json:"history"` // decoded from a JSON array of numbers
 }
 
 func (s jsonState) pointers() (exo.Pointers, error) {
 	p := exo.NewPointers(s.Group, int(s.Hosts), s.Window)
-	p.Epoch, p.Halted, p.Append, p.Agreed = s.Epoch, s.Halted, s.Append, s.Agreed
+	p.Epoch, p.Halted, p.Append, p.Agreed, p.EpochStart = s.Epoch, s.Halted, s.Append, s.Agreed, s.EpochStart
 	if len(s.History) != p.H() {
 		return p, fmt.Errorf("history has %d ids, want h = %d", len(s.History), p.H())
 	}
@@ -162,8 +170,8 @@ func loadJSON(t *testing.T) *jsonFile {
 	if err := dec.Decode(&vf); err != nil {
 		t.Fatalf("vectors.json: %v", err)
 	}
-	if vf.Format != "exo-vectors/1" || vf.LayoutVersion != exo.Version {
-		t.Fatalf("vectors.json: format %q layout %d, want exo-vectors/1 layout %d", vf.Format, vf.LayoutVersion, exo.Version)
+	if vf.Format != jsonFormat || vf.LayoutVersion != exo.Version {
+		t.Fatalf("vectors.json: format %q layout %d, want %s layout %d", vf.Format, vf.LayoutVersion, jsonFormat, exo.Version)
 	}
 	if len(vf.Vectors) != vf.VectorsCount || len(vf.Streams) != vf.StreamsCount {
 		t.Fatalf("vectors.json: %d vectors, %d streams; header says %d, %d", len(vf.Vectors), len(vf.Streams), vf.VectorsCount, vf.StreamsCount)
@@ -176,14 +184,19 @@ func (s *jsonState) UnmarshalJSON(b []byte) error {
 	type plain jsonState
 	var aux struct {
 		plain
-		History []int `json:"history"`
+		History    []int   `json:"history"`
+		EpochStart *uint64 `json:"epoch_start"`
 	}
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&aux); err != nil {
 		return err
 	}
+	if aux.EpochStart == nil {
+		return fmt.Errorf("state without epoch_start")
+	}
 	*s = jsonState(aux.plain)
+	s.EpochStart = *aux.EpochStart
 	s.History = nil
 	for _, id := range aux.History {
 		if id < 0 || id > 0xFF {
@@ -320,7 +333,8 @@ const (
 	historyMax   = 16
 	stateInWord  = 8
 	stateOutWord = 16
-	hexMagic     = 0x45584f5645433031
+	hexMagic     = 0x45584f5645433032 // "EXOVEC02"
+	hexFormat    = "exo-vectors-hex/2"
 	noStream     = 0xFFFF
 	flagChained  = 1
 	flagPadded   = 2
@@ -393,10 +407,10 @@ func (r *hexRecord) state(base int) (exo.Pointers, error) {
 	if h := int(w[1] >> 48 & 0xFF); h != p.H() || h > historyMax {
 		return p, fmt.Errorf("h byte %d, hosts %d", h, p.Hosts)
 	}
-	if w[1]&(1<<48-1) != 0 || w[7] != 0 {
+	if w[1]&(1<<48-1) != 0 {
 		return p, fmt.Errorf("reserved bits set")
 	}
-	p.Append, p.Agreed = w[3], w[4]
+	p.Append, p.Agreed, p.EpochStart = w[3], w[4], w[7]
 	for i := range historyMax {
 		id := uint8(w[5+i/8] >> (56 - 8*(i%8)))
 		if i >= p.H() && id != exo.HistoryNone {
@@ -512,7 +526,7 @@ func TestVectorsHex(t *testing.T) {
 	meta := loadMeta(t)
 	recs := loadHex(t)
 	for k, want := range map[string]string{
-		"format": "exo-vectors-hex/1", "byte_order": "msb_first", "word_bits": "64",
+		"format": hexFormat, "byte_order": "msb_first", "word_bits": "64",
 		"record_words": fmt.Sprint(recordWords), "frame_word": fmt.Sprint(frameWord), "frame_max": fmt.Sprint(frameMax),
 		"history_max": fmt.Sprint(historyMax), "state_in_word": fmt.Sprint(stateInWord), "state_out_word": fmt.Sprint(stateOutWord),
 		"magic": fmt.Sprintf("0x%016x", uint64(hexMagic)), "count": fmt.Sprint(len(recs)),
@@ -530,14 +544,15 @@ func TestVectorsHex(t *testing.T) {
 		"in_window": {10, 63, 0}, "in_append": {11, 63, 0}, "in_agreed": {12, 63, 0}, "in_hist0_7": {13, 63, 0}, "in_hist8_15": {14, 63, 0},
 		"out_group": {16, 63, 48}, "out_hosts": {16, 47, 32}, "out_epoch": {16, 31, 0}, "out_halted": {17, 63, 56}, "out_h": {17, 55, 48},
 		"out_window": {18, 63, 0}, "out_append": {19, 63, 0}, "out_agreed": {20, 63, 0}, "out_hist0_7": {21, 63, 0}, "out_hist8_15": {22, 63, 0},
+		"in_epoch_start": {15, 63, 0}, "out_epoch_start": {23, 63, 0},
 		"frame": {32, 63, 0},
 	} {
 		if got, ok := meta.fields[name]; !ok || got != want {
 			t.Errorf("vectors.meta: field %s = %v, want %v", name, got, want)
 		}
 	}
-	if len(meta.fields) != 31 {
-		t.Errorf("vectors.meta: %d fields, want 31", len(meta.fields))
+	if len(meta.fields) != 33 {
+		t.Errorf("vectors.meta: %d fields, want 33", len(meta.fields))
 	}
 
 	var counts [exo.NumReasons]int
@@ -750,6 +765,19 @@ func TestVectorsCoverage(t *testing.T) {
 			if fc.c.FrameLen > exo.HeaderLen+d.HistLen+d.PayloadLen {
 				have["ACCEPT with padding"]++
 			}
+			out, _ := fc.c.Expect.State.pointers()
+			es, h := fc.in.EpochStart, uint64(fc.in.H())
+			switch {
+			case es == 0:
+			case es == 1<<64-1:
+				have["ACCEPT epoch_start 2^64-1"]++
+			case d.Seq >= h && d.Seq-h+1 > fc.in.Agreed && out.Agreed == fc.in.Agreed:
+				have["ACCEPT epoch_start > 0, agreement held back"]++
+			case d.Seq >= es && d.Seq-es == h && out.Agreed == es+1:
+				have["ACCEPT epoch_start > 0, seq = epoch_start+h"]++
+			case d.Seq >= es && d.Seq-es > h:
+				have["ACCEPT epoch_start > 0, seq > epoch_start+h"]++
+			}
 		}
 		if fc.c.FrameLen < exo.HeaderLen && r != exo.ReasonBadVersion {
 			have["truncated header"]++
@@ -777,6 +805,8 @@ func TestVectorsCoverage(t *testing.T) {
 		"BAD_HISTORY_ID found by the codec", "BAD_HISTORY_ID found by the state",
 		"ACCEPT seq near 0", "ACCEPT seq near 2^32", "ACCEPT seq near 2^64-1",
 		"ACCEPT with READMIT", "ACCEPT batch", "ACCEPT token pass", "ACCEPT with padding", "truncated header",
+		"ACCEPT epoch_start 2^64-1", "ACCEPT epoch_start > 0, agreement held back",
+		"ACCEPT epoch_start > 0, seq = epoch_start+h", "ACCEPT epoch_start > 0, seq > epoch_start+h",
 	}
 	for _, n := range []int{1, 2, 3, 4, 5, 7, 16} {
 		want = append(want, fmt.Sprintf("ACCEPT n=%d", n))
@@ -791,4 +821,53 @@ func TestVectorsCoverage(t *testing.T) {
 		fmt.Fprintf(&b, " %s=%d/%d", r, inJSON[r], inHex[r])
 	}
 	t.Logf("coverage (json/hex):%s", b.String())
+}
+
+// TestVectorsCatchBrokenEpochStart checks that the hex form, which the
+// twins read, tells the agreement rule of Pointers.Accept (appending s
+// agrees s-h only if s >= EpochStart && s-EpochStart >= h) from the ways a
+// twin could get it wrong: every broken rule below must disagree with some
+// record's out_agreed.
+func TestVectorsCatchBrokenEpochStart(t *testing.T) {
+	recs := loadHex(t)
+	type rule func(seq, es, h uint64) bool // does appending seq agree seq-h?
+	broken := []struct {
+		name string
+		ok   rule
+	}{
+		{"no epoch_start (the rule before the fix)", func(seq, es, h uint64) bool { return seq >= h }},
+		{"s-h >= epoch_start (unsigned, wraps for s < h)", func(seq, es, h uint64) bool { return seq-h >= es }},
+		{"s-epoch_start >= h alone (no s >= epoch_start)", func(seq, es, h uint64) bool { return seq-es >= h }},
+		{"32-bit compare", func(seq, es, h uint64) bool {
+			s, e := uint32(seq), uint32(es)
+			return s >= e && uint64(s-e) >= h
+		}},
+		{"signed compare", func(seq, es, h uint64) bool { return int64(seq) >= int64(es) && seq-es >= h }},
+		{"s-epoch_start > h (off by one)", func(seq, es, h uint64) bool { return seq >= es && seq-es > h }},
+	}
+	caught := make([]int, len(broken))
+	for i := range recs {
+		c, err := decodeRecord(&recs[i])
+		if err != nil || c.stage != stageCode[stageAccept] {
+			continue
+		}
+		seq := binary.BigEndian.Uint64(c.frame[exo.OffSeq:])
+		h := uint64(c.in.H())
+		for j, b := range broken {
+			agreed := c.in.Agreed
+			if b.ok(seq, c.in.EpochStart, h) && seq-h+1 > agreed {
+				agreed = seq - h + 1
+			}
+			if agreed != c.out.Agreed {
+				caught[j]++
+			}
+		}
+	}
+	for j, b := range broken {
+		if caught[j] == 0 {
+			t.Errorf("no hex record tells the agreement rule from %q", b.name)
+		} else {
+			t.Logf("%-48s caught by %d records", b.name, caught[j])
+		}
+	}
 }

@@ -240,12 +240,16 @@ func (g *gen) checkCoverage() error {
 			if len(v.Frame) > v.Res.ExoLen {
 				have("ACCEPT padded")
 			}
+			if k := epochStartCase(v.In, f.Seq, v.Res.Out); k != "" {
+				have(k)
+			}
 		}
 	}
 	want := []string{"DIVERGENCE old seq, other sender", "DIVERGENCE history mismatch",
 		"BAD_HISTLEN codec", "BAD_HISTLEN state", "BAD_HISTORY_ID codec", "BAD_HISTORY_ID state",
 		"ACCEPT seq near 0", "ACCEPT seq near 2^32", "ACCEPT seq near 2^64-1", "ACCEPT READMIT",
-		"ACCEPT batch", "ACCEPT token pass", "ACCEPT padded"}
+		"ACCEPT batch", "ACCEPT token pass", "ACCEPT padded",
+		esHeld, esBoundary, esBeyond, esMax}
 	for _, n := range rostersAll {
 		want = append(want, fmt.Sprintf("ACCEPT n=%d", n))
 	}
@@ -258,4 +262,31 @@ func (g *gen) checkCoverage() error {
 		return fmt.Errorf("coverage: no hex vector for %q", missing)
 	}
 	return nil
+}
+
+// Kinds of ACCEPT with epoch_start > 0 that the hex form must hold.
+const (
+	esHeld     = "ACCEPT epoch_start > 0, agreement held back"
+	esBoundary = "ACCEPT epoch_start > 0, seq = epoch_start+h"
+	esBeyond   = "ACCEPT epoch_start > 0, seq > epoch_start+h"
+	esMax      = "ACCEPT epoch_start 2^64-1"
+)
+
+// epochStartCase names the kind of an ACCEPT of seq from state in with
+// epoch_start > 0 (out is the state after), or "".
+func epochStartCase(in exo.Pointers, seq uint64, out exo.Pointers) string {
+	es, h := in.EpochStart, uint64(in.H())
+	switch {
+	case es == 0:
+		return ""
+	case es == top && out.Agreed == in.Agreed:
+		return esMax
+	case seq >= h && seq-h+1 > in.Agreed && out.Agreed == in.Agreed:
+		return esHeld // the rule without epoch_start would have moved it
+	case seq >= es && seq-es == h && out.Agreed == es+1:
+		return esBoundary
+	case seq >= es && seq-es > h && out.Agreed == seq-h+1:
+		return esBeyond
+	}
+	return ""
 }

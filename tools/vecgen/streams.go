@@ -173,6 +173,7 @@ func (g *gen) streamsAll() {
 			mod(s.next(), func(r *raw) { r.Seq = top; r.Sender = uint8(top % 3) }).padTo(0))
 	}
 
+	g.epochStartStreams()
 	g.randomStreams()
 }
 

@@ -1,8 +1,11 @@
 /* hexread.c: reads testdata/vectors/vectors.hex the way the XDP program's
  * test harness does (skip "//" lines, one 64-bit word per line, records of
  * EXO_VEC_RECORD_WORDS words) and checks the record framing, not the
- * verdicts; it prints the same lines as hexread_tb.v, which tools/vecgen's
- * test compares with Go.
+ * verdicts: magic and index, frame bytes zero beyond frame_len, the state
+ * unchanged unless ACCEPT, on ACCEPT out_append = seq+1, epoch_start kept
+ * and the agreement rule (appending s agrees s-h only if s >= epoch_start
+ * && s-epoch_start >= h), and the chaining of stream steps. It prints the
+ * same lines as hexread_tb.v, which tools/vecgen's test compares with Go.
  *
  *   gcc -std=c99 -Wall -Wextra -Werror -I testdata/vectors \
  *       -o /tmp/hexread tools/vecgen/testdata/hexread.c
@@ -90,8 +93,16 @@ int main(int argc, char **argv)
 		}
 		if (stage == EXO_VEC_STAGE_ACCEPT) {
 			uint64_t seq = rec[EXO_VEC_FRAME_WORD + 2];
+			uint64_t h = FIELD(rec, IN_H), es = FIELD(rec, IN_EPOCH_START);
+			uint64_t agreed = FIELD(rec, IN_AGREED);
+			if (seq >= es && seq - es >= h && seq - h + 1 > agreed)
+				agreed = seq - h + 1;
 			if (FIELD(rec, OUT_APPEND) != seq + 1) {
 				printf("record %zu: ACCEPT but out_append != seq+1\n", i);
+				errors++;
+			}
+			if (FIELD(rec, OUT_AGREED) != agreed || FIELD(rec, OUT_EPOCH_START) != es) {
+				printf("record %zu: ACCEPT but out_agreed/out_epoch_start do not follow the agreement rule\n", i);
 				errors++;
 			}
 		} else if (memcmp(rec + EXO_VEC_STATE_IN_WORD, rec + EXO_VEC_STATE_OUT_WORD, EXO_VEC_STATE_WORDS * sizeof *rec) != 0) {

@@ -2,8 +2,9 @@
 // bench does ($readmemh into reg [63:0], records indexed by
 // `EXO_VEC_RECORD_WORDS) and checks the record framing, not the verdicts:
 // magic and index of every record, frame bytes zero beyond frame_len,
-// state unchanged unless ACCEPT, out_append = seq + 1 on ACCEPT, and the
-// chaining of stream steps. It prints a checksum of every frame byte and
+// state unchanged unless ACCEPT, on ACCEPT out_append = seq + 1,
+// epoch_start kept and the agreement rule (appending s agrees s-h only if
+// s >= epoch_start && s-epoch_start >= h), and the chaining of stream steps. It prints a checksum of every frame byte and
 // the count of each reason; tools/vecgen's test compares them with Go.
 //
 //   iverilog -g2005 -I testdata/vectors -DVEC_HEX='"testdata/vectors/vectors.hex"' \
@@ -21,7 +22,7 @@ module hexread_tb;
   reg [31:0] sum;
   reg [7:0] b, reason, stage;
   reg [15:0] vflags;
-  reg [63:0] w, seq;
+  reg [63:0] w, seq, h, es, agreed;
   initial begin
     $readmemh(`VEC_HEX, mem);
     errors = 0;
@@ -60,6 +61,19 @@ module hexread_tb;
       if (stage == `EXO_VEC_STAGE_ACCEPT) begin
         if (mem[base + `EXO_VEC_OUT_APPEND_WORD] !== seq + 64'd1) begin
           $display("record %0d: ACCEPT but out_append %h != seq+1", i, mem[base + `EXO_VEC_OUT_APPEND_WORD]);
+          errors = errors + 1;
+        end
+        // Agreement: 64-bit unsigned compares and wrapping subtractions.
+        w = mem[base + `EXO_VEC_IN_H_WORD];
+        h = w[`EXO_VEC_IN_H_MSB:`EXO_VEC_IN_H_LSB];
+        w = mem[base + `EXO_VEC_IN_EPOCH_START_WORD];
+        es = w[`EXO_VEC_IN_EPOCH_START_MSB:`EXO_VEC_IN_EPOCH_START_LSB];
+        w = mem[base + `EXO_VEC_IN_AGREED_WORD];
+        agreed = w[`EXO_VEC_IN_AGREED_MSB:`EXO_VEC_IN_AGREED_LSB];
+        if (seq >= es && seq - es >= h && seq - h + 64'd1 > agreed) agreed = seq - h + 64'd1;
+        if (mem[base + `EXO_VEC_OUT_AGREED_WORD] !== agreed || mem[base + `EXO_VEC_OUT_EPOCH_START_WORD] !== es) begin
+          $display("record %0d: ACCEPT but out_agreed %h (want %h) / out_epoch_start do not follow the agreement rule", i,
+                   mem[base + `EXO_VEC_OUT_AGREED_WORD], agreed);
           errors = errors + 1;
         end
       end else begin
