@@ -16,10 +16,7 @@ import (
 	"github.com/exo-rack/exo/client"
 )
 
-const (
-	historyKeep = 1 << 18 // delivered messages kept for subscribers that start behind
-	subQueue    = 1 << 16 // messages queued for one subscriber before it is cut off
-)
+const subQueue = 1 << 16 // messages queued for one subscriber before it is cut off
 
 type subscriber struct {
 	ch     chan client.Message
@@ -247,10 +244,14 @@ func (d *Daemon) fanOut(msgs []client.Message) {
 	defer d.mu.Unlock()
 	d.delivCnt += uint64(len(msgs))
 	d.metrics.delivered.Add(float64(len(msgs)))
+	// The history of delivered messages (for subscribers that start behind)
+	// keeps the last keep_entries messages; it is trimmed with 25% slack so
+	// that trimming stays amortized. Payloads were copied out of the core's
+	// log when delivered, so trimming frees them.
 	d.history = append(d.history, msgs...)
-	if len(d.history) > 2*historyKeep {
-		k := len(d.history) - historyKeep
-		d.history = append([]client.Message(nil), d.history[k:]...)
+	if keep := d.cfg.KeepEntries; len(d.history) > keep+keep/4 {
+		k := len(d.history) - keep
+		d.history = append(make([]client.Message, 0, keep+keep/4+len(msgs)), d.history[k:]...)
 		d.histBase += k
 	}
 	for s := range d.subs {

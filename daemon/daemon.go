@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -244,7 +245,10 @@ func (d *Daemon) stepBatch(f *exo.Frame, b *rxBatch) {
 			d.metrics.rejects.WithLabelValues(exo.ReasonOf(err).String()).Inc()
 			continue
 		}
-		if int(f.Sender) < len(d.macs) && !bytesEqual(m.Src, d.rawMACs[f.Sender]) {
+		// Roster enforcement: a frame of our group that names a roster id
+		// must come from that id's MAC (other groups are the core's
+		// BAD_GROUP).
+		if f.Group == d.cfg.Group && int(f.Sender) < len(d.macs) && !bytesEqual(m.Src, d.rawMACs[f.Sender]) {
 			d.metrics.foreignMAC.Inc()
 			continue
 		}
@@ -383,7 +387,9 @@ func (d *Daemon) deliverEntry(e *exo.Entry) {
 		if !done {
 			return nil
 		}
-		m := client.Message{Position: client.Position{Seq: e.Seq, Index: idx}, Sender: e.Sender, Payload: msg}
+		// A whole-record message aliases the core's log memory: copy it, so
+		// that compacting the log frees that memory.
+		m := client.Message{Position: client.Position{Seq: e.Seq, Index: idx}, Sender: e.Sender, Payload: bytes.Clone(msg)}
 		msgs = append(msgs, m)
 		if e.Sender == uint8(d.cfg.ID) {
 			if w, ok := d.waiters[id]; ok {
@@ -442,5 +448,3 @@ func (d *Daemon) statusJSON() []byte {
 	return b
 }
 
-// errClosed is returned by API calls after shutdown.
-var errClosed = errors.New("daemon stopped")

@@ -1,0 +1,125 @@
+//go:build linux
+
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/exo-rack/exo/daemon"
+	"github.com/exo-rack/exo/lab"
+)
+
+// TestRackMemoryBounded: a 3-host rack with keep_entries 1024 under
+// sustained load, in rounds; each daemon's resident memory after the last
+// round is at most 1.5 times what it was after the second: the log is
+// compacted and the delivered-message history is bounded, so memory stops
+// growing. Logs the series of RSS, Go heap and log figures per round.
+func TestRackMemoryBounded(t *testing.T) {
+	r := rack(t, 3)
+	const keep = 1024
+	const metricsAddr = "127.0.0.1:9477" // each host has its own loopback
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	c := startWith(t, r, func(cfg *daemon.Config) {
+		cfg.KeepEntries = keep
+		cfg.MetricsAddr = metricsAddr
+	})
+	all := []int{0, 1, 2}
+	const rounds, perHost, size = 5, 20000, 64
+
+	type sample struct {
+		rss, heapInuse, liveGoal  uint64 // liveGoal: next GC target / 2, ~ the live heap at the last GC
+		agreed, logLen, delivered uint64
+	}
+	series := make([][]sample, len(all)) // by host, by round
+	take := func() {
+		t.Helper()
+		for _, h := range all {
+			u, err := c.Usage(h)
+			if err != nil {
+				t.Fatal(err)
+			}
+			st, err := c.Status(ctx, h)
+			if err != nil {
+				t.Fatal(err)
+			}
+			m, err := scrapeMetrics(r, h, metricsAddr)
+			if err != nil {
+				t.Fatalf("metrics of %s: %v", r.Hosts[h].Name, err)
+			}
+			series[h] = append(series[h], sample{rss: u.RSSBytes, heapInuse: uint64(m["go_memstats_heap_inuse_bytes"]),
+				liveGoal: uint64(m["go_memstats_next_gc_bytes"]) / 2,
+				agreed:   st.Agreed, logLen: st.Agreed - st.LogBase, delivered: st.Delivered})
+		}
+	}
+	take() // idle, before any load
+	var rates []string
+	for rd := 0; rd < rounds; rd++ {
+		res, err := c.Publish(ctx, Load{Hosts: all, PerHost: perHost, Size: size, Round: rd})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Failed > 0 {
+			t.Fatalf("round %d: %d publishes failed: %v", rd, res.Failed, res.Errors)
+		}
+		rates = append(rates, fmt.Sprintf("%.0f", res.Rate()))
+		take()
+	}
+	mb := func(b uint64) string { return fmt.Sprintf("%.1f", float64(b)/(1<<20)) }
+	for _, h := range all {
+		var rss, heap, live, logs []string
+		for _, s := range series[h] {
+			rss = append(rss, mb(s.rss))
+			heap = append(heap, mb(s.heapInuse))
+			live = append(live, mb(s.liveGoal))
+			logs = append(logs, fmt.Sprint(s.logLen))
+		}
+		last := series[h][len(series[h])-1]
+		t.Logf("%s: RSS MiB %s | Go heap in use MiB %s | live heap at last GC ~MiB %s | log entries in memory %s | delivered %d, agreed %d",
+			r.Hosts[h].Name, strings.Join(rss, " "), strings.Join(heap, " "), strings.Join(live, " "),
+			strings.Join(logs, " "), last.delivered, last.agreed)
+	}
+	t.Logf("%d rounds of %d x %d messages of %d bytes; agreed msgs/s per round: %s", rounds, len(all), perHost, size, strings.Join(rates, " "))
+
+	for _, h := range all {
+		s := series[h]
+		second, last := s[2], s[len(s)-1] // s[0] is the idle sample
+		if last.logLen > 2*keep+4096 {
+			t.Errorf("%s keeps %d log entries in memory with keep_entries %d: the log is not compacted", r.Hosts[h].Name, last.logLen, keep)
+		}
+		if float64(last.rss) > 1.5*float64(second.rss) {
+			perMsg := (float64(last.liveGoal) - float64(second.liveGoal)) / float64(last.delivered-second.delivered)
+			t.Errorf("%s: RSS grew from %s MiB after round 2 to %s MiB after round %d (> 1.5x); live heap ~%s -> ~%s MiB, "+
+				"~%.0f bytes per message delivered meanwhile: something in the daemon keeps every delivered message",
+				r.Hosts[h].Name, mb(second.rss), mb(last.rss), rounds, mb(second.liveGoal), mb(last.liveGoal), perMsg)
+		}
+	}
+}
+
+// startWith is start with a config hook (Options.Config).
+func startWith(t *testing.T, r *lab.Rack, config func(*daemon.Config)) *Cluster {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c, err := Start(ctx, r, Options{Bin: exoBin, Dir: t.TempDir(), Config: config})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := c.Stop(); err != nil {
+			t.Errorf("stop: %v", err)
+		}
+		if t.Failed() {
+			for i := range r.Hosts {
+				b, _ := os.ReadFile(c.LogPath(i))
+				t.Logf("log of %s:\n%s", r.Hosts[i].Name, tail(b, 2000))
+			}
+		}
+	})
+	return c
+}
