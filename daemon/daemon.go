@@ -447,4 +447,3 @@ func (d *Daemon) statusJSON() []byte {
 	b, _ := json.Marshal(st)
 	return b
 }
-
