@@ -139,12 +139,12 @@ func runDemo(ctx context.Context, o *demoOptions) (err error) {
 		collected <- err
 	}()
 	progress := func(done int64) {
-		if !o.JSON {
+		if !o.JSON && isTerminal(os.Stderr) {
 			fmt.Fprintf(os.Stderr, "\ragreed %d/%d", done, per*o.Hosts)
 		}
 	}
 	res, err := c.Publish(ctx, cluster.Load{Hosts: all, PerHost: per, Size: o.Size, Progress: progress})
-	if !o.JSON {
+	if !o.JSON && isTerminal(os.Stderr) {
 		fmt.Fprintln(os.Stderr)
 	}
 	if err != nil {

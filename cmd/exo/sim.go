@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"runtime"
 	"slices"
 	"strings"
@@ -35,6 +36,7 @@ type simOptions struct {
 	Workers    int
 	JSON       bool
 	Verbose    bool
+	Progress   bool // print progress to Err (a terminal, long runs)
 	Out        io.Writer
 	Err        io.Writer
 }
@@ -85,6 +87,7 @@ is agreed once) and liveness (after the faults stop the rack converges within
   exo sim --hosts 5 --seeds 200 --amnesia 0.3   # restarts that lose their disk`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Out, o.Err = cmd.OutOrStdout(), cmd.ErrOrStderr()
+			o.Progress = !o.JSON && !o.Verbose && o.Seeds >= 100 && isTerminal(o.Err)
 			if !o.Faults {
 				o.Drop, o.Dup, o.Delay, o.Partitions, o.Crashes, o.Amnesia = 0, 0, 0, false, false, 0
 			}
@@ -242,7 +245,7 @@ func simRack(ctx context.Context, o *simOptions, hosts int) (*simReport, error) 
 				mu.Lock()
 				results[seed-o.Seed] = r
 				done++
-				if !o.JSON && !o.Verbose && o.Seeds >= 100 && done%(o.Seeds/10) == 0 {
+				if o.Progress && done%(o.Seeds/10) == 0 {
 					fmt.Fprintf(o.Err, "\rhosts=%d: %d/%d seeds", hosts, done, o.Seeds)
 				}
 				mu.Unlock()
@@ -261,7 +264,7 @@ feed:
 	}
 	close(seeds)
 	wg.Wait()
-	if !o.JSON && !o.Verbose && o.Seeds >= 100 {
+	if o.Progress {
 		fmt.Fprintln(o.Err)
 	}
 	if err != nil {
@@ -304,4 +307,15 @@ feed:
 	rep.Seconds = time.Since(start).Seconds()
 	rep.FramesPerSec = float64(rep.Frames) / rep.Seconds
 	return rep, nil
+}
+
+// isTerminal reports whether w is a character device (progress lines with
+// carriage returns only make sense there).
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }
