@@ -23,6 +23,12 @@ type Load struct {
 	Round   int   // distinguishes the payloads of several loads
 	// Progress, if set, is called with the number of messages agreed so far.
 	Progress func(done int64)
+	// OnAck, if set, is called for every acknowledged (agreed) message.
+	OnAck func(payload []byte, pos client.Position)
+	// Tolerant makes a failed connection end that host's share quietly
+	// (counted in Failed) instead of failing the load: for loads that run
+	// while daemons are killed.
+	Tolerant bool
 }
 
 // LoadResult is what a load measured.
@@ -66,6 +72,10 @@ func (c *Cluster) Publish(ctx context.Context, l Load) (LoadResult, error) {
 			defer wg.Done()
 			cl, err := client.Dial(ctx, c.Socket(h))
 			if err != nil {
+				if l.Tolerant {
+					failed.Add(int64(l.PerHost))
+					return
+				}
 				errc <- err
 				return
 			}
@@ -111,6 +121,9 @@ func (c *Cluster) Publish(ctx context.Context, l Load) (LoadResult, error) {
 						us := time.Since(t0).Microseconds()
 						mu.Lock()
 						res.Latency.RecordValue(max(us, 1))
+						if l.OnAck != nil {
+							l.OnAck(p, a.Pos)
+						}
 						mu.Unlock()
 						if d := done.Add(1); l.Progress != nil && d%1000 == 0 {
 							l.Progress(d)

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/exo-rack/exo/exo"
+	"github.com/exo-rack/exo/wal"
 )
 
 // Config is the daemon's configuration file (JSON).
@@ -58,6 +59,11 @@ type Config struct {
 	// KeepEntries is how many agreed entries stay in memory for gap repair
 	// and subscribers (default 262144); older ones are compacted.
 	KeepEntries int `json:"keep_entries,omitempty"`
+	// DataDir holds the durable log; empty keeps the log in memory only.
+	DataDir string `json:"data_dir,omitempty"`
+	// Fsync is the durable log's policy: "none", "batch" (default: once per
+	// batch, before anything that depends on it is sent) or "entry".
+	Fsync string `json:"fsync,omitempty"`
 	// Join starts the host as one that lost its state (an empty data
 	// directory joining a running rack): it rejoins through a view change.
 	Join bool `json:"join,omitempty"`
@@ -121,6 +127,9 @@ func (c *Config) defaults() {
 
 // Validate checks every field and names the first bad one.
 func (c *Config) Validate() error {
+	if _, err := wal.ParseSync(c.Fsync); err != nil {
+		return fieldErr("fsync", "%v", err)
+	}
 	if c.TickText != "" {
 		d, err := time.ParseDuration(c.TickText)
 		if err != nil {
@@ -148,6 +157,8 @@ func (c *Config) Validate() error {
 		return fieldErr("queue_len", "%d must be at least 1", c.QueueLen)
 	case c.BatchBytes != 0 && (c.BatchBytes < 2+fragHeader+4+1 || c.BatchBytes > 65535):
 		return fieldErr("batch_bytes", "%d is outside %d..65535", c.BatchBytes, 2+fragHeader+4+1)
+	case c.DataDir == "" && c.Fsync != "":
+		return fieldErr("fsync", "%q needs data_dir", c.Fsync)
 	case c.KeepEntries < 1024:
 		return fieldErr("keep_entries", "%d must be at least 1024", c.KeepEntries)
 	}

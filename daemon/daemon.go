@@ -15,6 +15,7 @@ import (
 	"github.com/exo-rack/exo/broadcast"
 	"github.com/exo-rack/exo/client"
 	"github.com/exo-rack/exo/exo"
+	"github.com/exo-rack/exo/wal"
 )
 
 // FrameConn is what the daemon needs of a broadcast interface (package
@@ -40,6 +41,7 @@ type Daemon struct {
 	conn    FrameConn
 	oob     OOB
 	node    *exo.Node
+	disk    *wal.Log // the durable log, or nil
 	macs    []string // roster MACs by id
 	rawMACs []net.HardwareAddr
 	chunk   int // bytes of one payload record
@@ -83,15 +85,30 @@ func New(cfg *Config, conn FrameConn, o OOB, log *slog.Logger) (*Daemon, error) 
 	cc := cfg.coreConfig(mtu)
 	var nd *exo.Node
 	var err error
-	if cfg.Join {
+	var disk *wal.Log
+	var hs exo.HardState
+	if cfg.DataDir != "" {
+		pol, _ := wal.ParseSync(cfg.Fsync)
+		if disk, hs, err = wal.Open(cfg.DataDir, pol); err != nil {
+			return nil, fmt.Errorf("daemon: %w", err)
+		}
+		if disk.Repair != "" {
+			log.Warn("durable log: damaged tail cut", "detail", disk.Repair)
+		}
+	}
+	switch {
+	case disk != nil && !disk.Empty():
+		nd, err = exo.RestartNode(cc, hs)
+		log.Info("restarting from the durable log", "dir", cfg.DataDir, "entries", len(hs.Log), "epoch", hs.Epoch, "amnesiac", hs.Amnesiac)
+	case cfg.Join:
 		nd, err = exo.NewAmnesiacNode(cc)
-	} else {
+	default:
 		nd, err = exo.NewNode(cc)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("daemon: %w", err)
 	}
-	d := &Daemon{cfg: cfg, log: log, conn: conn, oob: o, node: nd,
+	d := &Daemon{cfg: cfg, log: log, conn: conn, oob: o, node: nd, disk: disk,
 		chunk: cc.MaxBatchBytes, fatal: make(chan error, 1),
 		nextID: rand.Uint64() >> 16, waiters: map[uint64]func(client.Ack){},
 		reasm: make([]reassembler, len(cfg.Roster)), subs: map[*subscriber]struct{}{},
@@ -140,6 +157,11 @@ func (d *Daemon) Run(ctx context.Context) error {
 	d.conn.Close()
 	d.core.Lock()
 	d.failWaiters(client.ErrShuttingDown)
+	if d.disk != nil {
+		if e := d.disk.Close(); e != nil && err == nil {
+			err = e
+		}
+	}
 	d.core.Unlock()
 	wg.Wait()
 	close(errc)
@@ -303,6 +325,23 @@ func (d *Daemon) ready() error {
 		return nil
 	}
 	rd := nd.Ready()
+	// The durable log first: nothing is sent that the disk does not hold
+	// (under the fsync policy).
+	if d.disk != nil {
+		if rd.HasTruncate {
+			if err := d.disk.Truncate(rd.Truncate); err != nil {
+				return err
+			}
+		}
+		if err := d.disk.Append(rd.Appended); err != nil {
+			return err
+		}
+		hs := nd.HardStateMeta()
+		d.disk.SetMeta(wal.Meta{Amnesiac: hs.Amnesiac, Epoch: hs.Epoch, Promised: hs.Promised, Agreed: hs.Agreed, Skipped: hs.Skipped})
+		if err := d.disk.Commit(); err != nil {
+			return err
+		}
+	}
 	for i := range rd.Frames {
 		var err error
 		d.txbuf, err = rd.Frames[i].AppendBinary(d.txbuf[:0])
@@ -364,6 +403,11 @@ func (d *Daemon) ready() error {
 	d.metrics.observe(p, nd.Pending())
 	if keep := uint64(d.cfg.KeepEntries); p.Agreed > nd.LogBase()+2*keep {
 		nd.Compact(p.Agreed - keep)
+		if d.disk != nil {
+			if err := d.disk.Compact(nd.LogBase()); err != nil {
+				return err
+			}
+		}
 	}
 	return nil
 }

@@ -1,0 +1,438 @@
+// Package wal is the daemon's durable log: the entries of the Exo log in
+// append-only segment files with a CRC per record, and the small durable
+// state of the core (epoch, promised epoch, skip set, agreement pointer) in
+// a metadata file replaced atomically.
+//
+// Record format, big-endian:
+//
+//	[len u32][crc32c u32 of the body][body: seq u64, epoch u32, sender u8,
+//	 flags u16, count u16, hist_len u8, history, payload_len u32, payload]
+//
+// Open replays the segments and stops at the first record that is short or
+// whose CRC does not match (a torn write or corruption): the file is cut
+// there, later segments are removed, and the reason is reported, so a
+// damaged tail is never handed to the core.
+package wal
+
+import (
+	"bufio"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/exo-rack/exo/exo"
+)
+
+// Sync is the fsync policy.
+type Sync int
+
+// Fsync policies.
+const (
+	SyncNone  Sync = iota // never fsync (the OS writes back; a power loss may lose the tail)
+	SyncBatch             // fsync once per batch of appends (per core Ready)
+	SyncEntry             // fsync after every entry
+)
+
+// ParseSync reads "none", "batch" or "entry".
+func ParseSync(s string) (Sync, error) {
+	switch s {
+	case "none":
+		return SyncNone, nil
+	case "batch", "":
+		return SyncBatch, nil
+	case "entry":
+		return SyncEntry, nil
+	}
+	return 0, fmt.Errorf("fsync policy %q: want none, batch or entry", s)
+}
+
+const (
+	segmentBytes = 64 << 20
+	metaFile     = "meta.json"
+	maxRecord    = 1 << 20
+)
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// Meta is the durable state besides the log.
+type Meta struct {
+	Amnesiac bool    `json:"amnesiac"`
+	Epoch    uint32  `json:"epoch"`
+	Promised uint32  `json:"promised"`
+	Agreed   uint64  `json:"agreed"`
+	Skipped  []uint8 `json:"skipped"`
+}
+
+type segment struct {
+	first uint64 // seq of its first record
+	path  string
+}
+
+// Log is an open durable log. It is not safe for concurrent use.
+type Log struct {
+	dir    string
+	sync   Sync
+	segs   []segment
+	f      *os.File // the last segment, open for appending
+	size   int64
+	offs   []int64 // offset of each record of the last segment
+	end    uint64  // seq after the last record
+	meta   Meta
+	dirty  bool
+	buf    []byte
+	Repair string // what Open cut from a damaged tail ("" if nothing)
+}
+
+// Open opens (or creates) the log in dir and returns it with the durable
+// state it holds (empty when new).
+func Open(dir string, sync Sync) (*Log, exo.HardState, error) {
+	var hs exo.HardState
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		return nil, hs, fmt.Errorf("wal: %w", err)
+	}
+	l := &Log{dir: dir, sync: sync}
+	if b, err := os.ReadFile(filepath.Join(dir, metaFile)); err == nil {
+		if err := json.Unmarshal(b, &l.meta); err != nil {
+			return nil, hs, fmt.Errorf("wal: %s: %w", metaFile, err)
+		}
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return nil, hs, fmt.Errorf("wal: %w", err)
+	}
+	names, err := filepath.Glob(filepath.Join(dir, "seg-*.log"))
+	if err != nil {
+		return nil, hs, err
+	}
+	for _, n := range names {
+		first, err := strconv.ParseUint(strings.TrimSuffix(strings.TrimPrefix(filepath.Base(n), "seg-"), ".log"), 10, 64)
+		if err != nil {
+			return nil, hs, fmt.Errorf("wal: unexpected file %s", n)
+		}
+		l.segs = append(l.segs, segment{first: first, path: n})
+	}
+	sort.Slice(l.segs, func(i, j int) bool { return l.segs[i].first < l.segs[j].first })
+	var entries []exo.Entry
+	for i := 0; i < len(l.segs); i++ {
+		s := l.segs[i]
+		if len(entries) > 0 && s.first != entries[len(entries)-1].Seq+1 || len(entries) == 0 && i > 0 {
+			l.Repair = fmt.Sprintf("segment %s does not follow seq %d: removed with every later segment", s.path, l.end)
+			l.dropFrom(i)
+			break
+		}
+		es, offs, good, err := readSegment(s)
+		entries = append(entries, es...)
+		if len(es) > 0 {
+			l.end = es[len(es)-1].Seq + 1
+		} else {
+			l.end = s.first
+		}
+		if i == len(l.segs)-1 {
+			l.offs = offs
+			l.size = good
+		}
+		if err != nil {
+			l.Repair = fmt.Sprintf("%s: %v at byte %d: truncated there, later segments removed", s.path, err, good)
+			if err := os.Truncate(s.path, good); err != nil {
+				return nil, hs, fmt.Errorf("wal: repair: %w", err)
+			}
+			l.dropFrom(i + 1)
+			l.offs, l.size = offs, good
+			break
+		}
+	}
+	if len(l.segs) > 0 {
+		last := l.segs[len(l.segs)-1]
+		if l.f, err = os.OpenFile(last.path, os.O_WRONLY|os.O_APPEND, 0o640); err != nil {
+			return nil, hs, fmt.Errorf("wal: %w", err)
+		}
+	}
+	hs = exo.HardState{Amnesiac: l.meta.Amnesiac, Epoch: l.meta.Epoch, Promised: l.meta.Promised,
+		Agreed: min(l.meta.Agreed, l.end), Skipped: l.meta.Skipped, Log: entries}
+	return l, hs, nil
+}
+
+// Empty reports whether the log holds neither entries nor state.
+func (l *Log) Empty() bool {
+	return len(l.segs) == 0 && l.meta.Epoch == 0 && l.meta.Promised == 0 && !l.meta.Amnesiac
+}
+
+func (l *Log) dropFrom(i int) {
+	for _, s := range l.segs[i:] {
+		os.Remove(s.path)
+	}
+	l.segs = l.segs[:i]
+}
+
+// readSegment reads the records of a segment; it returns the entries read,
+// their offsets, the end of the last good record and the error that
+// stopped it (nil at a clean end).
+func readSegment(s segment) ([]exo.Entry, []int64, int64, error) {
+	f, err := os.Open(s.path)
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	defer f.Close()
+	r := bufio.NewReaderSize(f, 1<<20)
+	var es []exo.Entry
+	var offs []int64
+	var off int64
+	want := s.first
+	for {
+		var hdr [8]byte
+		n, err := io.ReadFull(r, hdr[:])
+		if err == io.EOF {
+			return es, offs, off, nil
+		}
+		if err != nil {
+			return es, offs, off, fmt.Errorf("torn record header (%d bytes)", n)
+		}
+		ln := binary.BigEndian.Uint32(hdr[:])
+		if ln > maxRecord {
+			return es, offs, off, fmt.Errorf("record length %d", ln)
+		}
+		body := make([]byte, ln)
+		if _, err := io.ReadFull(r, body); err != nil {
+			return es, offs, off, errors.New("torn record body")
+		}
+		if crc32.Checksum(body, castagnoli) != binary.BigEndian.Uint32(hdr[4:]) {
+			return es, offs, off, errors.New("checksum mismatch")
+		}
+		e, err := decodeEntry(body)
+		if err != nil {
+			return es, offs, off, err
+		}
+		if e.Seq != want {
+			return es, offs, off, fmt.Errorf("record seq %d, want %d", e.Seq, want)
+		}
+		es = append(es, e)
+		offs = append(offs, off)
+		off += 8 + int64(ln)
+		want++
+	}
+}
+
+func appendEntry(b []byte, e *exo.Entry) []byte {
+	b = binary.BigEndian.AppendUint64(b, e.Seq)
+	b = binary.BigEndian.AppendUint32(b, e.Epoch)
+	b = append(b, e.Sender)
+	b = binary.BigEndian.AppendUint16(b, e.Flags)
+	b = binary.BigEndian.AppendUint16(b, e.Count)
+	b = append(b, uint8(len(e.History)))
+	b = append(b, e.History...)
+	b = binary.BigEndian.AppendUint32(b, uint32(len(e.Payload)))
+	return append(b, e.Payload...)
+}
+
+var errRecord = errors.New("malformed record")
+
+func decodeEntry(b []byte) (exo.Entry, error) {
+	var e exo.Entry
+	if len(b) < 18 {
+		return e, errRecord
+	}
+	e.Seq = binary.BigEndian.Uint64(b)
+	e.Epoch = binary.BigEndian.Uint32(b[8:])
+	e.Sender = b[12]
+	e.Flags = binary.BigEndian.Uint16(b[13:])
+	e.Count = binary.BigEndian.Uint16(b[15:])
+	hl := int(b[17])
+	if len(b) < 18+hl+4 {
+		return e, errRecord
+	}
+	e.History = slices.Clone(b[18 : 18+hl])
+	pl := int(binary.BigEndian.Uint32(b[18+hl:]))
+	if len(b) != 18+hl+4+pl {
+		return e, errRecord
+	}
+	e.Payload = slices.Clone(b[22+hl:])
+	return e, nil
+}
+
+// Truncate cuts the log back to length seq (entries seq.. are removed).
+func (l *Log) Truncate(seq uint64) error {
+	if seq >= l.end {
+		return nil
+	}
+	for len(l.segs) > 0 && l.segs[len(l.segs)-1].first > seq {
+		last := l.segs[len(l.segs)-1]
+		if l.f != nil {
+			l.f.Close()
+			l.f = nil
+		}
+		if err := os.Remove(last.path); err != nil {
+			return fmt.Errorf("wal: truncate: %w", err)
+		}
+		l.segs = l.segs[:len(l.segs)-1]
+		l.offs = nil
+		if len(l.segs) > 0 {
+			// Reload the offsets of the new last segment.
+			_, offs, good, err := readSegment(l.segs[len(l.segs)-1])
+			if err != nil {
+				return fmt.Errorf("wal: truncate: %w", err)
+			}
+			l.offs, l.size = offs, good
+			f, err := os.OpenFile(l.segs[len(l.segs)-1].path, os.O_WRONLY|os.O_APPEND, 0o640)
+			if err != nil {
+				return fmt.Errorf("wal: %w", err)
+			}
+			l.f = f
+		}
+	}
+	if len(l.segs) == 0 {
+		l.end = seq
+		return nil
+	}
+	first := l.segs[len(l.segs)-1].first
+	k := seq - first
+	if k < uint64(len(l.offs)) {
+		off := l.offs[k]
+		if err := l.f.Truncate(off); err != nil {
+			return fmt.Errorf("wal: truncate: %w", err)
+		}
+		l.offs = l.offs[:k]
+		l.size = off
+	}
+	l.end = seq
+	return nil
+}
+
+// Append writes entries at the end of the log (their seqs must follow).
+func (l *Log) Append(es []exo.Entry) error {
+	for i := range es {
+		e := &es[i]
+		if len(l.segs) > 0 && e.Seq != l.end {
+			return fmt.Errorf("wal: append seq %d at end %d", e.Seq, l.end)
+		}
+		if l.f == nil || l.size >= segmentBytes {
+			if err := l.roll(e.Seq); err != nil {
+				return err
+			}
+		}
+		l.buf = append(l.buf[:0], 0, 0, 0, 0, 0, 0, 0, 0)
+		l.buf = appendEntry(l.buf, e)
+		binary.BigEndian.PutUint32(l.buf, uint32(len(l.buf)-8))
+		binary.BigEndian.PutUint32(l.buf[4:], crc32.Checksum(l.buf[8:], castagnoli))
+		if _, err := l.f.Write(l.buf); err != nil {
+			return fmt.Errorf("wal: append: %w", err)
+		}
+		l.offs = append(l.offs, l.size)
+		l.size += int64(len(l.buf))
+		l.end = e.Seq + 1
+		if l.sync == SyncEntry {
+			if err := l.f.Sync(); err != nil {
+				return fmt.Errorf("wal: fsync: %w", err)
+			}
+		}
+	}
+	return nil
+}
+
+func (l *Log) roll(first uint64) error {
+	if l.f != nil {
+		if err := l.f.Sync(); err != nil {
+			return fmt.Errorf("wal: fsync: %w", err)
+		}
+		l.f.Close()
+	}
+	path := filepath.Join(l.dir, fmt.Sprintf("seg-%020d.log", first))
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_TRUNC|os.O_APPEND, 0o640)
+	if err != nil {
+		return fmt.Errorf("wal: %w", err)
+	}
+	l.f, l.size, l.offs = f, 0, nil
+	l.segs = append(l.segs, segment{first: first, path: path})
+	return syncDir(l.dir)
+}
+
+// SetMeta records the durable state; it is written at the next Commit when
+// it changed (the agreement pointer alone is written lazily: it can be
+// recomputed after a restart).
+func (l *Log) SetMeta(m Meta) {
+	old := l.meta
+	l.meta = m
+	if m.Amnesiac != old.Amnesiac || m.Epoch != old.Epoch || m.Promised != old.Promised || !slices.Equal(m.Skipped, old.Skipped) {
+		l.dirty = true
+	}
+}
+
+// Commit makes everything written so far durable under the policy: the
+// appended entries (fsync for SyncBatch) and a changed meta (written to a
+// temporary file, fsynced, renamed). Call it before sending anything that
+// depends on it.
+func (l *Log) Commit() error {
+	if l.f != nil && l.sync == SyncBatch {
+		if err := l.f.Sync(); err != nil {
+			return fmt.Errorf("wal: fsync: %w", err)
+		}
+	}
+	if !l.dirty {
+		return nil
+	}
+	b, err := json.Marshal(l.meta)
+	if err != nil {
+		return err
+	}
+	tmp := filepath.Join(l.dir, metaFile+".tmp")
+	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o640)
+	if err != nil {
+		return fmt.Errorf("wal: %w", err)
+	}
+	if _, err := f.Write(b); err == nil && l.sync != SyncNone {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, filepath.Join(l.dir, metaFile))
+	}
+	if err == nil && l.sync != SyncNone {
+		err = syncDir(l.dir)
+	}
+	if err != nil {
+		return fmt.Errorf("wal: meta: %w", err)
+	}
+	l.dirty = false
+	return nil
+}
+
+// Compact removes whole segments that end below seq.
+func (l *Log) Compact(seq uint64) error {
+	for len(l.segs) > 1 && l.segs[1].first <= seq {
+		if err := os.Remove(l.segs[0].path); err != nil {
+			return fmt.Errorf("wal: compact: %w", err)
+		}
+		l.segs = l.segs[1:]
+	}
+	return nil
+}
+
+// Close closes the log.
+func (l *Log) Close() error {
+	if l.f == nil {
+		return nil
+	}
+	err := l.f.Sync()
+	if cerr := l.f.Close(); err == nil {
+		err = cerr
+	}
+	l.f = nil
+	return err
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}
