@@ -66,6 +66,21 @@ func TestRackDurableKill9(t *testing.T) {
 	if _, err := c.Publish(ctx, Load{Hosts: all, PerHost: 50, Size: 64, Round: 1000, OnAck: onAck}); err != nil {
 		t.Fatal(err)
 	}
+	// The whole rack loses power: every daemon is killed at once, then all
+	// restart from their logs.
+	for _, h := range all {
+		if err := c.Kill(h); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, h := range all {
+		if err := c.StartHost(ctx, h, false); err != nil {
+			t.Fatalf("whole-rack restart of %s: %v", r.Hosts[h].Name, err)
+		}
+	}
+	if _, err := c.Publish(ctx, Load{Hosts: all, PerHost: 50, Size: 64, Round: 1001, OnAck: onAck}); err != nil {
+		t.Fatalf("after the whole-rack restart: %v", err)
+	}
 	mu.Lock()
 	n := len(acked)
 	mu.Unlock()
@@ -115,6 +130,6 @@ func TestRackDurableKill9(t *testing.T) {
 		t.Fatalf("%d of %d acknowledged messages are missing or moved", lost, n)
 	}
 	st, _ := c.Status(ctx, 0)
-	t.Logf("20 kill -9 points under load, fsync per entry: %d acknowledged messages, all present at their acknowledged position at all 5 hosts (%d delivered); epoch %d",
+	t.Logf("20 kill -9 points under load and a whole-rack kill -9, fsync per entry: %d acknowledged messages, all present at their acknowledged position at all 5 hosts (%d delivered); epoch %d",
 		n, len(streams[0]), st.Epoch)
 }
