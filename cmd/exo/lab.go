@@ -241,6 +241,7 @@ loopback and its exo0 only. Its exit status is exo's.`,
 		o.Host, o.Argv = a[0], a[1:]
 		return nil
 	})
+	cmd.AddCommand(newChaosCmd())
 	return cmd
 }
 
