@@ -7,6 +7,8 @@ command -v iverilog >/dev/null || need+=(iverilog)
 command -v gcc >/dev/null || need+=(gcc)
 command -v ip >/dev/null || need+=(iproute2)
 command -v nft >/dev/null || need+=(nftables)
+command -v clang >/dev/null || need+=(clang llvm)
+[ -e /usr/include/bpf/bpf_helpers.h ] || need+=(libbpf-dev)
 if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" != 0 ]; then
     echo "setup: need ${need[*]}; run as root or install them: apt-get install ${need[*]}" >&2

@@ -1,0 +1,15 @@
+// Package xdp is the Exo fast path in the kernel: an XDP program
+// (bpf/exo.c, compiled by bpf2go into exo_bpfel.o) that decodes Exo frames,
+// classifies them against the pointer state exactly as exo.Frame.UnmarshalBinary,
+// exo.Pointers.Classify and exo.Pointers.Accept do, updates the state in a
+// BPF map on ACCEPT, counts every verdict per CPU, passes ACCEPT and the
+// slow-path verdicts (GAP, DIVERGENCE, FUTURE_EPOCH, HALTED) to the stack
+// with the verdict in the XDP metadata area, and drops everything else.
+//
+// Load loads it; SetState and State write and read the pointer state;
+// Counters reads the per-reason counters; Run runs one frame through the
+// program with BPF_PROG_TEST_RUN (no network needed); Attach attaches it to
+// an interface. See docs/xdp.md.
+//
+// The package needs Linux; Load needs CAP_BPF and CAP_NET_ADMIN (root).
+package xdp
