@@ -9,6 +9,7 @@ command -v ip >/dev/null || need+=(iproute2)
 command -v nft >/dev/null || need+=(nftables)
 command -v clang >/dev/null || need+=(clang llvm)
 [ -e /usr/include/bpf/bpf_helpers.h ] || need+=(libbpf-dev)
+command -v tshark >/dev/null || need+=(tshark)
 if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" != 0 ]; then
     echo "setup: need ${need[*]}; run as root or install them: apt-get install ${need[*]}" >&2
