@@ -404,6 +404,14 @@ func (nd *Node) StepFrame(f *Frame) Reason {
 		if !nd.amnesiac {
 			nd.fetch(f.Sender, nd.p.Agreed, 0)
 		}
+	case ReasonSeqTooFar:
+		// Too far ahead to hold: this host fell behind. Catch up from the
+		// sender (the fetch continues batch by batch until it is close).
+		nd.reject(f, r)
+		if !nd.fetching {
+			nd.event(EventGap, f.Epoch, nd.p.Append, f.Sender)
+			nd.fetch(f.Sender, nd.p.Append, 0)
+		}
 	default:
 		nd.reject(f, r)
 	}

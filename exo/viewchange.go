@@ -103,6 +103,10 @@ func (nd *Node) tickHalted() {
 	}
 }
 
+// maxFetchEntries bounds the entries of one FetchResp; a host further
+// behind fetches batch after batch.
+const maxFetchEntries = 1024
+
 // Step applies one OOB message addressed to this host.
 func (nd *Node) Step(m Message) {
 	switch m.Type {
@@ -110,13 +114,12 @@ func (nd *Node) Step(m Message) {
 		if nd.amnesiac {
 			return
 		}
-		const maxEntries = 1024
 		start := max(min(m.Lo, nd.p.Append), nd.base)
 		end := nd.p.Append
 		if m.Epoch == nd.p.Epoch && m.Hi > start && m.Hi < end {
 			end = m.Hi
 		}
-		end = min(end, start+maxEntries)
+		end = min(end, start+maxFetchEntries)
 		nd.rd.Messages = append(nd.rd.Messages, Message{Type: MsgFetchResp, From: nd.id, To: m.From,
 			LogEpoch: nd.p.Epoch, Agreed: nd.p.Agreed, Start: start, Skipped: nd.skippedList(),
 			Entries: slices.Clone(nd.log[start-nd.base : end-nd.base])})
@@ -201,6 +204,10 @@ func (nd *Node) stepFetchResp(m Message) {
 			nd.fetching = false
 		}
 		nd.drainHeld()
+		if progressed && len(m.Entries) >= maxFetchEntries && !nd.p.Halted {
+			// The responder had more: go on from where this batch ended.
+			nd.fetch(m.From, nd.p.Append, 0)
+		}
 		nd.maybeSend(false)
 	case m.LogEpoch > nd.p.Epoch && m.LogEpoch >= nd.promised:
 		if m.Start > nd.p.Agreed {

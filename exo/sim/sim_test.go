@@ -48,6 +48,7 @@ func TestRegressionSeeds(t *testing.T) {
 		{7, 889, 0.2, "same as 502"},
 		{16, 3536, 0, "an entry reported dropped by one view change was kept by a later one"},
 		{3, 1, 0, "two orphans at one seq: the first was never reported"},
+		{5, 1, 0, "a host more than SeqWindow behind rejected every frame as SEQ_TOO_FAR and never caught up (found by exo lab chaos, then by the sim with a small window)"},
 	} {
 		o := DefaultOptions(c.hosts, c.seed)
 		o.Amnesia = c.amnesia
