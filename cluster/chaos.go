@@ -217,10 +217,13 @@ func (c *Cluster) Chaos(ctx context.Context, o ChaosOptions) (ChaosReport, error
 	stopLoad()
 	stopWatch()
 	wg.Wait()
-	// A last round with everything healed.
-	if _, err := c.Publish(ctx, Load{Hosts: all, PerHost: 50, Size: 64, Round: 1 << 20, OnAck: onAck}); err != nil {
-		rep.Violations = append(rep.Violations, fmt.Sprintf("publishing after the final heal: %v", err))
+	// A last round with everything healed: it must be agreed within a
+	// bounded time (liveness with a connected majority).
+	fctx, fcancel := context.WithTimeout(ctx, 60*time.Second)
+	if _, err := c.Publish(fctx, Load{Hosts: all, PerHost: 50, Size: 64, Round: 1 << 20, OnAck: onAck}); err != nil {
+		rep.Violations = append(rep.Violations, fmt.Sprintf("liveness: the last round after the final heal was not agreed within 60s: %v", err))
 	}
+	fcancel()
 	rep.Seconds = time.Since(start).Seconds()
 	rep.Acked = len(acked)
 	var last client.Position
