@@ -226,55 +226,9 @@ func (c *Cluster) Chaos(ctx context.Context, o ChaosOptions) (ChaosReport, error
 	fcancel()
 	rep.Seconds = time.Since(start).Seconds()
 	rep.Acked = len(acked)
-	var last client.Position
-	for _, p := range acked {
-		if p.Seq > last.Seq || p.Seq == last.Seq && p.Index > last.Index {
-			last = p
-		}
-	}
-	streams := make([][]client.Message, n)
-	errs := make([]error, n)
-	cctx, cancel := context.WithTimeout(ctx, 60*time.Second)
-	defer cancel()
-	var sw sync.WaitGroup
-	for i := 0; i < n; i++ {
-		sw.Add(1)
-		go func() {
-			defer sw.Done()
-			errs[i] = client.Subscribe(cctx, c.Socket(i), 0, func(m client.Message) error {
-				streams[i] = append(streams[i], m)
-				if m.Position == last {
-					return errEnough
-				}
-				return nil
-			})
-		}()
-	}
-	sw.Wait()
-	for i, err := range errs {
-		if err != errEnough {
-			rep.Violations = append(rep.Violations, fmt.Sprintf("host %s: stream ended after %d messages: %v", c.Rack.Hosts[i].Name, len(streams[i]), err))
-		}
-	}
-	if len(rep.Violations) == 0 {
-		if err := Compare(streams); err != nil {
-			rep.Violations = append(rep.Violations, err.Error())
-		}
-		have := map[string]client.Position{}
-		for _, m := range streams[0] {
-			have[string(m.Payload)] = m.Position
-		}
-		lost := 0
-		for p, pos := range acked {
-			if got, ok := have[p]; !ok || got != pos {
-				lost++
-			}
-		}
-		if lost > 0 {
-			rep.Violations = append(rep.Violations, fmt.Sprintf("%d acknowledged messages lost or moved", lost))
-		}
-		rep.Delivered = len(streams[0])
-	}
+	delivered, violations := c.CheckAcked(ctx, acked)
+	rep.Delivered = delivered
+	rep.Violations = append(rep.Violations, violations...)
 	if st, err := c.Status(ctx, 0); err == nil {
 		rep.Epoch = st.Epoch
 	}
