@@ -7,6 +7,7 @@ package cluster
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -67,6 +68,11 @@ func Start(ctx context.Context, rack *lab.Rack, opt Options) (*Cluster, error) {
 		return nil, fmt.Errorf("cluster: %w", err)
 	}
 	c := &Cluster{Rack: rack, opt: opt, procs: make([]*exec.Cmd, len(rack.Hosts)), exits: make([]chan error, len(rack.Hosts))}
+	key := make([]byte, 32)
+	rand.Read(key)
+	if err := os.WriteFile(c.keyPath(), key, 0o600); err != nil {
+		return nil, fmt.Errorf("cluster: key: %w", err)
+	}
 	for i := range rack.Hosts {
 		if err := c.writeConfig(i); err != nil {
 			return nil, err
@@ -91,6 +97,8 @@ func (c *Cluster) LogPath(i int) string {
 	return filepath.Join(c.opt.Dir, fmt.Sprintf("%s.log", c.Rack.Hosts[i].Name))
 }
 
+func (c *Cluster) keyPath() string { return filepath.Join(c.opt.Dir, "group.key") }
+
 func (c *Cluster) configPath(i int) string {
 	return filepath.Join(c.opt.Dir, fmt.Sprintf("%s.json", c.Rack.Hosts[i].Name))
 }
@@ -101,7 +109,7 @@ func (c *Cluster) writeConfig(i int) error {
 		roster = append(roster, daemon.Member{ID: h.ID, MAC: h.MAC.String(), OOB: net.JoinHostPort(h.OOBAddr.String(), "7700")})
 	}
 	cfg := daemon.Config{Group: c.opt.Group, ID: i, Interface: c.Rack.Hosts[i].Ifname, Roster: roster,
-		APISocket: c.Socket(i), TickText: c.opt.Tick.String()}
+		APISocket: c.Socket(i), TickText: c.opt.Tick.String(), KeyFile: c.keyPath()}
 	if c.opt.Config != nil {
 		c.opt.Config(&cfg)
 	}

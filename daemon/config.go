@@ -29,8 +29,9 @@ type Config struct {
 	Interface string `json:"interface"`
 	// Roster lists every host of the rack, in token order (ids 0..n-1).
 	Roster []Member `json:"roster"`
-	// KeyFile is the group key (used by the security issue; optional now).
-	KeyFile string `json:"key_file,omitempty"`
+	// KeyFile holds the group key (at least 16 bytes, mode 0600): the OOB
+	// connections between hosts prove it both ways.
+	KeyFile string `json:"key_file"`
 	// Offload is the fast path: "software" (default); "xdp", "fpga-sim" and
 	// "auto" arrive with their issues.
 	Offload string `json:"offload,omitempty"`
@@ -147,6 +148,8 @@ func (c *Config) Validate() error {
 		return fieldErr("interface", "missing (the broadcast interface, e.g. exo0)")
 	case c.APISocket == "":
 		return fieldErr("api_socket", "missing (e.g. /run/exo/exo.sock)")
+	case c.KeyFile == "":
+		return fieldErr("key_file", "missing (the group key: OOB connections are never anonymous; e.g. head -c 32 /dev/urandom > /etc/exo/key; chmod 600 /etc/exo/key)")
 	case c.Offload != "software":
 		return fieldErr("offload", "%q is not available in this build (software)", c.Offload)
 	case c.Tick < 10*time.Microsecond || c.Tick > time.Second:
@@ -212,4 +215,24 @@ func orDefault(v, d int) int {
 		return d
 	}
 	return v
+}
+
+// ReadKey reads the group key file: at least 16 bytes, not readable by
+// group or others.
+func ReadKey(path string) ([]byte, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, fieldErr("key_file", "%v", err)
+	}
+	if st.Mode().Perm()&0o077 != 0 {
+		return nil, fieldErr("key_file", "%s is readable by group or others (mode %v): chmod 600 %s", path, st.Mode().Perm(), path)
+	}
+	key, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fieldErr("key_file", "%v", err)
+	}
+	if len(key) < 16 {
+		return nil, fieldErr("key_file", "%s holds %d bytes, the key needs at least 16", path, len(key))
+	}
+	return key, nil
 }

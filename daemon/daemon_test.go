@@ -115,7 +115,7 @@ func startRack(t *testing.T, n int) *testRack {
 	r.cancel = cancel
 	for i := 0; i < n; i++ {
 		sock := filepath.Join(dir, fmt.Sprintf("h%d.sock", i))
-		cfg := &Config{Group: 7, ID: i, Interface: "mem0", Roster: roster, APISocket: sock}
+		cfg := &Config{Group: 7, ID: i, Interface: "mem0", Roster: roster, APISocket: sock, KeyFile: "unused-in-process"}
 		cfg.defaults()
 		if err := cfg.Validate(); err != nil {
 			t.Fatal(err)
@@ -309,19 +309,19 @@ func TestDaemonLargeMessage(t *testing.T) {
 
 // TestConfigErrors: a bad config names the field.
 func TestConfigErrors(t *testing.T) {
-	good := `{"group":1,"id":0,"interface":"exo0","api_socket":"/tmp/x.sock","roster":[
+	good := `{"group":1,"id":0,"interface":"exo0","api_socket":"/tmp/x.sock","key_file":"/k","roster":[
 		{"id":0,"mac":"02:00:00:00:00:01","oob":"10.0.0.1:7700"},{"id":1,"mac":"02:00:00:00:00:02","oob":"10.0.0.2:7700"}]}`
 	if _, err := ParseConfig([]byte(good)); err != nil {
 		t.Fatalf("good config: %v", err)
 	}
 	for _, c := range []struct{ json, field string }{
-		{`{"group":1,"id":5,"interface":"exo0","api_socket":"/x","roster":[{"id":0,"mac":"02:00:00:00:00:01","oob":"10.0.0.1:1"}]}`, "id"},
-		{`{"group":1,"id":0,"interface":"","api_socket":"/x","roster":[{"id":0,"mac":"02:00:00:00:00:01","oob":"10.0.0.1:1"}]}`, "interface"},
-		{`{"group":1,"id":0,"interface":"e","api_socket":"/x","roster":[{"id":0,"mac":"zz","oob":"10.0.0.1:1"}]}`, "roster[0].mac"},
-		{`{"group":1,"id":0,"interface":"e","api_socket":"/x","roster":[{"id":0,"mac":"02:00:00:00:00:01","oob":"nope"}]}`, "roster[0].oob"},
-		{`{"group":1,"id":0,"interface":"e","api_socket":"/x","roster":[{"id":1,"mac":"02:00:00:00:00:01","oob":"10.0.0.1:1"}]}`, "roster[0].id"},
-		{`{"group":1,"id":0,"interface":"e","api_socket":"/x","offload":"magic","roster":[{"id":0,"mac":"02:00:00:00:00:01","oob":"10.0.0.1:1"}]}`, "offload"},
-		{`{"group":1,"id":0,"interface":"e","api_socket":"/x","tick":"forever","roster":[{"id":0,"mac":"02:00:00:00:00:01","oob":"10.0.0.1:1"}]}`, "tick"},
+		{`{"group":1,"id":5,"interface":"exo0","api_socket":"/x","key_file":"/k","roster":[{"id":0,"mac":"02:00:00:00:00:01","oob":"10.0.0.1:1"}]}`, "id"},
+		{`{"group":1,"id":0,"interface":"","api_socket":"/x","key_file":"/k","roster":[{"id":0,"mac":"02:00:00:00:00:01","oob":"10.0.0.1:1"}]}`, "interface"},
+		{`{"group":1,"id":0,"interface":"e","api_socket":"/x","key_file":"/k","roster":[{"id":0,"mac":"zz","oob":"10.0.0.1:1"}]}`, "roster[0].mac"},
+		{`{"group":1,"id":0,"interface":"e","api_socket":"/x","key_file":"/k","roster":[{"id":0,"mac":"02:00:00:00:00:01","oob":"nope"}]}`, "roster[0].oob"},
+		{`{"group":1,"id":0,"interface":"e","api_socket":"/x","key_file":"/k","roster":[{"id":1,"mac":"02:00:00:00:00:01","oob":"10.0.0.1:1"}]}`, "roster[0].id"},
+		{`{"group":1,"id":0,"interface":"e","api_socket":"/x","key_file":"/k","offload":"magic","roster":[{"id":0,"mac":"02:00:00:00:00:01","oob":"10.0.0.1:1"}]}`, "offload"},
+		{`{"group":1,"id":0,"interface":"e","api_socket":"/x","key_file":"/k","tick":"forever","roster":[{"id":0,"mac":"02:00:00:00:00:01","oob":"10.0.0.1:1"}]}`, "tick"},
 		{`{"group":1,"colour":"red"}`, "colour"},
 	} {
 		_, err := ParseConfig([]byte(c.json))

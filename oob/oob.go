@@ -7,13 +7,18 @@
 // that names the sender's id and group. Outbound messages go through a
 // bounded queue per peer, so a slow or dead peer never blocks the protocol
 // loop (a full queue drops the message and counts it: the core retries what
-// matters). Authentication of connections is added by the security issue.
+// matters). Every connection starts with a mutual proof of the group key
+// (HMAC-SHA256 over both sides' nonces): a host without the key, or outside
+// the roster, gets nothing and is counted in Stats.Refused.
 package oob
 
 import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
 	"encoding/binary"
 	"encoding/gob"
 	"errors"
@@ -37,7 +42,11 @@ type Config struct {
 	// MaxMessage bounds one encoded message (default 64 MiB).
 	MaxMessage int
 	// QueueLen bounds the messages waiting for one peer (default 1024).
-	QueueLen     int
+	QueueLen int
+	// Key is the group key: both ends of every connection prove they hold
+	// it (HMAC-SHA256 challenge-response) before any message flows. At
+	// least 16 bytes.
+	Key          []byte
 	DialTimeout  time.Duration // default 1s
 	WriteTimeout time.Duration // default 2s
 	Logger       *slog.Logger
@@ -65,9 +74,35 @@ type peer struct {
 	q    chan exo.Message
 }
 
+// hello opens a connection (dialer -> listener) and answers it (listener
+// -> dialer): each side proves it holds the group key by a MAC over both
+// nonces, so neither side talks to a host outside the group.
 type hello struct {
 	ID    uint8
 	Group uint16
+	Nonce []byte
+	MAC   []byte // listener's answer: proof over the dialer's nonce
+}
+
+// auth completes the handshake (dialer -> listener).
+type auth struct {
+	MAC []byte
+}
+
+// proof is HMAC-SHA256(key, role | group | from | to | nonces).
+func proof(key []byte, role string, group uint16, from, to uint8, n1, n2 []byte) []byte {
+	m := hmac.New(sha256.New, key)
+	m.Write([]byte("exo-oob-v1 " + role))
+	m.Write([]byte{byte(group >> 8), byte(group), from, to})
+	m.Write(n1)
+	m.Write(n2)
+	return m.Sum(nil)
+}
+
+func nonce() []byte {
+	b := make([]byte, 16)
+	rand.Read(b)
+	return b
 }
 
 // New listens on cfg.Listen and returns a Transport; Run starts it.
@@ -86,6 +121,9 @@ func New(cfg Config) (*Transport, error) {
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if len(cfg.Key) < 16 {
+		return nil, fmt.Errorf("oob: the group key must have at least 16 bytes (got %d): OOB connections are never anonymous", len(cfg.Key))
 	}
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
@@ -169,6 +207,7 @@ func (t *Transport) serve(ctx context.Context, c net.Conn) error {
 	stop := context.AfterFunc(ctx, func() { c.Close() })
 	defer stop()
 	r := bufio.NewReader(c)
+	c.SetReadDeadline(time.Now().Add(handshakeTimeout))
 	var h hello
 	if err := t.readFrame(r, &h); err != nil {
 		t.refused.Add(1)
@@ -182,6 +221,23 @@ func (t *Transport) serve(ctx context.Context, c net.Conn) error {
 		t.refused.Add(1)
 		return fmt.Errorf("peer id %d is not in the roster", h.ID)
 	}
+	ours := nonce()
+	reply, _ := encodeFrame(hello{ID: t.cfg.ID, Group: t.cfg.Group, Nonce: ours,
+		MAC: proof(t.cfg.Key, "listener", t.cfg.Group, t.cfg.ID, h.ID, h.Nonce, ours)})
+	c.SetWriteDeadline(time.Now().Add(t.cfg.WriteTimeout))
+	if _, err := c.Write(reply); err != nil {
+		return fmt.Errorf("hello reply: %w", err)
+	}
+	var a auth
+	if err := t.readFrame(r, &a); err != nil {
+		t.refused.Add(1)
+		return fmt.Errorf("auth: %w", err)
+	}
+	if !hmac.Equal(a.MAC, proof(t.cfg.Key, "dialer", t.cfg.Group, h.ID, t.cfg.ID, ours, h.Nonce)) {
+		t.refused.Add(1)
+		return fmt.Errorf("peer %d failed the group-key proof: refused", h.ID)
+	}
+	c.SetReadDeadline(time.Time{})
 	for {
 		var m exo.Message
 		if err := t.readFrame(r, &m); err != nil {
@@ -214,7 +270,7 @@ func (t *Transport) readFrame(r *bufio.Reader, v any) error {
 	}
 	buf := make([]byte, n)
 	if _, err := io.ReadFull(r, buf); err != nil {
-		return err
+		return fmt.Errorf("reading a %d-byte message: %w", n, err)
 	}
 	t.bytesIn.Add(uint64(n) + 4)
 	if err := gob.NewDecoder(bytes.NewReader(buf)).Decode(v); err != nil {
@@ -232,6 +288,30 @@ func encodeFrame(v any) ([]byte, error) {
 	out := b.Bytes()
 	binary.BigEndian.PutUint32(out, uint32(len(out)-4))
 	return out, nil
+}
+
+const handshakeTimeout = 2 * time.Second
+
+// handshake proves the group key to the listener and checks its proof.
+func (t *Transport) handshake(c net.Conn, peer uint8) error {
+	ours := nonce()
+	b, _ := encodeFrame(hello{ID: t.cfg.ID, Group: t.cfg.Group, Nonce: ours})
+	c.SetDeadline(time.Now().Add(handshakeTimeout))
+	defer c.SetDeadline(time.Time{})
+	if _, err := c.Write(b); err != nil {
+		return err
+	}
+	var h hello
+	if err := t.readFrame(bufio.NewReaderSize(c, 512), &h); err != nil {
+		return fmt.Errorf("no hello reply: %w", err)
+	}
+	if h.ID != peer || h.Group != t.cfg.Group ||
+		!hmac.Equal(h.MAC, proof(t.cfg.Key, "listener", t.cfg.Group, peer, t.cfg.ID, ours, h.Nonce)) {
+		return fmt.Errorf("host at this address failed the group-key proof (says id %d group %d)", h.ID, h.Group)
+	}
+	b, _ = encodeFrame(auth{MAC: proof(t.cfg.Key, "dialer", t.cfg.Group, t.cfg.ID, peer, h.Nonce, ours)})
+	_, err := c.Write(b)
+	return err
 }
 
 // sender keeps a connection to one peer and writes its queue to it,
@@ -267,10 +347,20 @@ func (t *Transport) sender(ctx context.Context, p *peer) {
 					backoff = min(2*backoff, time.Second)
 					break
 				}
+				if err := t.handshake(conn, p.id); err != nil {
+					t.log.Warn("oob handshake refused", "peer", p.id, "addr", p.addr, "err", err)
+					conn.Close()
+					t.dropped.Add(1)
+					select {
+					case <-ctx.Done():
+						return
+					case <-time.After(backoff):
+					}
+					backoff = min(2*backoff, time.Second)
+					break
+				}
 				backoff = 20 * time.Millisecond
 				c, w = conn, bufio.NewWriter(conn)
-				hb, _ := encodeFrame(hello{ID: t.cfg.ID, Group: t.cfg.Group})
-				w.Write(hb)
 			}
 			b, err := encodeFrame(&m)
 			if err != nil {

@@ -3,19 +3,26 @@ package oob
 import (
 	"context"
 	"fmt"
+	"net"
 	"testing"
 	"time"
 
 	"github.com/exo-rack/exo/exo"
 )
 
+var testKey = []byte("0123456789abcdef0123456789abcdef")
+
 func pair(t *testing.T, group2 uint16) (*Transport, *Transport) {
+	return pairKeys(t, group2, testKey)
+}
+
+func pairKeys(t *testing.T, group2 uint16, key2 []byte) (*Transport, *Transport) {
 	t.Helper()
-	a, err := New(Config{ID: 0, Group: 1, Listen: "127.0.0.1:0", Peers: map[uint8]string{}})
+	a, err := New(Config{ID: 0, Group: 1, Listen: "127.0.0.1:0", Peers: map[uint8]string{}, Key: testKey})
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := New(Config{ID: 1, Group: group2, Listen: "127.0.0.1:0", Peers: map[uint8]string{0: a.Addr().String()}})
+	b, err := New(Config{ID: 1, Group: group2, Listen: "127.0.0.1:0", Peers: map[uint8]string{0: a.Addr().String()}, Key: key2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,5 +74,58 @@ func TestForeignGroupRefused(t *testing.T) {
 	}
 	if a.Stats().Refused == 0 {
 		t.Fatal("refusal not counted")
+	}
+}
+
+// TestWrongKeyRefused: a host without the group key gets nothing through,
+// in either direction, and the refusal is counted.
+func TestWrongKeyRefused(t *testing.T) {
+	a, b := pairKeys(t, 1, []byte("another key, 32 bytes long......"))
+	b.Send(exo.Message{Type: exo.MsgFetch, From: 1, To: 0})
+	a.Send(exo.Message{Type: exo.MsgFetch, From: 0, To: 1})
+	select {
+	case m := <-a.Recv():
+		t.Fatalf("accepted %v from a host without the key", m)
+	case m := <-b.Recv():
+		t.Fatalf("accepted %v from a host without the key", m)
+	case <-time.After(500 * time.Millisecond):
+	}
+	if a.Stats().Refused == 0 && b.Stats().Refused == 0 {
+		t.Fatal("refusal not counted")
+	}
+}
+
+// TestGarbagePeerCutOff: a connection that sends garbage or an oversized
+// length is cut off; the transport keeps serving others.
+func TestGarbagePeerCutOff(t *testing.T) {
+	a, b := pair(t, 1)
+	for _, junk := range [][]byte{[]byte("GET / HTTP/1.0\r\n\r\n"), {0xff, 0xff, 0xff, 0xff, 1, 2, 3}} {
+		c, err := net.Dial("tcp", a.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Write(junk)
+		c.SetReadDeadline(time.Now().Add(3 * time.Second))
+		var buf [1]byte
+		if _, err := c.Read(buf[:]); err == nil {
+			t.Fatal("garbage peer got an answer")
+		}
+		c.Close()
+	}
+	b.Send(exo.Message{Type: exo.MsgFetch, From: 1, To: 0, Lo: 9})
+	select {
+	case m := <-a.Recv():
+		if m.Lo != 9 {
+			t.Fatalf("got %v", m)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("a real peer was stalled by the garbage")
+	}
+}
+
+// TestNoKeyNoTransport: without a key there is no transport.
+func TestNoKeyNoTransport(t *testing.T) {
+	if _, err := New(Config{ID: 0, Listen: "127.0.0.1:0"}); err == nil {
+		t.Fatal("a transport without a group key")
 	}
 }

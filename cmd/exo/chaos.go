@@ -59,9 +59,9 @@ Needs root.`,
 			c, err := cluster.Start(ctx, rack, cluster.Options{Bin: bin, Dir: dir, Config: func(cfg *daemon.Config) {
 				cfg.DataDir = filepath.Join(dir, fmt.Sprintf("data-%d", cfg.ID))
 				cfg.Fsync = "entry"
-		// The checker reads every stream from seq 0 at the end: keep the
-		// whole run in memory.
-		cfg.KeepEntries = 1 << 22
+				// The checker reads every stream from seq 0 at the end: keep the
+				// whole run in memory.
+				cfg.KeepEntries = 1 << 22
 			}})
 			if err != nil {
 				return err

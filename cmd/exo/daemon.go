@@ -82,11 +82,16 @@ func runDaemon(ctx context.Context, cfg *daemon.Config, log *slog.Logger) error 
 		}
 		return err
 	}
+	key, err := daemon.ReadKey(cfg.KeyFile)
+	if err != nil {
+		conn.Close()
+		return err
+	}
 	peers := map[uint8]string{}
 	for _, m := range cfg.Roster {
 		peers[uint8(m.ID)] = m.OOB
 	}
-	tr, err := oob.New(oob.Config{ID: uint8(cfg.ID), Group: cfg.Group, Listen: cfg.Roster[cfg.ID].OOB, Peers: peers, Logger: log})
+	tr, err := oob.New(oob.Config{ID: uint8(cfg.ID), Group: cfg.Group, Listen: cfg.Roster[cfg.ID].OOB, Peers: peers, Key: key, Logger: log})
 	if err != nil {
 		conn.Close()
 		return err
