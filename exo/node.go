@@ -124,7 +124,8 @@ type Node struct {
 	fetchTicks int
 	fetchPeer  uint8
 
-	vc *viewChange
+	vc         *viewChange
+	vcFailures int // view changes of this host that timed out since the last install
 
 	rd Ready
 }

@@ -87,18 +87,27 @@ func (nd *Node) promise(e uint32, lo uint64) Message {
 // not answer (or lost their state); it waits rather than guess.
 func (nd *Node) ViewChangeAmbiguous() bool { return nd.vc != nil && nd.vc.ambiguous }
 
+// vcTimeout is the view-change timeout, doubled after each view change of
+// this host that timed out (up to 4x): when promises are large (an initiator
+// far behind) or several hosts compete, later attempts get the time to
+// finish instead of preempting each other forever.
+func (nd *Node) vcTimeout() int {
+	return nd.cfg.ViewChangeTimeout << min(nd.vcFailures, 2)
+}
+
 func (nd *Node) tickHalted() {
 	nd.haltedTicks++
 	if nd.vc != nil {
 		nd.vc.ticks++
-		if nd.vc.ticks >= nd.cfg.ViewChangeTimeout {
+		if nd.vc.ticks >= nd.vcTimeout() {
+			nd.vcFailures++
 			nd.startViewChange()
 		}
 		return
 	}
 	// A promise whose install never came, or an amnesiac host: start a view
 	// change, staggered by id so that hosts rarely duel.
-	if nd.haltedTicks >= nd.cfg.ViewChangeTimeout/2+int(nd.id)*nd.cfg.TakeoverStagger/2+1 {
+	if nd.haltedTicks >= nd.vcTimeout()/2+int(nd.id)*nd.cfg.TakeoverStagger/2+1 {
 		nd.startViewChange()
 	}
 }
@@ -288,6 +297,7 @@ func (nd *Node) adopt(epoch uint32, start uint64, entries []Entry, agreed uint64
 	nd.p.Halted = nd.promised > epoch
 	nd.amnesiac = false
 	nd.vc = nil
+	nd.vcFailures = 0
 	nd.idle = 0
 	nd.haltedTicks = 0
 	nd.skippedTicks = 0
