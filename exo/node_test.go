@@ -2,6 +2,7 @@ package exo
 
 import (
 	"encoding/binary"
+	"slices"
 	"fmt"
 	"reflect"
 	"testing"
@@ -333,6 +334,47 @@ func BenchmarkStepAppendAgree(b *testing.B) {
 		hist[1], hist[0] = hist[0], f.Sender
 		if i%4096 == 4095 {
 			nd.Compact(nd.Pointers().Agreed)
+		}
+	}
+}
+
+// TestTwoAdoptsInOneReady: when two installs are adopted before the
+// embedder collects the Ready, Truncate and Appended still reproduce the
+// log (found by exo lab chaos: the durable log refused a gap).
+func TestTwoAdoptsInOneReady(t *testing.T) {
+	nd, _ := NewNode(Config{ID: 0, Hosts: 3, Group: 1})
+	mk := func(from, to uint64, sender uint8) []Entry {
+		var es []Entry
+		prev := uint8(HistoryNone)
+		for s := from; s < to; s++ {
+			es = append(es, Entry{Seq: s, Epoch: 0, Sender: sender + uint8(s%2), History: []uint8{prev}})
+			prev = sender + uint8(s%2)
+		}
+		return es
+	}
+	var durable []Entry
+	apply := func() {
+		rd := nd.Ready()
+		if rd.HasTruncate {
+			durable = durable[:min(uint64(len(durable)), rd.Truncate)]
+		}
+		durable = append(durable, rd.Appended...)
+		nd.Advance()
+	}
+	base := mk(0, 10, 1)
+	nd.Step(Message{Type: MsgInstall, From: 1, To: 0, Epoch: 4, Start: 0, Entries: base, Agreed: 5})
+	apply()
+	// Two installs before the next Ready: the first cuts back to 6, the
+	// second (a later epoch) to 8.
+	nd.Step(Message{Type: MsgInstall, From: 1, To: 0, Epoch: 7, Start: 5, Entries: append(slices.Clone(base[5:6]), mk(6, 12, 1)...), Agreed: 6})
+	nd.Step(Message{Type: MsgInstall, From: 2, To: 0, Epoch: 11, Start: 6, Entries: slices.Clone(nd.Log()[6:9]), Agreed: 6})
+	apply()
+	if len(durable) != len(nd.Log()) {
+		t.Fatalf("durable log has %d entries, the node %d", len(durable), len(nd.Log()))
+	}
+	for i := range durable {
+		if !durable[i].Equal(&nd.Log()[i]) {
+			t.Fatalf("entry %d differs", i)
 		}
 	}
 }

@@ -289,7 +289,9 @@ func (nd *Node) adopt(epoch uint32, start uint64, entries []Entry, agreed uint64
 		nd.rd.Truncate = start
 	}
 	nd.rd.HasTruncate = true
-	nd.rd.Appended = append(nd.rd.Appended[:0], nd.log[start-nd.base:]...)
+	// Appended restarts at the Ready's truncation point (several adopts
+	// may fall in one Ready; the log below that point did not change).
+	nd.rd.Appended = append(nd.rd.Appended[:0], nd.log[nd.rd.Truncate-nd.base:]...)
 	nd.p.Epoch = epoch
 	nd.p.Agreed = max(nd.p.Agreed, min(agreed, nd.p.Append))
 	nd.promised = max(nd.promised, epoch)

@@ -213,9 +213,20 @@ func (s *Sim) nodes() []*exo.Node {
 func (s *Sim) step() {
 	for i := 0; i < s.opt.StepsPerTick; i++ {
 		s.now++
+		// Everything due in this step reaches its host before any host's
+		// Ready is carried out, as in the daemon, which steps a batch of
+		// frames or messages and then handles one Ready.
+		touched := make([]bool, len(s.hosts))
 		for len(s.q) > 0 && s.q[0].at <= s.now {
 			d := heap.Pop(&s.q).(*delivery)
-			s.deliver(d)
+			if s.deliver(d) {
+				touched[d.to] = true
+			}
+		}
+		for h, t := range touched {
+			if t {
+				s.ready(h)
+			}
 		}
 	}
 	for i, h := range s.hosts {
@@ -231,10 +242,10 @@ func (s *Sim) step() {
 	}
 }
 
-func (s *Sim) deliver(d *delivery) {
+func (s *Sim) deliver(d *delivery) bool {
 	h := s.hosts[d.to]
 	if !h.up {
-		return
+		return false
 	}
 	if d.frame != nil {
 		r := h.node.StepFrame(d.frame)
@@ -242,7 +253,7 @@ func (s *Sim) deliver(d *delivery) {
 	} else {
 		h.node.Step(*d.msg)
 	}
-	s.ready(d.to)
+	return true
 }
 
 // send schedules a frame or message from a to b through the faulty network.
