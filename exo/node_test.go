@@ -2,9 +2,9 @@ package exo
 
 import (
 	"encoding/binary"
-	"slices"
 	"fmt"
 	"reflect"
+	"slices"
 	"testing"
 )
 
