@@ -10,6 +10,10 @@ command -v nft >/dev/null || need+=(nftables)
 command -v clang >/dev/null || need+=(clang llvm)
 [ -e /usr/include/bpf/bpf_helpers.h ] || need+=(libbpf-dev)
 command -v tshark >/dev/null || need+=(tshark)
+command -v verilator >/dev/null || need+=(verilator)
+command -v yosys >/dev/null || need+=(yosys)
+command -v g++ >/dev/null || need+=(g++)
+command -v make >/dev/null || need+=(make)
 if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" != 0 ]; then
     echo "setup: need ${need[*]}; run as root or install them: apt-get install ${need[*]}" >&2

@@ -9,9 +9,9 @@
 //	go run ./tools/hwgen -in hw/wire.json -root .
 //
 // Each input is a JSON file whose "kind" selects how it is read and what it
-// generates (see kinds). Today only "wire" (hw/wire.json: frame layout and
-// reason codes) exists; a register map ("registers", hw/registers.json) is
-// added by writing one more loader and listing it in kinds.
+// generates (see kinds): "wire" (hw/wire.json: frame layout and reason
+// codes) and "registers" (hw/registers.json: the FPGA engine's register
+// map, registers.go). Without -in, both are read (the second if present).
 //
 // Output is deterministic: the same input always yields the same bytes, so
 // that -check can compare generated files byte for byte.
@@ -59,7 +59,8 @@ type spec interface {
 // input's path as given relative to -root when possible (for "Source:"
 // lines in generated headers).
 var kinds = map[string]func(data []byte, src string) (spec, error){
-	"wire": loadWire,
+	"wire":      loadWire,
+	"registers": loadRegisters,
 }
 
 // inputs is a repeatable -in flag.
@@ -76,7 +77,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("hwgen", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var in inputs
-	fs.Var(&in, "in", "input JSON `file` (repeatable; default ROOT/hw/wire.json)")
+	fs.Var(&in, "in", "input JSON `file` (repeatable; default ROOT/hw/wire.json and, if present, ROOT/hw/registers.json)")
 	root := fs.String("root", ".", "repository root `dir`; output paths in the inputs are relative to it")
 	check := fs.Bool("check", false, "write nothing; list stale generated files and exit 1 if any")
 	fs.Usage = func() {
@@ -92,6 +93,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	if len(in) == 0 {
 		in = inputs{filepath.Join(*root, "hw", "wire.json")}
+		if regs := filepath.Join(*root, "hw", "registers.json"); fileExists(regs) {
+			in = append(in, regs)
+		}
 	}
 
 	var all []outFile
@@ -149,6 +153,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// fileExists reports whether path names an existing file.
+func fileExists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
 }
 
 // generate reads one input file and returns the files it generates.

@@ -1,0 +1,157 @@
+// Package hdl holds the Verilog of the Exo FPGA engine (rtl/, tb/); this
+// test runs its self-checking bench against the golden vectors under Icarus
+// Verilog and Verilator, so that `go test ./...` covers the RTL. See
+// docs/hardware.md and hdl/Makefile (`make -C hdl test`, the same runs).
+package hdl
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+var rtl = []string{"rtl/exo_rx_parser.v", "rtl/exo_check.v", "rtl/exo_pointers.v", "rtl/exo_engine.v"}
+
+const tb = "tb/exo_engine_tb.v"
+
+// vectorCount reads "count N" from testdata/vectors/vectors.meta.
+func vectorCount(t *testing.T, root string) int {
+	t.Helper()
+	f, err := os.Open(filepath.Join(root, "testdata", "vectors", "vectors.meta"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if rest, ok := strings.CutPrefix(sc.Text(), "count "); ok {
+			n, err := strconv.Atoi(strings.TrimSpace(rest))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return n
+		}
+	}
+	t.Fatal("vectors.meta has no count line")
+	return 0
+}
+
+// need skips the test when a tool is missing (CI installs them:
+// iverilog, verilator, yosys from Debian, see tools/setup.sh).
+func need(t *testing.T, tools ...string) {
+	t.Helper()
+	for _, tool := range tools {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("%s not installed (apt-get install iverilog verilator): RTL bench not run", tool)
+		}
+	}
+}
+
+func run(t *testing.T, ctx context.Context, dir string, name string, args ...string) string {
+	t.Helper()
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Dir = dir
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, tail(out, 60))
+	}
+	return string(out)
+}
+
+func tail(b []byte, lines int) string {
+	l := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	if len(l) > lines {
+		l = l[len(l)-lines:]
+	}
+	return strings.Join(l, "\n")
+}
+
+var passRe = regexp.MustCompile(`exo_engine_tb: PASS (\d+)/(\d+) records`)
+
+// checkPass requires the bench's PASS line with every vector, and logs
+// the report (throughput, latency).
+func checkPass(t *testing.T, out string, want int) {
+	t.Helper()
+	m := passRe.FindStringSubmatch(out)
+	if m == nil {
+		t.Fatalf("no PASS line in the bench output:\n%s", tail([]byte(out), 40))
+	}
+	if m[1] != strconv.Itoa(want) || m[2] != strconv.Itoa(want) {
+		t.Fatalf("bench passed %s/%s records, want %d/%d", m[1], m[2], want, want)
+	}
+	for _, l := range strings.Split(out, "\n") {
+		if strings.HasPrefix(l, "exo_engine_tb:") {
+			t.Log(l)
+		}
+	}
+}
+
+func setup(t *testing.T) (root string, defs []string, incs []string, want int) {
+	t.Helper()
+	root, err := filepath.Abs("..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want = vectorCount(t, root)
+	defs = []string{
+		fmt.Sprintf(`-DVEC_HEX="%s"`, filepath.Join(root, "testdata", "vectors", "vectors.hex")),
+		"-DSEED=1",
+	}
+	incs = []string{"-I" + filepath.Join(root, "hw", "gen"), "-I" + filepath.Join(root, "testdata", "vectors")}
+	return root, defs, incs, want
+}
+
+func TestVectorsIcarus(t *testing.T) {
+	need(t, "iverilog", "vvp")
+	t.Parallel()
+	_, defs, incs, want := setup(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	vvp := filepath.Join(t.TempDir(), "tb.vvp")
+	args := append([]string{"-g2012", "-s", "exo_engine_tb", "-o", vvp}, incs...)
+	args = append(args, defs...)
+	args = append(append(args, tb), rtl...)
+	run(t, ctx, ".", "iverilog", args...)
+	checkPass(t, run(t, ctx, ".", "vvp", "-n", vvp), want)
+}
+
+func TestVectorsVerilator(t *testing.T) {
+	need(t, "verilator")
+	if testing.Short() {
+		t.Skip("-short: the Verilator build takes ~30 s")
+	}
+	t.Parallel()
+	_, defs, incs, want := setup(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	defer cancel()
+	mdir := t.TempDir()
+	args := []string{"--binary", "-j", "2", "--timing", "-Wno-fatal", "-Wno-lint", "-Wno-style",
+		"--top-module", "exo_engine_tb", "--Mdir", mdir, "-o", "Vtb"}
+	args = append(args, incs...)
+	args = append(args, defs...)
+	args = append(append(args, tb), rtl...)
+	run(t, ctx, ".", "verilator", args...)
+	checkPass(t, run(t, ctx, ".", filepath.Join(mdir, "Vtb")), want)
+}
+
+// TestLint runs verilator --lint-only -Wall on the RTL alone, for the
+// three roster sizes of the area table: the RTL must stay warning-free.
+func TestLint(t *testing.T) {
+	need(t, "verilator")
+	root, _, _, _ := setup(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	for _, n := range []int{5, 64, 255} {
+		args := []string{"--lint-only", "-Wall", "-I" + filepath.Join(root, "hw", "gen"),
+			fmt.Sprintf("-GMAX_HOSTS=%d", n), "--top-module", "exo_engine"}
+		run(t, ctx, ".", "verilator", append(args, rtl...)...)
+	}
+}

@@ -1,0 +1,363 @@
+// exo_engine: the Exo fast path in the NIC (top of the simulated core).
+//
+//   s_axis (64-bit, from the MAC)
+//      |
+//      v
+//   +---------------+  fields, codec verdict  +-----------+  reason  +---------+
+//   | exo_rx_parser |------------------------>| exo_check |--------->| verdict |--> verdict_*
+//   | (codec)       |  frame_valid (1 cycle)  | (Classify)|          | counters|
+//   +---------------+                         +-----------+          +---------+
+//                                                ^     | accept
+//                  roster MAC RAM --mac match--->|     v
+//                                             +--------------+
+//   csr_* (valid/we/addr/wdata/rdata) ------->| exo_pointers |  group, hosts, epoch, halted,
+//                                             | (Accept)     |  window, append, agreed,
+//                                             +--------------+  epoch_start, history
+//
+// Frame format: see exo_rx_parser.v. The register map is hw/registers.json
+// (hw/gen/exo_regs.vh, docs/registers.md).
+//
+// Timing: the beat with tlast is registered by the parser in cycle T
+// (frame_valid in T+1); exo_check decides in T+1 and the pointers,
+// counters and verdict_* registers take the result at the end of T+1:
+// verdict_valid is high in cycle T+2, two clock edges after the tlast
+// beat. One frame per cycle can be decided, so the engine never stalls
+// (s_axis_tready = 1): every frame of at least one beat is decided before
+// the next one can end.
+//
+// CSR port: a write (csr_valid & csr_we) takes effect at the clock edge;
+// a read (csr_valid & !csr_we) returns csr_rdata with csr_rvalid one
+// cycle later.
+`resetall
+`default_nettype none
+
+module exo_engine #(
+    parameter DATA_WIDTH = 64,
+    parameter KEEP_WIDTH = DATA_WIDTH/8,
+    // largest roster n held; the history holds floor(MAX_HOSTS/2) ids
+    parameter MAX_HOSTS = 64,
+    parameter MAX_HISTORY = MAX_HOSTS/2,
+    // 1: instantiate the roster MAC table (ctrl.mac_check)
+    parameter ROSTER_MAC = 1
+) (
+    input  wire                   clk,
+    input  wire                   rst,
+
+    input  wire [DATA_WIDTH-1:0]  s_axis_tdata,
+    input  wire [KEEP_WIDTH-1:0]  s_axis_tkeep,
+    input  wire                   s_axis_tvalid,
+    output wire                   s_axis_tready,
+    input  wire                   s_axis_tlast,
+
+    output wire                   verdict_valid,
+    output wire [7:0]             verdict_reason,
+    output wire                   verdict_slow_path,
+    output wire [7:0]             verdict_sender,
+    output wire [63:0]            verdict_seq,
+
+    input  wire                   csr_valid,
+    input  wire                   csr_we,
+    input  wire [11:0]            csr_addr,
+    input  wire [31:0]            csr_wdata,
+    output wire [31:0]            csr_rdata,
+    output wire                   csr_rvalid
+);
+
+`include "exo_wire.vh"
+`include "exo_regs.vh"
+
+localparam NR = EXO_NUM_REASONS;
+localparam [15:0] P_MAX_HOSTS   = MAX_HOSTS[15:0];
+localparam [7:0]  P_MAX_HISTORY = MAX_HISTORY[7:0];
+
+initial begin
+    if (MAX_HOSTS < 2 || MAX_HOSTS > EXO_MAX_HOSTS) begin
+        $error("exo_engine: MAX_HOSTS must be 2..%0d", EXO_MAX_HOSTS);
+        $finish;
+    end
+    if (MAX_HISTORY < MAX_HOSTS/2 || MAX_HISTORY > EXO_MAX_HISTORY) begin
+        $error("exo_engine: MAX_HISTORY must be floor(MAX_HOSTS/2)..%0d", EXO_MAX_HISTORY);
+        $finish;
+    end
+    if (NR > EXO_REG_COUNTER_COUNT) begin
+        $error("exo_engine: more reasons than counters in the register map");
+        $finish;
+    end
+end
+
+// ---------------------------------------------------------------- parser
+wire                     pf_valid;
+wire [7:0]               pf_codec_reason;
+wire [17:0]              pf_len;
+wire [47:0]              pf_src_mac;
+wire [15:0]              pf_group;
+wire [7:0]               pf_sender;
+wire [7:0]               pf_hist_len;
+wire [31:0]              pf_epoch;
+wire [63:0]              pf_seq;
+wire [8*MAX_HISTORY-1:0] pf_history;
+
+exo_rx_parser #(
+    .DATA_WIDTH(DATA_WIDTH),
+    .KEEP_WIDTH(KEEP_WIDTH),
+    .MAX_HISTORY(MAX_HISTORY),
+    .PTR_WIDTH(18)
+) rx_parser_inst (
+    .clk(clk),
+    .rst(rst),
+    .s_axis_tdata(s_axis_tdata),
+    .s_axis_tkeep(s_axis_tkeep),
+    .s_axis_tvalid(s_axis_tvalid),
+    .s_axis_tready(s_axis_tready),
+    .s_axis_tlast(s_axis_tlast),
+    .frame_valid(pf_valid),
+    .frame_codec_reason(pf_codec_reason),
+    .frame_len(pf_len),
+    .f_src_mac(pf_src_mac),
+    .f_group(pf_group),
+    .f_sender(pf_sender),
+    .f_hist_len(pf_hist_len),
+    .f_epoch(pf_epoch),
+    .f_seq(pf_seq),
+    .f_history(pf_history)
+);
+
+// ---------------------------------------------------------------- state
+wire [15:0]              st_group;
+wire [15:0]              st_hosts;
+wire [31:0]              st_epoch;
+wire                     st_halted;
+wire [63:0]              st_window;
+wire [63:0]              st_append;
+wire [63:0]              st_agreed;
+wire [63:0]              st_epoch_start;
+wire [8*MAX_HISTORY-1:0] st_history;
+
+wire csr_wr = csr_valid && csr_we;
+wire csr_rd = csr_valid && !csr_we;
+
+reg  [7:0] reason;
+wire       accept = pf_valid && reason == EXO_REASON_ACCEPT;
+
+exo_pointers #(
+    .MAX_HISTORY(MAX_HISTORY)
+) pointers_inst (
+    .clk(clk),
+    .rst(rst),
+    .csr_wr_en(csr_wr),
+    .csr_wr_addr(csr_addr),
+    .csr_wr_data(csr_wdata),
+    .accept(accept),
+    .accept_sender(pf_sender),
+    .accept_seq(pf_seq),
+    .group(st_group),
+    .hosts(st_hosts),
+    .epoch(st_epoch),
+    .halted(st_halted),
+    .window(st_window),
+    .append_ptr(st_append),
+    .agree_ptr(st_agreed),
+    .epoch_start(st_epoch_start),
+    .history(st_history)
+);
+
+// ---------------------------------------------------------------- roster MAC table
+reg         mac_check_reg = 1'b0, mac_check_next;
+reg  [47:0] roster_mac_rd;   // roster_mac[f_sender], read every cycle
+wire        mac_ok = !mac_check_reg || roster_mac_rd == pf_src_mac;
+
+generate
+if (ROSTER_MAC) begin : g_roster
+    localparam MAC_AW = $clog2(MAX_HOSTS);
+    reg [47:0] roster_mac_mem [0:MAX_HOSTS-1];
+    wire       mac_sel = csr_addr >= EXO_REG_ROSTER_MAC_LO_BASE &&
+                         csr_addr < EXO_REG_ROSTER_MAC_LO_BASE + EXO_REG_ROSTER_MAC_LO_COUNT*EXO_REG_ROSTER_MAC_LO_STRIDE;
+    wire [11:0] mac_off = csr_addr - EXO_REG_ROSTER_MAC_LO_BASE;
+    wire [8:0]  mac_idx = mac_off[11:3];
+    wire        mac_hi  = mac_off[2];
+    // the two halves are written separately: keep the last low half and
+    // write the whole entry with the high half (driver: lo, then hi)
+    reg  [31:0] mac_lo_reg = 0;
+    wire        unused_mac_ok = &{1'b0, mac_off[1:0]};
+    always @(posedge clk) begin
+        if (csr_wr && mac_sel && !mac_hi)
+            mac_lo_reg <= csr_wdata;
+        if (csr_wr && mac_sel && mac_hi && {7'd0, mac_idx} < P_MAX_HOSTS)
+            roster_mac_mem[mac_idx[MAC_AW-1:0]] <= {csr_wdata[15:0], mac_lo_reg};
+        roster_mac_rd <= roster_mac_mem[pf_sender[MAC_AW-1:0]];
+    end
+end else begin : g_no_roster
+    always @(posedge clk) roster_mac_rd <= 48'd0;
+end
+endgenerate
+
+// ---------------------------------------------------------------- checks
+wire [7:0] check_reason;
+wire       cfg_err = st_hosts > P_MAX_HOSTS;
+
+exo_check #(
+    .MAX_HISTORY(MAX_HISTORY)
+) check_inst (
+    .codec_reason(pf_codec_reason),
+    .f_group(pf_group),
+    .f_sender(pf_sender),
+    .f_hist_len(pf_hist_len),
+    .f_epoch(pf_epoch),
+    .f_seq(pf_seq),
+    .f_history(pf_history),
+    .mac_ok(mac_ok),
+    .group(st_group),
+    .hosts(st_hosts),
+    .epoch(st_epoch),
+    .halted(st_halted || cfg_err),
+    .window(st_window),
+    .append_ptr(st_append),
+    .history(st_history),
+    .reason(check_reason)
+);
+
+always @* begin
+    reason = check_reason;
+end
+
+// ---------------------------------------------------------------- verdict, counters
+reg         verdict_valid_reg = 1'b0, verdict_valid_next;
+reg  [7:0]  verdict_reason_reg = 0, verdict_reason_next;
+reg  [7:0]  verdict_sender_reg = 0, verdict_sender_next;
+reg  [63:0] verdict_seq_reg = 0, verdict_seq_next;
+reg  [32*NR-1:0] counter_reg = 0, counter_next;
+reg  [31:0] frames_in_reg = 0, frames_in_next;
+reg  [31:0] frames_acc_reg = 0, frames_acc_next;
+reg         busy_reg = 1'b0, busy_next;
+reg  [31:0] rdata_reg = 0, rdata_next;
+reg         rvalid_reg = 1'b0, rvalid_next;
+
+assign verdict_valid     = verdict_valid_reg;
+assign verdict_reason    = verdict_reason_reg;
+assign verdict_slow_path = EXO_REASON_SLOW_PATH_MASK[verdict_reason_reg[4:0]] && verdict_reason_reg < NR;
+assign verdict_sender    = verdict_sender_reg;
+assign verdict_seq       = verdict_seq_reg;
+assign csr_rdata         = rdata_reg;
+assign csr_rvalid        = rvalid_reg;
+
+wire        hist_rsel  = csr_addr >= EXO_REG_HISTORY_BASE &&
+                         csr_addr < EXO_REG_HISTORY_BASE + EXO_REG_HISTORY_COUNT*EXO_REG_HISTORY_STRIDE;
+wire [11:0] hist_roff  = csr_addr - EXO_REG_HISTORY_BASE;
+wire        cnt_rsel   = csr_addr >= EXO_REG_COUNTER_BASE &&
+                         csr_addr < EXO_REG_COUNTER_BASE + EXO_REG_COUNTER_COUNT*EXO_REG_COUNTER_STRIDE;
+wire [11:0] cnt_roff   = csr_addr - EXO_REG_COUNTER_BASE;
+
+integer i;
+reg [7:0] slot;
+
+// bits deliberately unused: the frame length (the verdict already holds
+// every length check) and the byte-in-word bits of word addresses
+wire unused_ok = &{1'b0, pf_len, hist_roff[11:8], hist_roff[1:0], cnt_roff[1:0]};
+
+always @* begin
+    verdict_valid_next = 1'b0;
+    verdict_reason_next = verdict_reason_reg;
+    verdict_sender_next = verdict_sender_reg;
+    verdict_seq_next = verdict_seq_reg;
+    counter_next = counter_reg;
+    frames_in_next = frames_in_reg;
+    frames_acc_next = frames_acc_reg;
+    busy_next = busy_reg;
+    mac_check_next = mac_check_reg;
+    rdata_next = 32'd0;
+    rvalid_next = 1'b0;
+    slot = 8'd0;
+
+    if (s_axis_tvalid)
+        busy_next = 1'b1;
+    if (pf_valid) begin
+        busy_next = s_axis_tvalid;
+        verdict_valid_next = 1'b1;
+        verdict_reason_next = reason;
+        verdict_sender_next = pf_sender;
+        verdict_seq_next = pf_seq;
+        frames_in_next = frames_in_reg + 1;
+        if (accept)
+            frames_acc_next = frames_acc_reg + 1;
+        for (i = 0; i < NR; i = i + 1)
+            if (reason == i[7:0])
+                counter_next[32*i +: 32] = counter_reg[32*i +: 32] + 1;
+    end
+
+    if (csr_wr && csr_addr == EXO_REG_CTRL) begin
+        mac_check_next = csr_wdata[EXO_REG_CTRL_MAC_CHECK_LSB];
+        if (csr_wdata[EXO_REG_CTRL_CLEAR_COUNTERS_LSB]) begin
+            counter_next = 0;
+            frames_in_next = 0;
+            frames_acc_next = 0;
+        end
+    end
+
+    if (csr_rd) begin
+        rvalid_next = 1'b1;
+        case (csr_addr)
+            EXO_REG_RB_TYPE:        rdata_next = EXO_REG_RB_TYPE_RESET;
+            EXO_REG_RB_VERSION:     rdata_next = EXO_REG_RB_VERSION_RESET;
+            EXO_REG_RB_NEXT_PTR:    rdata_next = EXO_REG_RB_NEXT_PTR_RESET;
+            EXO_REG_CAPS:           rdata_next = (MAX_HOSTS << EXO_REG_CAPS_MAX_HOSTS_LSB) |
+                                                 (MAX_HISTORY << EXO_REG_CAPS_MAX_HISTORY_LSB);
+            EXO_REG_CTRL:           rdata_next = {30'd0, mac_check_reg, 1'b0};
+            EXO_REG_STATUS:         rdata_next = {30'd0, busy_reg, cfg_err};
+            EXO_REG_LAST_VERDICT:   rdata_next = {23'd0, verdict_slow_path, verdict_reason_reg};
+            EXO_REG_GROUP:          rdata_next = {16'd0, st_group};
+            EXO_REG_HOSTS:          rdata_next = {16'd0, st_hosts};
+            EXO_REG_EPOCH:          rdata_next = st_epoch;
+            EXO_REG_HALTED:         rdata_next = {31'd0, st_halted};
+            EXO_REG_WINDOW_LO:      rdata_next = st_window[31:0];
+            EXO_REG_WINDOW_HI:      rdata_next = st_window[63:32];
+            EXO_REG_APPEND_LO:      rdata_next = st_append[31:0];
+            EXO_REG_APPEND_HI:      rdata_next = st_append[63:32];
+            EXO_REG_AGREED_LO:      rdata_next = st_agreed[31:0];
+            EXO_REG_AGREED_HI:      rdata_next = st_agreed[63:32];
+            EXO_REG_EPOCH_START_LO: rdata_next = st_epoch_start[31:0];
+            EXO_REG_EPOCH_START_HI: rdata_next = st_epoch_start[63:32];
+            EXO_REG_FRAMES_IN:      rdata_next = frames_in_reg;
+            EXO_REG_FRAMES_ACCEPTED: rdata_next = frames_acc_reg;
+            default: begin
+                if (hist_rsel) begin
+                    for (i = 0; i < 4; i = i + 1) begin
+                        slot = {hist_roff[7:2], i[1:0]};
+                        rdata_next[8*i +: 8] = (slot < P_MAX_HISTORY) ? st_history[8*slot +: 8] : EXO_HISTORY_NONE;
+                    end
+                end
+                if (cnt_rsel)
+                    for (i = 0; i < NR; i = i + 1)
+                        if (cnt_roff[11:2] == i[9:0])
+                            rdata_next = counter_reg[32*i +: 32];
+            end
+        endcase
+    end
+end
+
+always @(posedge clk) begin
+    verdict_valid_reg <= verdict_valid_next;
+    verdict_reason_reg <= verdict_reason_next;
+    verdict_sender_reg <= verdict_sender_next;
+    verdict_seq_reg <= verdict_seq_next;
+    counter_reg <= counter_next;
+    frames_in_reg <= frames_in_next;
+    frames_acc_reg <= frames_acc_next;
+    busy_reg <= busy_next;
+    mac_check_reg <= mac_check_next;
+    rdata_reg <= rdata_next;
+    rvalid_reg <= rvalid_next;
+
+    if (rst) begin
+        verdict_valid_reg <= 1'b0;
+        counter_reg <= 0;
+        frames_in_reg <= 0;
+        frames_acc_reg <= 0;
+        busy_reg <= 1'b0;
+        mac_check_reg <= 1'b0;
+        rvalid_reg <= 1'b0;
+    end
+end
+
+endmodule
+
+`resetall
