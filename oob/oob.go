@@ -209,7 +209,7 @@ func (t *Transport) serve(ctx context.Context, c net.Conn) error {
 	r := bufio.NewReader(c)
 	c.SetReadDeadline(time.Now().Add(handshakeTimeout))
 	var h hello
-	if err := t.readFrame(r, &h); err != nil {
+	if err := t.readFrame(r, nil, &h); err != nil {
 		t.refused.Add(1)
 		return fmt.Errorf("hello: %w", err)
 	}
@@ -229,7 +229,7 @@ func (t *Transport) serve(ctx context.Context, c net.Conn) error {
 		return fmt.Errorf("hello reply: %w", err)
 	}
 	var a auth
-	if err := t.readFrame(r, &a); err != nil {
+	if err := t.readFrame(r, nil, &a); err != nil {
 		t.refused.Add(1)
 		return fmt.Errorf("auth: %w", err)
 	}
@@ -240,7 +240,7 @@ func (t *Transport) serve(ctx context.Context, c net.Conn) error {
 	c.SetReadDeadline(time.Time{})
 	for {
 		var m exo.Message
-		if err := t.readFrame(r, &m); err != nil {
+		if err := t.readFrame(r, c, &m); err != nil {
 			return err
 		}
 		if m.From != h.ID || m.To != t.cfg.ID {
@@ -259,7 +259,13 @@ func (t *Transport) serve(ctx context.Context, c net.Conn) error {
 // ErrTooLarge is returned for a frame above Config.MaxMessage.
 var ErrTooLarge = errors.New("oob: message too large")
 
-func (t *Transport) readFrame(r *bufio.Reader, v any) error {
+// bodyTimeout bounds the read of one message once its length has arrived:
+// a peer that stalls in the middle of a message is cut off.
+const bodyTimeout = 5 * time.Second
+
+// readFrame reads one frame; with c set, the body must arrive within
+// bodyTimeout (an idle connection between messages is fine).
+func (t *Transport) readFrame(r *bufio.Reader, c net.Conn, v any) error {
 	var hdr [4]byte
 	if _, err := io.ReadFull(r, hdr[:]); err != nil {
 		return err
@@ -267,6 +273,10 @@ func (t *Transport) readFrame(r *bufio.Reader, v any) error {
 	n := binary.BigEndian.Uint32(hdr[:])
 	if int64(n) > int64(t.cfg.MaxMessage) {
 		return fmt.Errorf("%w: %d bytes", ErrTooLarge, n)
+	}
+	if c != nil {
+		c.SetReadDeadline(time.Now().Add(bodyTimeout))
+		defer c.SetReadDeadline(time.Time{})
 	}
 	buf := make([]byte, n)
 	if _, err := io.ReadFull(r, buf); err != nil {
@@ -302,7 +312,7 @@ func (t *Transport) handshake(c net.Conn, peer uint8) error {
 		return err
 	}
 	var h hello
-	if err := t.readFrame(bufio.NewReaderSize(c, 512), &h); err != nil {
+	if err := t.readFrame(bufio.NewReaderSize(c, 512), nil, &h); err != nil {
 		return fmt.Errorf("no hello reply: %w", err)
 	}
 	if h.ID != peer || h.Group != t.cfg.Group ||

@@ -129,3 +129,32 @@ func TestNoKeyNoTransport(t *testing.T) {
 		t.Fatal("a transport without a group key")
 	}
 }
+
+// TestSlowPeerCutOff: an authenticated peer that stalls in the middle of a
+// message body is cut off after the body deadline.
+func TestSlowPeerCutOff(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits for the 5 s body deadline")
+	}
+	a, _ := pair(t, 1)
+	// Authenticate as host 1 by hand, then send a length and stall.
+	c, err := net.Dial("tcp", a.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	fake := &Transport{cfg: Config{ID: 1, Group: 1, Key: testKey, MaxMessage: 1 << 20, WriteTimeout: time.Second}}
+	if err := fake.handshake(c, 0); err != nil {
+		t.Fatal(err)
+	}
+	c.Write([]byte{0, 0, 0, 100, 1, 2}) // 100 bytes announced, 2 sent
+	start := time.Now()
+	c.SetReadDeadline(time.Now().Add(15 * time.Second))
+	var b [1]byte
+	if _, err := c.Read(b[:]); err == nil {
+		t.Fatal("a stalled peer got an answer")
+	}
+	if d := time.Since(start); d > 12*time.Second {
+		t.Fatalf("cut off after %v, want about %v", d, bodyTimeout)
+	}
+}

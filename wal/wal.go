@@ -385,7 +385,8 @@ func (l *Log) Commit() error {
 	if err != nil {
 		return fmt.Errorf("wal: %w", err)
 	}
-	if _, err := f.Write(b); err == nil && l.sync != SyncNone {
+	_, err = f.Write(b)
+	if err == nil && l.sync != SyncNone {
 		err = f.Sync()
 	}
 	if cerr := f.Close(); err == nil {
