@@ -2,12 +2,8 @@ package cluster
 
 import (
 	"context"
-	"fmt"
-	"path/filepath"
 	"testing"
 	"time"
-
-	"github.com/exo-rack/exo/daemon"
 )
 
 // TestRackChaosShort: the nemesis for 10 s on a 5-host rack of durable
@@ -18,13 +14,7 @@ func TestRackChaosShort(t *testing.T) {
 	dir := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	c, err := Start(ctx, r, Options{Bin: exoBin, Dir: dir, Config: func(cfg *daemon.Config) {
-		cfg.DataDir = filepath.Join(dir, fmt.Sprintf("data-%d", cfg.ID))
-		cfg.Fsync = "entry"
-		// The checker reads every stream from seq 0 at the end: keep the
-		// whole run in memory.
-		cfg.KeepEntries = 1 << 22
-	}})
+	c, err := Start(ctx, r, Options{Bin: exoBin, Dir: dir, Config: Durable(dir, true)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -311,3 +311,16 @@ func (c *Cluster) Usage(i int) (Usage, error) {
 	}
 	return u, nil
 }
+
+// Durable returns a Config hook that gives every host a durable log under
+// dir (fsync per entry, the strict policy). keepAll keeps the whole run in
+// memory, for checkers that read every stream from seq 0 at the end.
+func Durable(dir string, keepAll bool) func(*daemon.Config) {
+	return func(cfg *daemon.Config) {
+		cfg.DataDir = filepath.Join(dir, fmt.Sprintf("data-%d", cfg.ID))
+		cfg.Fsync = "entry"
+		if keepAll {
+			cfg.KeepEntries = 1 << 22
+		}
+	}
+}

@@ -2,15 +2,12 @@ package cluster
 
 import (
 	"context"
-	"fmt"
 	"math/rand/v2"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/exo-rack/exo/client"
-	"github.com/exo-rack/exo/daemon"
 )
 
 // TestRackDurableKill9: with the strict durability policy (fsync per entry),
@@ -22,10 +19,7 @@ func TestRackDurableKill9(t *testing.T) {
 	dir := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	c, err := Start(ctx, r, Options{Bin: exoBin, Dir: dir, Config: func(cfg *daemon.Config) {
-		cfg.DataDir = filepath.Join(dir, fmt.Sprintf("data-%d", cfg.ID))
-		cfg.Fsync = "entry"
-	}})
+	c, err := Start(ctx, r, Options{Bin: exoBin, Dir: dir, Config: Durable(dir, false)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,13 +5,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/exo-rack/exo/cluster"
-	"github.com/exo-rack/exo/daemon"
 	"github.com/exo-rack/exo/lab"
 )
 
@@ -56,13 +54,7 @@ Needs root.`,
 			if err != nil {
 				return err
 			}
-			c, err := cluster.Start(ctx, rack, cluster.Options{Bin: bin, Dir: dir, Config: func(cfg *daemon.Config) {
-				cfg.DataDir = filepath.Join(dir, fmt.Sprintf("data-%d", cfg.ID))
-				cfg.Fsync = "entry"
-				// The checker reads every stream from seq 0 at the end: keep the
-				// whole run in memory.
-				cfg.KeepEntries = 1 << 22
-			}})
+			c, err := cluster.Start(ctx, rack, cluster.Options{Bin: bin, Dir: dir, Config: cluster.Durable(dir, true)})
 			if err != nil {
 				return err
 			}
