@@ -24,7 +24,7 @@ func TestRackSeedPartition(t *testing.T) {
 	if err := r.Partition(ctx, [][]int{{0, 1}, {2, 3, 4}}); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(100 * time.Millisecond) // let in-flight frames settle
+	time.Sleep(500 * time.Millisecond) // let in-flight frames and the minority's takeovers settle
 	a0, err := c.Status(ctx, 0)
 	if err != nil {
 		t.Fatal(err)
