@@ -37,6 +37,7 @@ senders. See docs/protocol.md and docs/wire.md.`,
 	root.AddCommand(newSimCmd(nil))
 	root.AddCommand(newLabCmd(nil))
 	root.AddCommand(newFrameCmd())
+	root.AddCommand(newProbeCmd(), newProbeEndpointCmd())
 	root.AddCommand(newDaemonCmd(), newSendCmd(), newTailCmd(), newStatusCmd(), newDemoCmd(), newBenchCmd(), newRawCmd())
 	return root
 }
