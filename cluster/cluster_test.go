@@ -57,24 +57,7 @@ func rack(t *testing.T, n int) *lab.Rack {
 
 func start(t *testing.T, r *lab.Rack) *Cluster {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	c, err := Start(ctx, r, Options{Bin: exoBin, Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := c.Stop(); err != nil {
-			t.Errorf("stop: %v", err)
-		}
-		if t.Failed() {
-			for i := range r.Hosts {
-				b, _ := os.ReadFile(c.LogPath(i))
-				t.Logf("log of %s:\n%s", r.Hosts[i].Name, tail(b, 2000))
-			}
-		}
-	})
-	return c
+	return startWith(t, r, nil)
 }
 
 // TestRack100k: a 5-host lab rack on real raw frames; 100k messages
