@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -65,7 +66,33 @@ func newVethPair(tb testing.TB, mtu int) *vethPair {
 		"peer", "name", testIf, "netns", p.B, "mtu", fmt.Sprint(mtu))
 	ip(tb, "-n", p.A, "link", "set", testIf, "address", macA.String(), "up")
 	ip(tb, "-n", p.B, "link", "set", testIf, "address", macB.String(), "up")
+	for _, ns := range []string{p.A, p.B} {
+		waitOperUp(tb, ns)
+	}
 	return p
+}
+
+// waitOperUp waits until exo0 in ns is operationally up. Until the
+// kernel's link watcher has run (it is rate-limited, up to a second after
+// "link set up"), the device still has the noop qdisc and silently drops
+// every frame sent on it, so a test that sends at once can lose its first
+// frame.
+func waitOperUp(tb testing.TB, ns string) {
+	tb.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		out, err := exec.Command("ip", "-n", ns, "-o", "link", "show", testIf).CombinedOutput()
+		if err != nil {
+			tb.Fatalf("ip -n %s link show %s: %v: %s", ns, testIf, err, out)
+		}
+		if strings.Contains(string(out), "state UP") {
+			return
+		}
+		if time.Now().After(deadline) {
+			tb.Fatalf("%s in %s not operationally up after 5 s: %s", testIf, ns, out)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
 // ip runs the ip command, failing the test on error.

@@ -362,6 +362,41 @@ func (r *Rack) build(ctx context.Context) error {
 			return err
 		}
 	}
+	// 5. Wait until every link is operationally up. Until the kernel's
+	// link watcher (rate-limited: up to a second after "link set up") has
+	// run, a device keeps the noop qdisc and silently drops what is sent
+	// on it, so a rack handed over earlier can lose its first frames.
+	return r.waitOperUp(ctx, 10*time.Second)
+}
+
+// waitOperUp polls until every host interface, switch port and the bridge
+// report operstate UP, or fails after d.
+func (r *Rack) waitOperUp(ctx context.Context, d time.Duration) error {
+	type link struct{ ns, dev string }
+	links := []link{{r.SwitchNetns, r.Bridge}}
+	for _, h := range r.Hosts {
+		links = append(links, link{r.SwitchNetns, h.Port}, link{h.Netns, h.Ifname})
+	}
+	deadline := time.Now().Add(d)
+	for _, l := range links {
+		for {
+			out, err := run(ctx, "", "ip", "-n", l.ns, "-o", "link", "show", "dev", l.dev)
+			if err != nil {
+				return err
+			}
+			if strings.Contains(out, "state UP") {
+				break
+			}
+			if time.Now().After(deadline) {
+				return fmt.Errorf("link %s in %s is not operationally up after %v: %s", l.dev, l.ns, d, strings.TrimSpace(out))
+			}
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(10 * time.Millisecond):
+			}
+		}
+	}
 	return nil
 }
 
