@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/exo-rack/exo/client"
+	"github.com/exo-rack/exo/daemon"
+	"github.com/exo-rack/exo/driver/xdp"
 	"github.com/exo-rack/exo/lab"
 )
 
@@ -63,9 +65,57 @@ func start(t *testing.T, r *lab.Rack) *Cluster {
 // TestRack100k: a 5-host lab rack on real raw frames; 100k messages
 // published from all hosts concurrently; every host delivers the identical
 // sequence, nothing missing, nothing twice.
-func TestRack100k(t *testing.T) {
+func TestRack100k(t *testing.T) { rack100k(t, "software") }
+
+// TestRack100kXDP is TestRack100k with every daemon's XDP program in
+// front of its socket (offload "xdp"): the same checks, and the programs
+// must have accepted frames in the kernel.
+func TestRack100kXDP(t *testing.T) {
+	requireXDP(t)
+	rack100k(t, "xdp")
+}
+
+// withOffload is a config hook that sets the offload mode.
+func withOffload(mode string) func(*daemon.Config) {
+	return func(c *daemon.Config) { c.Offload = mode }
+}
+
+// requireXDP skips, saying why, when this kernel cannot load the XDP
+// program (not root is rack's skip).
+func requireXDP(t *testing.T) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("XDP offload test skipped: needs root (CAP_BPF, CAP_NET_ADMIN); run as root, CI does")
+	}
+	p, err := xdp.Load()
+	if err != nil {
+		t.Skipf("XDP offload test skipped: the kernel refused the XDP program: %v", err)
+	}
+	p.Close()
+}
+
+// checkOffloadWorked fails the test unless every host's fast path
+// accepted frames itself, and logs its counters.
+func checkOffloadWorked(t *testing.T, c *Cluster, n int) {
+	t.Helper()
+	for i := 0; i < n; i++ {
+		st, err := c.Status(context.Background(), i)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Offload == nil {
+			t.Fatalf("host %d reports no offload", i)
+		}
+		if st.Offload.Counters["ACCEPT"] == 0 {
+			t.Fatalf("host %d: the %s fast path accepted no frame: %+v", i, st.Offload.Mode, st.Offload)
+		}
+		t.Logf("host %d %s: %d state writes, counters %v", i, st.Offload.Mode, st.Offload.Pushes, st.Offload.Counters)
+	}
+}
+
+func rack100k(t *testing.T, offload string) {
 	r := rack(t, 5)
-	c := start(t, r)
+	c := startWith(t, r, withOffload(offload))
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	const perHost = 20000
@@ -102,8 +152,11 @@ func TestRack100k(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("100k messages: %.0f agreed msgs/s, publish-to-agreed p50=%dus p99=%dus p999=%dus max=%dus",
-		res.Rate(), res.Latency.ValueAtQuantile(50), res.Latency.ValueAtQuantile(99), res.Latency.ValueAtQuantile(99.9), res.Latency.Max())
+	if offload != "software" {
+		checkOffloadWorked(t, c, 5)
+	}
+	t.Logf("offload %s: 100k messages: %.0f agreed msgs/s, publish-to-agreed p50=%dus p99=%dus p999=%dus max=%dus",
+		offload, res.Rate(), res.Latency.ValueAtQuantile(50), res.Latency.ValueAtQuantile(99), res.Latency.ValueAtQuantile(99.9), res.Latency.Max())
 }
 
 // TestRackKill9: kill -9 one daemon mid-run; the other four keep agreeing

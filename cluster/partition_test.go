@@ -12,9 +12,17 @@ import (
 // keeps agreeing, the minority's agreement pointer does not move; after the
 // heal, every host holds the same agreed log within a bounded time, and
 // everything the majority agreed during the partition is at A and B.
-func TestRackSeedPartition(t *testing.T) {
+func TestRackSeedPartition(t *testing.T) { seedPartition(t, "software") }
+
+// TestRackSeedPartitionXDP is TestRackSeedPartition with offload "xdp".
+func TestRackSeedPartitionXDP(t *testing.T) {
+	requireXDP(t)
+	seedPartition(t, "xdp")
+}
+
+func seedPartition(t *testing.T, offload string) {
 	r := rack(t, 5)
-	c := start(t, r)
+	c := startWith(t, r, withOffload(offload))
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	all := []int{0, 1, 2, 3, 4}
@@ -109,7 +117,10 @@ func TestRackSeedPartition(t *testing.T) {
 			t.Fatalf("host %s holds %d of the %d messages the majority agreed during the partition", r.Hosts[h].Name, n, 3*500)
 		}
 	}
+	if offload != "software" {
+		checkOffloadWorked(t, c, 5)
+	}
 	st, _ := c.Status(ctx, 0)
-	t.Logf("healed: every host reached the majority's agreement pointer %d within %v; epoch now %d; the first %d messages identical at all 5",
-		cMaj.Agreed, converged, st.Epoch, k)
+	t.Logf("offload %s healed: every host reached the majority's agreement pointer %d within %v; epoch now %d; the first %d messages identical at all 5",
+		offload, cMaj.Agreed, converged, st.Epoch, k)
 }

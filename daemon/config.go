@@ -32,8 +32,10 @@ type Config struct {
 	// KeyFile holds the group key (at least 16 bytes, mode 0600): the OOB
 	// connections between hosts prove it both ways.
 	KeyFile string `json:"key_file"`
-	// Offload is the fast path: "software" (default); "xdp", "fpga-sim" and
-	// "auto" arrive with their issues.
+	// Offload is the fast path: "software" (default), "xdp" (the XDP
+	// program in front of the socket; the daemon refuses to start without
+	// it), "auto" (xdp, else software with one log line) or "fpga-sim" (the
+	// simulated FPGA engine, in a build with -tags fpgasim).
 	Offload string `json:"offload,omitempty"`
 	// APISocket is the local API's Unix socket path.
 	APISocket string `json:"api_socket"`
@@ -150,8 +152,8 @@ func (c *Config) Validate() error {
 		return fieldErr("api_socket", "missing (e.g. /run/exo/exo.sock)")
 	case c.KeyFile == "":
 		return fieldErr("key_file", "missing (the group key: OOB connections are never anonymous; e.g. head -c 32 /dev/urandom > /etc/exo/key; chmod 600 /etc/exo/key)")
-	case c.Offload != "software":
-		return fieldErr("offload", "%q is not available in this build (software)", c.Offload)
+	case c.Offload != "software" && c.Offload != "xdp" && c.Offload != "auto" && c.Offload != "fpga-sim":
+		return fieldErr("offload", "%q is none of software, xdp, auto, fpga-sim", c.Offload)
 	case c.Tick < 10*time.Microsecond || c.Tick > time.Second:
 		return fieldErr("tick", "%v is outside 10us..1s", c.Tick)
 	case c.MaxMessage < 1 || c.MaxMessage > 64<<20:

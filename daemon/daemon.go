@@ -61,6 +61,7 @@ type Daemon struct {
 	reasm   []reassembler
 	txbuf   []byte
 	holdAt  time.Time
+	off     *offloadState // the fast path, or nil (software)
 
 	// Shared with API goroutines (subscribers).
 	mu       sync.Mutex
@@ -263,9 +264,15 @@ func (d *Daemon) stepBatch(f *exo.Frame, b *rxBatch) {
 	for i := 0; i < b.n; i++ {
 		m := &b.msgs[i]
 		d.metrics.framesIn.Inc()
+		if d.off != nil && d.off.inline != nil && !d.offloadInline(m.Buf[:m.N], m.Src) {
+			continue
+		}
 		if err := f.UnmarshalBinary(m.Buf[:m.N]); err != nil {
 			d.metrics.rejects.WithLabelValues(exo.ReasonOf(err).String()).Inc()
 			continue
+		}
+		if d.off != nil {
+			d.offloadShadow(f)
 		}
 		// Roster enforcement: a frame of our group that names a roster id
 		// must come from that id's MAC (other groups are the core's
@@ -342,6 +349,11 @@ func (d *Daemon) ready() error {
 			return err
 		}
 	}
+	if d.off != nil && len(rd.Frames) > 0 {
+		// The fast path learns of this host's own entries before they
+		// leave: the successor's reply must find them there.
+		d.offloadSync()
+	}
 	for i := range rd.Frames {
 		var err error
 		d.txbuf, err = rd.Frames[i].AppendBinary(d.txbuf[:0])
@@ -396,6 +408,9 @@ func (d *Daemon) ready() error {
 		})
 	}
 	nd.Advance()
+	if d.off != nil {
+		d.offloadSync()
+	}
 	p := nd.Pointers()
 	if nd.Holder() == uint8(d.cfg.ID) && d.holdAt.IsZero() {
 		d.holdAt = time.Now()
@@ -472,6 +487,7 @@ type Status struct {
 	Waiting     int               `json:"publishes_waiting"`
 	Skipped     []int             `json:"skipped_hosts"`
 	Counters    map[string]uint64 `json:"counters"`
+	Offload     *offloadStatus    `json:"offload,omitempty"`
 }
 
 func (d *Daemon) statusJSON() []byte {
@@ -481,7 +497,7 @@ func (d *Daemon) statusJSON() []byte {
 	st := Status{ID: d.cfg.ID, Hosts: len(d.cfg.Roster), Epoch: p.Epoch, Promised: nd.Promised(), Halted: nd.Halted(),
 		Append: p.Append, Agreed: p.Agreed, LogBase: nd.LogBase(), Holder: int(nd.Holder()), Pending: nd.Pending(),
 		Delivered: d.delivCnt, Subscribers: len(d.subs), Waiting: len(d.waiters), Skipped: []int{},
-		Counters: d.metrics.counters()}
+		Counters: d.metrics.counters(), Offload: d.offloadStatusLocked()}
 	d.mu.Unlock()
 	for i := range d.cfg.Roster {
 		if nd.Skipped(uint8(i)) {

@@ -31,6 +31,8 @@ type metrics struct {
 	viewChanges, takeovers          prometheus.Counter
 	rejects                         *prometheus.CounterVec
 	tokenHold                       prometheus.Histogram
+	offloadDrops                    *prometheus.CounterVec
+	offloadPushes                   prometheus.Counter
 }
 
 func newMetrics() *metrics {
@@ -63,12 +65,15 @@ func newMetrics() *metrics {
 		takeovers:    c("token_takeovers_total", "Token takeovers by this host."),
 		rejects: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "frames_rejected_total",
 			Help: "Frames not appended, by reason."}, []string{"reason"}),
+		offloadDrops: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "offload_inline_drops_total",
+			Help: "Frames an inline fast path (fpga-sim) dropped before the core, by reason."}, []string{"reason"}),
+		offloadPushes: c("offload_state_writes_total", "Times the control plane wrote the core's pointers to the fast path."),
 		tokenHold: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: ns, Name: "token_hold_seconds",
 			Help: "Time from receiving the token to sending a frame.", Buckets: prometheus.ExponentialBuckets(1e-6, 4, 12)}),
 	}
 	m.reg.MustRegister(m.info, m.appendPtr, m.agreedPtr, m.epoch, m.queueDepth, m.halted, m.framesIn, m.framesOut,
 		m.oobOut, m.readErrors, m.writeErrors, m.foreignMAC, m.badFragments, m.published, m.delivered, m.queueFull,
-		m.viewChanges, m.takeovers, m.rejects, m.tokenHold,
+		m.viewChanges, m.takeovers, m.rejects, m.tokenHold, m.offloadDrops, m.offloadPushes,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	for r := exo.Reason(1); r < exo.NumReasons; r++ {
 		m.rejects.WithLabelValues(r.String())
@@ -145,4 +150,32 @@ func (d *Daemon) serveMetrics(ctx context.Context) error {
 		return fmt.Errorf("metrics: %w", err)
 	}
 	return nil
+}
+
+// offloadCollector exports a fast path's own counters (read from the
+// kernel map or the engine's registers at scrape time).
+type offloadCollector struct {
+	off  Offload
+	desc *prometheus.Desc
+}
+
+func newOffloadCollector(o Offload) *offloadCollector {
+	return &offloadCollector{off: o, desc: prometheus.NewDesc("exo_offload_frames_total",
+		"Frames the fast path (XDP program or FPGA engine) classified, by reason; non-ACCEPT, non-slow-path reasons were dropped there.",
+		[]string{"offload", "reason"}, nil)}
+}
+
+// Describe implements prometheus.Collector.
+func (c *offloadCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
+
+// Collect implements prometheus.Collector.
+func (c *offloadCollector) Collect(ch chan<- prometheus.Metric) {
+	v, err := c.off.Counters()
+	if err != nil {
+		ch <- prometheus.NewInvalidMetric(c.desc, err)
+		return
+	}
+	for r, n := range v {
+		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.CounterValue, float64(n), c.off.Name(), exo.Reason(r).String())
+	}
 }

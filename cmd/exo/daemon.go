@@ -18,6 +18,7 @@ import (
 func newDaemonCmd() *cobra.Command {
 	var cfgPath, level, format string
 	var join bool
+	var offload string
 	cmd := &cobra.Command{
 		Use:   "daemon --config FILE",
 		Short: "Run the rack broadcast daemon of this host",
@@ -42,6 +43,12 @@ docs/operator.md for every field and an example.`,
 			if join {
 				cfg.Join = true
 			}
+			if offload != "" {
+				cfg.Offload = offload
+				if err := cfg.Validate(); err != nil {
+					return &exitError{code: 2, err: fmt.Errorf("--offload: %w", err)}
+				}
+			}
 			log, err := newLogger(level, format)
 			if err != nil {
 				return &exitError{code: 2, err: err}
@@ -51,6 +58,7 @@ docs/operator.md for every field and an example.`,
 	}
 	cmd.Flags().StringVar(&cfgPath, "config", "", "the daemon's JSON config file")
 	cmd.Flags().BoolVar(&join, "join", false, "start as a host that lost its state and rejoin the running rack")
+	cmd.Flags().StringVar(&offload, "offload", "", "fast path, overriding the config: software, xdp (the XDP program in front of the socket), auto (xdp, else software with one log line) or fpga-sim (the simulated FPGA engine)")
 	cmd.Flags().StringVar(&level, "log-level", "info", "debug, info, warn or error")
 	cmd.Flags().StringVar(&format, "log-format", "text", "text or json")
 	return cmd
@@ -101,6 +109,12 @@ func runDaemon(ctx context.Context, cfg *daemon.Config, log *slog.Logger) error 
 		conn.Close()
 		return err
 	}
+	detach, err := setupOffload(cfg, d, log)
+	if err != nil {
+		conn.Close()
+		return err
+	}
+	defer detach()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var wg sync.WaitGroup
