@@ -18,6 +18,10 @@ import (
 
 var exoBin string
 
+// exoFPGABin is exo built with -tags fpgasim, or "" when the simulated
+// engine has not been built.
+var exoFPGABin string
+
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "exo-cluster-test")
 	if err != nil {
@@ -28,6 +32,18 @@ func TestMain(m *testing.M) {
 	if out, err := exec.Command("go", "build", "-o", exoBin, "../cmd/exo").CombinedOutput(); err != nil {
 		fmt.Fprintf(os.Stderr, "building exo: %v\n%s", err, out)
 		os.Exit(1)
+	}
+	// The simulated FPGA engine needs a cgo build against the Verilated
+	// model (tools/build-fpga-sim.sh); without it the fpga-sim tests skip.
+	if _, err := os.Stat("../driver/fpga/obj_vl/libverilated.a"); err == nil {
+		bin := filepath.Join(dir, "exo-fpgasim")
+		cmd := exec.Command("go", "build", "-tags", "fpgasim", "-o", bin, "../cmd/exo")
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=1")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			fmt.Fprintf(os.Stderr, "building exo -tags fpgasim: %v\n%s", err, out)
+			os.Exit(1)
+		}
+		exoFPGABin = bin
 	}
 	code := m.Run()
 	os.RemoveAll(dir)
@@ -109,7 +125,28 @@ func checkOffloadWorked(t *testing.T, c *Cluster, n int) {
 		if st.Offload.Counters["ACCEPT"] == 0 {
 			t.Fatalf("host %d: the %s fast path accepted no frame: %+v", i, st.Offload.Mode, st.Offload)
 		}
-		t.Logf("host %d %s: %d state writes, counters %v", i, st.Offload.Mode, st.Offload.Pushes, st.Offload.Counters)
+		// An inline engine sees exactly the frames the core's shadow of it
+		// sees, from the same state: a different ACCEPT decision is a
+		// difference between the RTL and the Go rule on live traffic.
+		if st.Offload.Differs != 0 {
+			t.Errorf("host %d: the %s engine and the Go rule disagreed on %d frames", i, st.Offload.Mode, st.Offload.Differs)
+		}
+		t.Logf("host %d %s: %d state writes, %d dropped inline, counters %v", i, st.Offload.Mode, st.Offload.Pushes, st.Offload.Drops, st.Offload.Counters)
+	}
+}
+
+// TestRack100kFPGASim is TestRack100k with every daemon running its
+// received frames through the simulated FPGA engine (offload "fpga-sim").
+func TestRack100kFPGASim(t *testing.T) {
+	requireFPGASim(t)
+	rack100k(t, "fpga-sim")
+}
+
+// requireFPGASim skips, saying why, when the simulated engine is not built.
+func requireFPGASim(t *testing.T) {
+	t.Helper()
+	if exoFPGABin == "" {
+		t.Skip("fpga-sim test skipped: the Verilated engine is not built: run tools/build-fpga-sim.sh (tools/test.sh does)")
 	}
 }
 

@@ -106,7 +106,15 @@ func startWith(t *testing.T, r *lab.Rack, config func(*daemon.Config)) *Cluster 
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	c, err := Start(ctx, r, Options{Bin: exoBin, Dir: t.TempDir(), Config: config})
+	bin := exoBin
+	var probe daemon.Config
+	if config != nil {
+		config(&probe)
+	}
+	if probe.Offload == "fpga-sim" {
+		bin = exoFPGABin
+	}
+	c, err := Start(ctx, r, Options{Bin: bin, Dir: t.TempDir(), Config: config})
 	if err != nil {
 		t.Fatal(err)
 	}

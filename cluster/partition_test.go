@@ -20,6 +20,13 @@ func TestRackSeedPartitionXDP(t *testing.T) {
 	seedPartition(t, "xdp")
 }
 
+// TestRackSeedPartitionFPGASim is TestRackSeedPartition with offload
+// "fpga-sim".
+func TestRackSeedPartitionFPGASim(t *testing.T) {
+	requireFPGASim(t)
+	seedPartition(t, "fpga-sim")
+}
+
 func seedPartition(t *testing.T, offload string) {
 	r := rack(t, 5)
 	c := startWith(t, r, withOffload(offload))

@@ -37,6 +37,10 @@ type Config struct {
 	// it), "auto" (xdp, else software with one log line) or "fpga-sim" (the
 	// simulated FPGA engine, in a build with -tags fpgasim).
 	Offload string `json:"offload,omitempty"`
+	// XDPMode is how offload "xdp" attaches: "auto" (default: generic
+	// mode on a veth, where it measured faster; elsewhere native driver
+	// mode, else generic with a log line), "native" or "generic".
+	XDPMode string `json:"xdp_mode,omitempty"`
 	// APISocket is the local API's Unix socket path.
 	APISocket string `json:"api_socket"`
 	// MetricsAddr serves /metrics when set (e.g. 127.0.0.1:9477).
@@ -154,6 +158,8 @@ func (c *Config) Validate() error {
 		return fieldErr("key_file", "missing (the group key: OOB connections are never anonymous; e.g. head -c 32 /dev/urandom > /etc/exo/key; chmod 600 /etc/exo/key)")
 	case c.Offload != "software" && c.Offload != "xdp" && c.Offload != "auto" && c.Offload != "fpga-sim":
 		return fieldErr("offload", "%q is none of software, xdp, auto, fpga-sim", c.Offload)
+	case c.XDPMode != "" && c.XDPMode != "auto" && c.XDPMode != "native" && c.XDPMode != "generic":
+		return fieldErr("xdp_mode", "%q is none of auto, native, generic", c.XDPMode)
 	case c.Tick < 10*time.Microsecond || c.Tick > time.Second:
 		return fieldErr("tick", "%v is outside 10us..1s", c.Tick)
 	case c.MaxMessage < 1 || c.MaxMessage > 64<<20:

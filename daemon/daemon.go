@@ -487,7 +487,7 @@ type Status struct {
 	Waiting     int               `json:"publishes_waiting"`
 	Skipped     []int             `json:"skipped_hosts"`
 	Counters    map[string]uint64 `json:"counters"`
-	Offload     *offloadStatus    `json:"offload,omitempty"`
+	Offload     *OffloadStatus    `json:"offload,omitempty"`
 }
 
 func (d *Daemon) statusJSON() []byte {

@@ -148,8 +148,9 @@ func (d *Daemon) offloadSync() {
 	d.metrics.offloadPushes.Inc()
 }
 
-// offloadStatus is the offload part of the status JSON.
-type offloadStatus struct {
+// OffloadStatus is the offload part of the status reply: the fast path in
+// use, how often the control plane wrote its pointers, and its counters.
+type OffloadStatus struct {
 	Mode     string            `json:"mode"`
 	Pushes   uint64            `json:"state_writes"`
 	Drops    uint64            `json:"inline_drops,omitempty"`
@@ -158,11 +159,11 @@ type offloadStatus struct {
 	Err      string            `json:"counters_error,omitempty"`
 }
 
-func (d *Daemon) offloadStatusLocked() *offloadStatus {
+func (d *Daemon) offloadStatusLocked() *OffloadStatus {
 	if d.off == nil {
 		return nil
 	}
-	s := &offloadStatus{Mode: d.off.off.Name(), Pushes: d.off.pushes, Drops: d.off.drops, Differs: d.off.differs}
+	s := &OffloadStatus{Mode: d.off.off.Name(), Pushes: d.off.pushes, Drops: d.off.drops, Differs: d.off.differs}
 	c, err := d.off.off.Counters()
 	if err != nil {
 		s.Err = err.Error()

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -24,8 +25,46 @@ type benchOptions struct {
 	Pings    int
 	Flood    int
 	Prefix   string
-	JSON     bool
-	Out      io.Writer
+	Offloads []string
+	// FloodKind, when set, adds a batched run under a flood of bad frames
+	// of this kind (exo raw --kind) from the last host's namespace.
+	FloodKind string
+	// RunTimeout bounds each daemon run (a stuck rack fails the bench
+	// instead of hanging it).
+	RunTimeout time.Duration
+	JSON       bool
+	Out        io.Writer
+}
+
+// agreementFigures are the daemon measurements of one offload mode.
+type agreementFigures struct {
+	Offload     string  `json:"offload"`
+	AgreeP50us  float64 `json:"agreement_p50_us"`
+	AgreeP99us  float64 `json:"agreement_p99_us"`
+	AgreeP999us float64 `json:"agreement_p999_us"`
+
+	UnbatchedRate float64 `json:"agreed_msgs_per_sec_unbatched"`
+	BatchedRate   float64 `json:"agreed_msgs_per_sec_batched"`
+	CPUusPerMsg   float64 `json:"daemon_cpu_us_per_agreed_msg_batched"`
+	// MachineCPUusPerMsg is the whole machine's busy CPU time (every
+	// core, softirq included: an XDP program runs there) per agreed
+	// message of the batched run.
+	MachineCPUusPerMsg float64 `json:"machine_cpu_us_per_agreed_msg_batched"`
+	// Unbatched figures: one message per frame, so per frame costs show.
+	UnbatchedCPUusPerMsg        float64 `json:"daemon_cpu_us_per_agreed_msg_unbatched"`
+	UnbatchedMachineCPUusPerMsg float64 `json:"machine_cpu_us_per_agreed_msg_unbatched"`
+	MaxRSSMiB                   float64 `json:"max_daemon_rss_mib_after_load"`
+
+	// The batched run again while the last host's namespace floods bad
+	// frames of --flood-kind (0 when not measured).
+	FloodKind        string  `json:"flood_kind,omitempty"`
+	FloodBatchedRate float64 `json:"agreed_msgs_per_sec_batched_under_flood,omitempty"`
+	FloodSent        int64   `json:"flood_frames_sent,omitempty"`
+	FloodSentRate    float64 `json:"flood_frames_per_sec,omitempty"`
+	// FloodCounted is how many flood frames host A counted (in its fast
+	// path's counters, or its core's rejects for software).
+	FloodCounted      uint64  `json:"flood_frames_counted_at_host_a,omitempty"`
+	FloodToLegitRatio float64 `json:"flood_to_legit_frame_ratio,omitempty"`
 }
 
 // benchReport is exo bench's result; every figure comes from one run on one
@@ -50,6 +89,22 @@ type benchReport struct {
 
 	RatioAgreeToRawP50      float64 `json:"ratio_agreement_p50_to_raw_one_way_p50"`
 	RatioUnbatchedToRawRate float64 `json:"ratio_unbatched_rate_to_raw_frame_rate"`
+
+	// Offloads holds the agreement figures of every offload mode measured,
+	// in the order of --offload; the fields above are the first one's.
+	Offloads []agreementFigures `json:"offloads"`
+	// Versus compares each further mode with the first (ratios > 1 mean
+	// the mode is faster or uses less CPU).
+	Versus []offloadRatios `json:"versus,omitempty"`
+}
+
+// offloadRatios compares one offload mode with the baseline mode.
+type offloadRatios struct {
+	Offload, Baseline   string
+	UnbatchedRate       float64 `json:"unbatched_rate_ratio"`
+	BatchedRate         float64 `json:"batched_rate_ratio"`
+	P50                 float64 `json:"agreement_p50_ratio_baseline_over_mode"`
+	MachineCPUUnbatched float64 `json:"machine_cpu_per_msg_unbatched_ratio_baseline_over_mode"`
 }
 
 func newBenchCmd() *cobra.Command {
@@ -83,6 +138,9 @@ Needs root.`,
 	cmd.Flags().IntVar(&o.Pings, "pings", 5000, "samples of the latency runs")
 	cmd.Flags().IntVar(&o.Flood, "flood", 200000, "frames of the raw rate run")
 	cmd.Flags().StringVar(&o.Prefix, "prefix", "exobench", "name prefix of the lab rack")
+	cmd.Flags().StringVar(&o.FloodKind, "attack", "", "also measure the batched rate under a flood of bad frames of this kind (foreign-group, garbage, bad-version, forged-sender) sent as fast as one thread can from the last host's namespace")
+	cmd.Flags().DurationVar(&o.RunTimeout, "run-timeout", 3*time.Minute, "limit of each daemon run")
+	cmd.Flags().StringSliceVar(&o.Offloads, "offload", []string{"software"}, "offload modes to measure side by side, the first is the baseline (software, xdp, xdp-native, fpga-sim)")
 	cmd.Flags().BoolVar(&o.JSON, "json", false, "print the report as JSON")
 	return cmd
 }
@@ -174,70 +232,39 @@ func runBench(ctx context.Context, o *benchOptions) (err error) {
 		all = append(all, i)
 	}
 	run := func(name string, edit func(*daemon.Config), fn func(c *cluster.Cluster) error) error {
+		ctx, cancel := context.WithTimeout(ctx, o.RunTimeout)
+		defer cancel()
 		c, err := cluster.Start(ctx, rack, cluster.Options{Bin: bin, Dir: dir + "/" + name, Config: edit})
 		if err != nil {
 			return err
 		}
 		err = fn(c)
+		if ctx.Err() != nil {
+			err = fmt.Errorf("run %s: not done after --run-timeout %v (daemon logs in %s): %w", name, o.RunTimeout, dir+"/"+name, err)
+		}
 		if e := c.Stop(); e != nil && err == nil {
 			err = e
 		}
 		return err
 	}
 
-	say("== agreement, %d hosts, 64-byte messages", o.Hosts)
-	err = run("latency", nil, func(c *cluster.Cluster) error {
-		res, err := c.Publish(ctx, cluster.Load{Hosts: []int{0}, PerHost: o.Pings, Size: 64, Window: 1})
+	for _, mode := range o.Offloads {
+		fig, err := benchAgreement(ctx, o, mode, run, all, say)
 		if err != nil {
-			return err
+			return fmt.Errorf("offload %s: %w", mode, err)
 		}
-		h := res.Latency
-		rep.AgreeP50us, rep.AgreeP99us, rep.AgreeP999us = float64(h.ValueAtQuantile(50)), float64(h.ValueAtQuantile(99)), float64(h.ValueAtQuantile(99.9))
-		say("agreement latency (publish to agreed at the publisher, 1 in flight): p50 %.0fus  p99 %.0fus  p999 %.0fus",
-			rep.AgreeP50us, rep.AgreeP99us, rep.AgreeP999us)
-		return nil
-	})
-	if err != nil {
-		return err
+		rep.Offloads = append(rep.Offloads, fig)
 	}
-	err = run("unbatched", func(cfg *daemon.Config) { cfg.BatchBytes = 2 + 9 + 64; cfg.MaxMessage = 64 << 10 }, func(c *cluster.Cluster) error {
-		res, err := c.Publish(ctx, cluster.Load{Hosts: all, PerHost: o.Messages / o.Hosts, Size: 64, Window: 64})
-		if err != nil {
-			return err
-		}
-		rep.UnbatchedRate = res.Rate()
-		say("agreed msgs/s without batching (one message per frame): %.0f", res.Rate())
-		return nil
-	})
-	if err != nil {
-		return err
-	}
-	err = run("batched", nil, func(c *cluster.Cluster) error {
-		var cpu0 time.Duration
-		for i := range all {
-			u, _ := c.Usage(i)
-			cpu0 += u.CPU
-		}
-		res, err := c.Publish(ctx, cluster.Load{Hosts: all, PerHost: o.Messages / o.Hosts, Size: 64, Window: 512})
-		if err != nil {
-			return err
-		}
-		var cpu1 time.Duration
-		var rss uint64
-		for i := range all {
-			u, _ := c.Usage(i)
-			cpu1 += u.CPU
-			rss = max(rss, u.RSSBytes)
-		}
-		rep.BatchedRate = res.Rate()
-		rep.CPUusPerMsg = float64((cpu1 - cpu0).Microseconds()) / float64(res.Published)
-		rep.MaxRSSMiB = float64(rss) / (1 << 20)
-		say("agreed msgs/s with batching: %.0f  (daemon CPU %.1fus per agreed message, all hosts; max RSS %.1f MiB)",
-			res.Rate(), rep.CPUusPerMsg, rep.MaxRSSMiB)
-		return nil
-	})
-	if err != nil {
-		return err
+	base := rep.Offloads[0]
+	rep.AgreeP50us, rep.AgreeP99us, rep.AgreeP999us = base.AgreeP50us, base.AgreeP99us, base.AgreeP999us
+	rep.UnbatchedRate, rep.BatchedRate, rep.CPUusPerMsg, rep.MaxRSSMiB = base.UnbatchedRate, base.BatchedRate, base.CPUusPerMsg, base.MaxRSSMiB
+	for _, f := range rep.Offloads[1:] {
+		v := offloadRatios{Offload: f.Offload, Baseline: base.Offload,
+			UnbatchedRate: f.UnbatchedRate / base.UnbatchedRate, BatchedRate: f.BatchedRate / base.BatchedRate,
+			P50: base.AgreeP50us / f.AgreeP50us, MachineCPUUnbatched: base.UnbatchedMachineCPUusPerMsg / f.UnbatchedMachineCPUusPerMsg}
+		rep.Versus = append(rep.Versus, v)
+		say("== %s against %s (same run): unbatched agreed rate x%.2f, batched x%.2f (target >= 2), agreement p50 %.0fus vs %.0fus, machine CPU per unbatched message %.1fus vs %.1fus",
+			f.Offload, base.Offload, v.UnbatchedRate, v.BatchedRate, f.AgreeP50us, base.AgreeP50us, f.UnbatchedMachineCPUusPerMsg, base.UnbatchedMachineCPUusPerMsg)
 	}
 	if rep.RawOneWayP50us > 0 {
 		rep.RatioAgreeToRawP50 = rep.AgreeP50us / rep.RawOneWayP50us
@@ -253,4 +280,197 @@ func runBench(ctx context.Context, o *benchOptions) (err error) {
 		return enc.Encode(rep)
 	}
 	return nil
+}
+
+// benchAgreement measures the daemons of one offload mode: agreement
+// latency, unbatched and batched agreed rates, CPU per message.
+func benchAgreement(ctx context.Context, o *benchOptions, mode string,
+	run func(string, func(*daemon.Config), func(*cluster.Cluster) error) error,
+	all []int, say func(string, ...any)) (agreementFigures, error) {
+	fig := agreementFigures{Offload: mode}
+	withMode := func(edit func(*daemon.Config)) func(*daemon.Config) {
+		return func(c *daemon.Config) {
+			c.Offload = mode
+			if mode == "xdp-native" { // the XDP program in native (driver) mode
+				c.Offload, c.XDPMode = "xdp", "native"
+			}
+			if edit != nil {
+				edit(c)
+			}
+		}
+	}
+	say("== agreement, %d hosts, 64-byte messages, offload %s", o.Hosts, mode)
+	err := run(mode+"-latency", withMode(nil), func(c *cluster.Cluster) error {
+		res, err := c.Publish(ctx, cluster.Load{Hosts: []int{0}, PerHost: o.Pings, Size: 64, Window: 1})
+		if err != nil {
+			return err
+		}
+		h := res.Latency
+		fig.AgreeP50us, fig.AgreeP99us, fig.AgreeP999us = float64(h.ValueAtQuantile(50)), float64(h.ValueAtQuantile(99)), float64(h.ValueAtQuantile(99.9))
+		say("agreement latency (publish to agreed at the publisher, 1 in flight): p50 %.0fus  p99 %.0fus  p999 %.0fus",
+			fig.AgreeP50us, fig.AgreeP99us, fig.AgreeP999us)
+		return nil
+	})
+	if err != nil {
+		return fig, err
+	}
+	// cpu measures fn's published messages against the daemons' CPU and
+	// the whole machine's busy time.
+	cpu := func(c *cluster.Cluster, fn func() (cluster.LoadResult, error)) (res cluster.LoadResult, daemonUS, machineUS float64, rss uint64, err error) {
+		var d0 time.Duration
+		for i := range all {
+			u, _ := c.Usage(i)
+			d0 += u.CPU
+		}
+		m0, _ := machineBusy()
+		res, err = fn()
+		if err != nil {
+			return
+		}
+		m1, _ := machineBusy()
+		var d1 time.Duration
+		for i := range all {
+			u, _ := c.Usage(i)
+			d1 += u.CPU
+			rss = max(rss, u.RSSBytes)
+		}
+		daemonUS = float64((d1 - d0).Microseconds()) / float64(res.Published)
+		machineUS = float64((m1 - m0).Microseconds()) / float64(res.Published)
+		return
+	}
+	err = run(mode+"-unbatched", withMode(func(cfg *daemon.Config) { cfg.BatchBytes = 2 + 9 + 64; cfg.MaxMessage = 64 << 10 }), func(c *cluster.Cluster) error {
+		res, dus, mus, _, err := cpu(c, func() (cluster.LoadResult, error) {
+			return c.Publish(ctx, cluster.Load{Hosts: all, PerHost: o.Messages / o.Hosts, Size: 64, Window: 64})
+		})
+		if err != nil {
+			return err
+		}
+		fig.UnbatchedRate, fig.UnbatchedCPUusPerMsg, fig.UnbatchedMachineCPUusPerMsg = res.Rate(), dus, mus
+		say("agreed msgs/s without batching (one message per frame): %.0f  (daemon CPU %.1fus, machine CPU %.1fus per agreed message)", res.Rate(), dus, mus)
+		return nil
+	})
+	if err != nil {
+		return fig, err
+	}
+	err = run(mode+"-batched", withMode(nil), func(c *cluster.Cluster) error {
+		res, dus, mus, rss, err := cpu(c, func() (cluster.LoadResult, error) {
+			return c.Publish(ctx, cluster.Load{Hosts: all, PerHost: o.Messages / o.Hosts, Size: 64, Window: 512})
+		})
+		if err != nil {
+			return err
+		}
+		fig.BatchedRate, fig.CPUusPerMsg, fig.MachineCPUusPerMsg = res.Rate(), dus, mus
+		fig.MaxRSSMiB = float64(rss) / (1 << 20)
+		say("agreed msgs/s with batching: %.0f  (daemon CPU %.1fus, machine CPU %.1fus per agreed message, all hosts; max RSS %.1f MiB)",
+			res.Rate(), dus, mus, fig.MaxRSSMiB)
+		return nil
+	})
+	if err != nil || o.FloodKind == "" {
+		return fig, err
+	}
+	fig.FloodKind = o.FloodKind
+	err = run(mode+"-flood", withMode(nil), func(c *cluster.Cluster) error {
+		return benchFlood(ctx, o, c, all, &fig, say)
+	})
+	return fig, err
+}
+
+// floodCounted is how many frames of a flood kind host i counted: in its
+// fast path (dropped there) plus in its core's rejects.
+func floodCounted(ctx context.Context, c *cluster.Cluster, i int, kind string) (uint64, error) {
+	st, err := c.Status(ctx, i)
+	if err != nil {
+		return 0, err
+	}
+	reason := map[string]string{"foreign-group": "BAD_GROUP", "bad-version": "BAD_VERSION", "garbage": "", "forged-sender": "BAD_SENDER"}[kind]
+	var n uint64
+	if reason != "" {
+		n += st.Counters["rejects."+reason]
+		if st.Offload != nil {
+			n += st.Offload.Counters[reason]
+		}
+	}
+	if kind == "forged-sender" {
+		n += st.Counters["foreign_mac"]
+	}
+	return n, nil
+}
+
+// benchFlood runs the batched load while the last host's namespace sends
+// bad frames as fast as it can.
+func benchFlood(ctx context.Context, o *benchOptions, c *cluster.Cluster, all []int, fig *agreementFigures, say func(string, ...any)) error {
+	bin, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	last := len(all) - 1
+	before, err := floodCounted(ctx, c, 0, o.FloodKind)
+	if err != nil {
+		return err
+	}
+	st0, err := c.Status(ctx, 0)
+	if err != nil {
+		return err
+	}
+	inj := c.Rack.CommandContext(ctx, last, bin, "raw", "--interface", c.Rack.Hosts[last].Ifname,
+		"--mode", "inject", "--kind", o.FloodKind, "--count", "0", "--duration", o.RunTimeout.String())
+	var out, errb bytes.Buffer
+	inj.Stdout, inj.Stderr = &out, &errb
+	if err := inj.Start(); err != nil {
+		return err
+	}
+	time.Sleep(300 * time.Millisecond)
+	res, err := c.Publish(ctx, cluster.Load{Hosts: all, PerHost: o.Messages / o.Hosts, Size: 64, Window: 512})
+	inj.Process.Signal(os.Interrupt)
+	werr := inj.Wait()
+	if err != nil {
+		return err
+	}
+	var ir rawResult
+	if jerr := json.Unmarshal(out.Bytes(), &ir); jerr != nil {
+		return fmt.Errorf("flood injector: %v, %v: %s", werr, jerr, errb.String())
+	}
+	time.Sleep(200 * time.Millisecond)
+	after, err := floodCounted(ctx, c, 0, o.FloodKind)
+	if err != nil {
+		return err
+	}
+	fig.FloodBatchedRate, fig.FloodSent, fig.FloodSentRate, fig.FloodCounted = res.Rate(), ir.Frames, ir.Rate, after-before
+	st1, err := c.Status(ctx, 0)
+	if err != nil {
+		return err
+	}
+	// Every log entry is one legitimate frame.
+	if legit := float64(st1.Append-st0.Append) / res.Elapsed.Seconds(); legit > 0 {
+		fig.FloodToLegitRatio = ir.Rate / legit
+	}
+	say("under a %s flood (%d frames at %.0f/s from %s, %.1fx the legitimate frame rate; host A counted %d of them): agreed msgs/s with batching %.0f (%.2f of the unattacked run)",
+		o.FloodKind, ir.Frames, ir.Rate, c.Rack.Hosts[last].Name, fig.FloodToLegitRatio, fig.FloodCounted, res.Rate(), res.Rate()/fig.BatchedRate)
+	return nil
+}
+
+// machineBusy returns the busy CPU time of the whole machine (every core:
+// user, system, irq, softirq) from /proc/stat.
+func machineBusy() (time.Duration, error) {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0, err
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	f := strings.Fields(line) // cpu user nice system idle iowait irq softirq steal ...
+	if len(f) < 8 || f[0] != "cpu" {
+		return 0, fmt.Errorf("/proc/stat: unexpected first line %q", line)
+	}
+	var busy uint64
+	for i, v := range f[1:] {
+		if i == 3 || i == 4 { // idle, iowait
+			continue
+		}
+		if i >= 7 { // steal, guest (counted in user), guest_nice
+			break
+		}
+		n, _ := strconv.ParseUint(v, 10, 64)
+		busy += n
+	}
+	return time.Duration(busy) * time.Second / 100, nil // USER_HZ = 100
 }

@@ -52,7 +52,8 @@ func newRawCmd() *cobra.Command {
   --mode sink    count baseline frames for --duration: the receive rate
   --mode flood   send --count frames as fast as one thread can
   --mode inject  send --count bad frames of --kind: garbage, foreign-group, truncated,
-                 bad-version, forged-sender (a roster id from a foreign MAC)`,
+                 bad-version, forged-sender (a roster id from a foreign MAC)
+  flood and inject with --count 0 send for --duration instead`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			conn, err := broadcast.Listen(iface, broadcast.Options{ReadBuffer: 8 << 20})
 			if err != nil {
@@ -71,7 +72,7 @@ func newRawCmd() *cobra.Command {
 	cmd.Flags().StringVar(&kind, "kind", "garbage", "inject: kind of bad frame")
 	cmd.Flags().IntVar(&count, "count", 10000, "frames to send")
 	cmd.Flags().IntVar(&size, "size", 64, "payload bytes")
-	cmd.Flags().DurationVar(&dur, "duration", 5*time.Second, "echo/sink: how long to run")
+	cmd.Flags().DurationVar(&dur, "duration", 5*time.Second, "echo/sink (and flood/inject with --count 0): how long to run")
 	return cmd
 }
 
@@ -158,7 +159,10 @@ func runRaw(ctx context.Context, conn broadcast.Conn, mode, kind string, count, 
 		res.Seconds = time.Since(start).Seconds()
 	case "flood", "inject":
 		rng := rand.New(rand.NewPCG(1, 2))
-		for i := 0; i < count && ctx.Err() == nil; i++ {
+		for i := 0; (count == 0 || i < count) && ctx.Err() == nil; i++ {
+			if count == 0 && i%64 == 0 && time.Since(start) >= dur {
+				break
+			}
 			var b []byte
 			if mode == "flood" {
 				b = rawFrame(uint64(i), size)
