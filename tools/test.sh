@@ -12,11 +12,16 @@ step() { printf '\n== %s\n' "$*"; }
 step setup
 bash tools/setup.sh
 
+step "the simulated FPGA engine: Verilated RTL for driver/fpga (-tags fpgasim)"
+bash tools/build-fpga-sim.sh
+
 step "gofmt, go vet, staticcheck"
 unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))
 if [ -n "$unformatted" ]; then echo "gofmt would change: $unformatted"; exit 1; fi
 go vet ./...
 go tool staticcheck ./...
+CGO_ENABLED=1 go vet -tags fpgasim ./driver/fpga ./cmd/exo
+CGO_ENABLED=1 go tool staticcheck -tags fpgasim ./driver/fpga ./cmd/exo
 
 step "generated files are current"
 go run ./tools/hwgen -check
@@ -26,6 +31,9 @@ step "unit, walk-through, golden-vector, simulator, exploration and lab-rack tes
 # The lab-rack tests (lab/, broadcast/, cluster/) need root; CI runs as root.
 if [ "$(id -u)" != 0 ]; then echo "note: not root: the lab-rack tests will skip (they say so)"; fi
 go test -count=1 -timeout 20m ./...
+# The Verilated engine against the golden vectors, from Go (cgo). The
+# lab-rack tests above ran the daemon with --offload=fpga-sim on it too.
+CGO_ENABLED=1 go test -count=1 -tags fpgasim ./driver/fpga
 
 step "the checker bites: a core with one rule broken must be caught"
 go test -count=1 -tags exo_broken_distinct -run 'Broken' ./exo/sim ./exo/explore

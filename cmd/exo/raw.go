@@ -52,7 +52,9 @@ func newRawCmd() *cobra.Command {
   --mode sink    count baseline frames for --duration: the receive rate
   --mode flood   send --count frames as fast as one thread can
   --mode inject  send --count bad frames of --kind: garbage, foreign-group, truncated,
-                 bad-version, forged-sender (a roster id from a foreign MAC)
+                 bad-version, forged-sender (a roster id from a foreign MAC),
+                 forged-tag (our group, a made-up tag), replay (capture up to
+                 256 frames of the rack for 2 s, then send them again)
   flood and inject with --count 0 send for --duration instead`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			conn, err := broadcast.Listen(iface, broadcast.Options{ReadBuffer: 8 << 20})
@@ -159,17 +161,28 @@ func runRaw(ctx context.Context, conn broadcast.Conn, mode, kind string, count, 
 		res.Seconds = time.Since(start).Seconds()
 	case "flood", "inject":
 		rng := rand.New(rand.NewPCG(1, 2))
+		var replay [][]byte
+		if mode == "inject" && kind == "replay" {
+			var err error
+			if replay, err = captureFrames(ctx, conn, 256, 2*time.Second); err != nil {
+				return res, err
+			}
+			start = time.Now()
+		}
 		for i := 0; (count == 0 || i < count) && ctx.Err() == nil; i++ {
 			if count == 0 && i%64 == 0 && time.Since(start) >= dur {
 				break
 			}
 			var b []byte
-			if mode == "flood" {
+			switch {
+			case mode == "flood":
 				b = rawFrame(uint64(i), size)
-			} else {
+			case kind == "replay":
+				b = replay[i%len(replay)]
+			default:
 				b = badFrame(kind, i, rng)
 				if b == nil {
-					return res, fmt.Errorf("--kind %q: want garbage, foreign-group, truncated, bad-version or forged-sender", kind)
+					return res, fmt.Errorf("--kind %q: want garbage, foreign-group, truncated, bad-version, forged-sender, forged-tag or replay", kind)
 				}
 			}
 			if err := conn.WriteFrame(b); err != nil {
@@ -185,6 +198,32 @@ func runRaw(ctx context.Context, conn broadcast.Conn, mode, kind string, count, 
 		res.Rate = float64(res.Frames) / res.Seconds
 	}
 	return res, nil
+}
+
+// captureFrames reads up to max Exo frames of any group but the baseline's
+// from conn, for at most d: the frames a replay attack sends again.
+func captureFrames(ctx context.Context, conn broadcast.Conn, max int, d time.Duration) ([][]byte, error) {
+	var out [][]byte
+	var f exo.Frame
+	buf := make([]byte, conn.MTU()+64)
+	deadline := time.Now().Add(d)
+	for len(out) < max && time.Now().Before(deadline) && ctx.Err() == nil {
+		conn.SetReadDeadline(deadline)
+		n, _, err := conn.ReadFrame(buf)
+		if err != nil {
+			if errors.Is(err, os.ErrDeadlineExceeded) {
+				break
+			}
+			return nil, err
+		}
+		if f.UnmarshalBinary(buf[:n]) == nil && f.Group != rawGroup {
+			out = append(out, append([]byte(nil), buf[:n]...))
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("replay: no Exo frame seen on the interface in %v to replay", d)
+	}
+	return out, nil
 }
 
 // badFrame builds one bad frame of a kind (for the bad-input tests).
@@ -207,6 +246,12 @@ func badFrame(kind string, i int, rng *rand.Rand) []byte {
 	case "bad-version":
 		b, _ := good.MarshalBinary()
 		b[exo.OffVersion] = 9
+		return b
+	case "forged-tag":
+		// Our group, well formed, with a tag nobody computed: only the
+		// tag check can refuse it.
+		good.Tag = rng.Uint64()
+		b, _ := good.MarshalBinary()
 		return b
 	case "forged-sender":
 		// A roster id sent from this (injecting) host's MAC.
