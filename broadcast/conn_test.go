@@ -11,12 +11,16 @@ import (
 	"github.com/exo-rack/exo/exo"
 )
 
+// testTagKey is the frame-tag key the test frames are sealed under.
+var testTagKey = [exo.TagKeyLen]byte{0: 0xb5, 15: 0x88}
+
 // exoFrame encodes a valid DATA frame with the given seq and group, and
-// records of the given sizes.
+// records of the given sizes, sealed under testTagKey as a host would send
+// it.
 func exoFrame(t testing.TB, seq uint64, group uint16, recs ...int) []byte {
 	t.Helper()
 	f := exo.Frame{Type: exo.FrameData, Group: group, Sender: 1, Epoch: 1, Seq: seq,
-		History: []uint8{0, exo.HistoryNone}, Tag: 0x0123456789abcdef}
+		History: []uint8{0, exo.HistoryNone}}
 	for i, n := range recs {
 		rec := bytes.Repeat([]byte{byte('a' + i%26)}, n)
 		var err error
@@ -25,7 +29,7 @@ func exoFrame(t testing.TB, seq uint64, group uint16, recs ...int) []byte {
 		}
 		f.Count++
 	}
-	b, err := f.MarshalBinary()
+	b, err := f.AppendSealed(nil, testTagKey)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -113,6 +113,9 @@ func ReadFrame(r *bufio.Reader, buf []byte) (typ byte, body []byte, _ []byte, er
 	}
 	body = buf[:n-1]
 	if _, err := io.ReadFull(r, body); err != nil {
+		if err == io.EOF { // the header was there: a truncated frame
+			err = io.ErrUnexpectedEOF
+		}
 		return 0, nil, buf, err
 	}
 	return hdr[4], body, buf, nil

@@ -7,9 +7,12 @@ package daemon
 
 import (
 	"bytes"
+	"crypto/hmac"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/netip"
 	"os"
@@ -107,12 +110,22 @@ func ParseConfig(b []byte) (*Config, error) {
 	if err := dec.Decode(&c); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrConfig, err)
 	}
+	if dec.More() {
+		return nil, fmt.Errorf("%w: more after the config's JSON object (one object per file)", ErrConfig)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, fmt.Errorf("%w: more after the config's JSON object (one object per file)", ErrConfig)
+	}
 	c.defaults()
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
 	return &c, nil
 }
+
+// maxTicks bounds every tick count of the config (10^6 ticks: 250 s at
+// the default tick).
+const maxTicks = 1_000_000
 
 func (c *Config) defaults() {
 	if c.Offload == "" {
@@ -170,8 +183,19 @@ func (c *Config) Validate() error {
 		return fieldErr("batch_bytes", "%d is outside %d..65535", c.BatchBytes, 2+fragHeader+4+1)
 	case c.DataDir == "" && c.Fsync != "":
 		return fieldErr("fsync", "%q needs data_dir", c.Fsync)
-	case c.KeepEntries < 1024:
-		return fieldErr("keep_entries", "%d must be at least 1024", c.KeepEntries)
+	case c.KeepEntries < 1024 || c.KeepEntries > 1<<30:
+		return fieldErr("keep_entries", "%d is outside 1024..%d", c.KeepEntries, 1<<30)
+	}
+	// Tick counts: the core adds and multiplies them (takeover ranks, the
+	// doubling view-change timeout), so they stay far from overflow.
+	for _, t := range []struct {
+		name string
+		v    int
+	}{{"token_timeout_ticks", c.TokenTimeout}, {"retransmit_ticks", c.RetransmitTicks},
+		{"idle_backoff_max_ticks", c.IdleBackoffMax}, {"view_change_timeout_ticks", c.ViewChangeTimeout}} {
+		if (t.v < 0 && !(t.name == "idle_backoff_max_ticks" && t.v == -1)) || t.v > maxTicks {
+			return fieldErr(t.name, "%d is outside 0..%d (0: the default)", t.v, maxTicks)
+		}
 	}
 	macs := map[string]int{}
 	for i, m := range c.Roster {
@@ -202,7 +226,8 @@ func (c *Config) Validate() error {
 	return nil
 }
 
-// coreConfig is the exo.Config of this host for an interface MTU.
+// coreConfig is the exo.Config of this host for an interface MTU. Its
+// TagKey is zero: New sets it to FrameKey of the key file's contents.
 func (c *Config) coreConfig(mtu int) exo.Config {
 	n := len(c.Roster)
 	batch := mtu - exo.HeaderLen - exo.HistoryLen(n)
@@ -216,6 +241,22 @@ func (c *Config) coreConfig(mtu int) exo.Config {
 		TakeoverStagger: 20, RejoinTicks: 400, FetchTicks: 20,
 		MaxBatchBytes: min(batch, 65535), MaxPending: c.QueueLen,
 	}
+}
+
+// frameKeyInfo is the HMAC-SHA256 message of the frame-key derivation.
+const frameKeyInfo = "exo frame tag v1"
+
+// FrameKey derives the frame-tag key (exo.Config.TagKey: SipHash-2-4 of
+// every frame, docs/security.md) from the group key, the key file's
+// contents: the first 16 bytes of HMAC-SHA256(groupKey, "exo frame tag v1").
+// The OOB service proves the group key itself; the frames carry a tag under
+// a key derived for them alone.
+func FrameKey(groupKey []byte) [exo.TagKeyLen]byte {
+	m := hmac.New(sha256.New, groupKey)
+	m.Write([]byte(frameKeyInfo))
+	var k [exo.TagKeyLen]byte
+	copy(k[:], m.Sum(nil))
+	return k
 }
 
 func orDefault(v, d int) int {

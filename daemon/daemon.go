@@ -62,6 +62,7 @@ type Daemon struct {
 	txbuf   []byte
 	holdAt  time.Time
 	off     *offloadState // the fast path, or nil (software)
+	tagKey  [exo.TagKeyLen]byte
 
 	// Shared with API goroutines (subscribers).
 	mu       sync.Mutex
@@ -83,9 +84,13 @@ func New(cfg *Config, conn FrameConn, o OOB, log *slog.Logger) (*Daemon, error) 
 		log = slog.New(slog.DiscardHandler)
 	}
 	mtu := conn.MTU()
+	groupKey, err := ReadKey(cfg.KeyFile)
+	if err != nil {
+		return nil, fmt.Errorf("daemon: %w", err)
+	}
 	cc := cfg.coreConfig(mtu)
+	cc.TagKey = FrameKey(groupKey) // every frame sent is sealed under it, every frame received checked
 	var nd *exo.Node
-	var err error
 	var disk *wal.Log
 	var hs exo.HardState
 	if cfg.DataDir != "" {
@@ -109,7 +114,7 @@ func New(cfg *Config, conn FrameConn, o OOB, log *slog.Logger) (*Daemon, error) 
 	if err != nil {
 		return nil, fmt.Errorf("daemon: %w", err)
 	}
-	d := &Daemon{cfg: cfg, log: log, conn: conn, oob: o, node: nd, disk: disk,
+	d := &Daemon{cfg: cfg, log: log, conn: conn, oob: o, node: nd, disk: disk, tagKey: cc.TagKey,
 		chunk: cc.MaxBatchBytes, fatal: make(chan error, 1),
 		nextID: rand.Uint64() >> 16, waiters: map[uint64]func(client.Ack){},
 		reasm: make([]reassembler, len(cfg.Roster)), subs: map[*subscriber]struct{}{},
@@ -276,8 +281,10 @@ func (d *Daemon) stepBatch(f *exo.Frame, b *rxBatch) {
 		}
 		// Roster enforcement: a frame of our group that names a roster id
 		// must come from that id's MAC (other groups are the core's
-		// BAD_GROUP).
-		if f.Group == d.cfg.Group && int(f.Sender) < len(d.macs) && !bytesEqual(m.Src, d.rawMACs[f.Sender]) {
+		// BAD_GROUP; a bad tag is the core's BAD_TAG, checked first as in
+		// the XDP program and the FPGA engine).
+		if f.Group == d.cfg.Group && int(f.Sender) < len(d.macs) && !bytesEqual(m.Src, d.rawMACs[f.Sender]) &&
+			exo.VerifyTag(m.Buf[:m.N], d.tagKey) {
 			d.metrics.foreignMAC.Inc()
 			continue
 		}

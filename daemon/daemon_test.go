@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -96,6 +97,22 @@ type testRack struct {
 	sockets []string
 	cancel  context.CancelFunc
 	done    chan error
+	seg     *memSegment
+	key     []byte // the group key in the key file of every host
+	roster  []Member
+}
+
+// testGroupKey is the group key file's contents of the test racks.
+var testGroupKey = []byte("exo daemon test group key, 32 B.")
+
+// writeKey writes a group key file (mode 0600) in dir.
+func writeKey(t *testing.T, dir string, key []byte) string {
+	t.Helper()
+	path := filepath.Join(dir, "group.key")
+	if err := os.WriteFile(path, key, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }
 
 func startRack(t *testing.T, n int) *testRack {
@@ -106,7 +123,8 @@ func startRack(t *testing.T, n int) *testRack {
 	for i := 0; i < n; i++ {
 		roster = append(roster, Member{ID: i, MAC: fmt.Sprintf("02:e0:00:00:00:%02x", i+1), OOB: fmt.Sprintf("127.0.0.1:%d", 17700+i)})
 	}
-	r := &testRack{done: make(chan error, n)}
+	r := &testRack{done: make(chan error, n), seg: seg, key: testGroupKey, roster: roster}
+	keyFile := writeKey(t, dir, testGroupKey)
 	oobs := make([]*memOOB, n)
 	for i := range oobs {
 		oobs[i] = &memOOB{id: uint8(i), all: oobs, in: make(chan exo.Message, 4096)}
@@ -115,7 +133,7 @@ func startRack(t *testing.T, n int) *testRack {
 	r.cancel = cancel
 	for i := 0; i < n; i++ {
 		sock := filepath.Join(dir, fmt.Sprintf("h%d.sock", i))
-		cfg := &Config{Group: 7, ID: i, Interface: "mem0", Roster: roster, APISocket: sock, KeyFile: "unused-in-process"}
+		cfg := &Config{Group: 7, ID: i, Interface: "mem0", Roster: roster, APISocket: sock, KeyFile: keyFile}
 		cfg.defaults()
 		if err := cfg.Validate(); err != nil {
 			t.Fatal(err)
@@ -327,6 +345,112 @@ func TestConfigErrors(t *testing.T) {
 		_, err := ParseConfig([]byte(c.json))
 		if err == nil || !bytes.Contains([]byte(err.Error()), []byte(c.field)) {
 			t.Errorf("config %s: error %v does not name %q", c.json, err, c.field)
+		}
+	}
+}
+
+// TestFrameKey pins the derivation down: the first 16 bytes of
+// HMAC-SHA256(group key, "exo frame tag v1") (known answers computed
+// apart, with Python's hmac).
+func TestFrameKey(t *testing.T) {
+	for _, c := range []struct {
+		key  []byte
+		want string
+	}{
+		{[]byte("0123456789abcdef0123456789abcdef"), "74d0a2805b1e6a55bf8433dd79790b16"},
+		{func() []byte {
+			b := make([]byte, 32)
+			for i := range b {
+				b[i] = byte(i)
+			}
+			return b
+		}(), "a40936947f3268a9dc8bde4af6714c06"},
+	} {
+		if k := FrameKey(c.key); fmt.Sprintf("%x", k) != c.want {
+			t.Errorf("FrameKey(%q) = %x, want %s", c.key, k, c.want)
+		}
+	}
+}
+
+// TestNewNeedsKeyFile: New reads the key file (the frame key comes from
+// it) and refuses a missing, short or world-readable one.
+func TestNewNeedsKeyFile(t *testing.T) {
+	dir := t.TempDir()
+	roster := []Member{{ID: 0, MAC: "02:e0:00:00:00:01", OOB: "127.0.0.1:17799"}}
+	short := filepath.Join(dir, "short.key")
+	if err := os.WriteFile(short, []byte("too short"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	open := filepath.Join(dir, "open.key")
+	if err := os.WriteFile(open, testGroupKey, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, kf := range []string{filepath.Join(dir, "missing.key"), short, open} {
+		cfg := &Config{Group: 7, ID: 0, Interface: "mem0", Roster: roster, APISocket: filepath.Join(dir, "x.sock"), KeyFile: kf}
+		cfg.defaults()
+		if err := cfg.Validate(); err != nil {
+			t.Fatal(err)
+		}
+		mac, _ := net.ParseMAC(roster[0].MAC)
+		seg := &memSegment{}
+		if _, err := New(cfg, seg.attach(mac), &memOOB{all: []*memOOB{{}}}, nil); !errors.Is(err, ErrConfig) {
+			t.Errorf("key file %s: New = %v, want a config error", filepath.Base(kf), err)
+		}
+	}
+}
+
+// TestDaemonFramesSealed: the frames a daemon sends carry their tag under
+// FrameKey(the key file's contents); a forged copy sent from the sender's
+// own MAC reaches the core and is counted as BAD_TAG.
+func TestDaemonFramesSealed(t *testing.T) {
+	r := startRack(t, 3)
+	mac0, _ := net.ParseMAC(r.roster[0].MAC)
+	sniff := r.seg.attach(mac0) // on the segment with host 0's MAC
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c, err := client.Dial(ctx, r.sockets[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.Publish(ctx, []byte("sealed")); err != nil {
+		t.Fatal(err)
+	}
+	key := FrameKey(r.key)
+	var genuine []byte
+	buf := make([]byte, 2048)
+	for genuine == nil {
+		n, src, err := sniff.ReadFrame(buf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var f exo.Frame
+		if err := f.UnmarshalBinary(buf[:n]); err != nil {
+			t.Fatalf("a daemon sent an undecodable frame: %v", err)
+		}
+		if !exo.VerifyTag(buf[:n], key) {
+			t.Fatalf("frame seq %d from %s is not sealed under the frame key", f.Seq, src)
+		}
+		if exo.VerifyTag(buf[:n], [exo.TagKeyLen]byte{}) || exo.VerifyTag(buf[:n], [exo.TagKeyLen]byte(r.key[:16])) {
+			t.Fatal("the frame verifies under a key it was not sealed under")
+		}
+		if f.Sender == 0 && f.Count > 0 {
+			genuine = append([]byte(nil), buf[:n]...)
+		}
+	}
+	forged := append([]byte(nil), genuine...)
+	forged[exo.OffTag+7] ^= 1
+	before := r.daemons[1].metrics.counters()["rejects.BAD_TAG"]
+	for k := 0; ; k++ {
+		if err := sniff.WriteFrame(forged); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(20 * time.Millisecond)
+		if r.daemons[1].metrics.counters()["rejects.BAD_TAG"] > before {
+			break
+		}
+		if k > 100 {
+			t.Fatal("the forged frame was never counted as BAD_TAG")
 		}
 	}
 }

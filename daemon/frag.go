@@ -81,6 +81,9 @@ func (r *reassembler) add(rec []byte, maxMessage int) (id uint64, msg []byte, do
 	switch kind {
 	case fragWhole:
 		r.open = false
+		if len(data) > maxMessage {
+			return 0, nil, false, fmt.Errorf("%w: message of %d bytes", errFrag, len(data))
+		}
 		return id, data, true, nil
 	case fragFirst:
 		if len(data) < 4 {

@@ -31,6 +31,13 @@ type Offload interface {
 	Close() error
 }
 
+// ExtraCounters is implemented by a fast path that counts more than the
+// reasons (the XDP program's foreign-MAC drops, for one); the status shows
+// them with the reason counters.
+type ExtraCounters interface {
+	ExtraCounters() (map[string]uint64, error)
+}
+
 // InlineOffload is a fast path that sees each received frame in user
 // space, before the core (the simulated FPGA engine): the daemon hands it
 // every frame and uses its verdict. An Offload that is not inline sits
@@ -173,6 +180,17 @@ func (d *Daemon) offloadStatusLocked() *OffloadStatus {
 	for r, v := range c {
 		if v != 0 {
 			s.Counters[exo.Reason(r).String()] = v
+		}
+	}
+	if x, ok := d.off.off.(ExtraCounters); ok {
+		extra, err := x.ExtraCounters()
+		if err != nil {
+			s.Err = err.Error()
+		}
+		for k, v := range extra {
+			if v != 0 {
+				s.Counters[k] = v
+			}
 		}
 	}
 	return s

@@ -18,6 +18,12 @@ type Config struct {
 	// Group is the group id carried in every frame; frames of other groups are
 	// rejected with BAD_GROUP.
 	Group uint16
+	// TagKey is the 16-byte frame key: every frame this host sends carries
+	// its SipHash-2-4 tag under TagKey, and every frame it receives must
+	// (else BAD_TAG). Every host of a rack uses the same key; the daemon
+	// derives it from the group key file (docs/security.md). The zero value
+	// is a key like any other (the tests' default), not "no check".
+	TagKey [TagKeyLen]byte
 
 	// TokenTimeout is how many ticks without an append a host waits before
 	// it takes the token over from a silent holder (rank 1; host at rank r

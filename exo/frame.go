@@ -12,7 +12,8 @@ import (
 // the frame's own consistency only: version, type, flags, lengths, record
 // framing and distinct history ids. Everything that needs local state
 // (seq, history equality, sender not in history, epoch, group, sender < n,
-// hist_len == floor(n/2), the tag) is the state machine's job.
+// hist_len == floor(n/2)) is the state machine's job, and the tag (a key)
+// the receive path's, right after the group check (tag.go).
 //
 // The offsets and sizes come from wire_gen.go, generated from hw/wire.json
 // like the C and Verilog twins of the same layout.
@@ -43,7 +44,7 @@ type Frame struct {
 	Seq     uint64
 	Count   uint16 // number of records in Payload
 	Flags   uint16 // 0, or FlagReadmit | host id
-	Tag     uint64 // authentication tag: carried, not checked here
+	Tag     uint64 // SipHash-2-4 tag (tag.go): decoded and encoded as is, checked by the receive path
 	History []uint8
 	Payload []byte // Count records, each [len u16 BE][len bytes]; see AppendRecord
 }

@@ -61,7 +61,7 @@ type Ready struct {
 	Truncate    uint64 // the log was cut back to this length before Appended (when HasTruncate)
 	HasTruncate bool
 	Appended    []Entry   // entries appended to the log, in order
-	Frames      []Frame   // frames to broadcast, in order
+	Frames      []Frame   // frames to broadcast, in order, each with its tag under Config.TagKey
 	Messages    []Message // OOB messages to send
 	Agreed      []Entry   // newly agreed entries, in log order: deliver each once
 	Dropped     []Entry   // this host's entries a view change removed and whose seq is now agreed with another entry: tell their publishers
@@ -94,9 +94,10 @@ type HardState struct {
 // ticks go in; a Ready describes what to do. It is not safe for concurrent
 // use.
 type Node struct {
-	cfg  Config
-	n, h int
-	id   uint8
+	cfg    Config
+	n, h   int
+	id     uint8
+	k0, k1 uint64 // the frame-tag key (Config.TagKey) as SipHash's two key words
 
 	p        Pointers // fast-path state; p.Epoch is the log's epoch
 	promised uint32   // highest epoch promised in a view change (>= p.Epoch)
@@ -138,6 +139,7 @@ func NewNode(cfg Config) (*Node, error) {
 		return nil, err
 	}
 	nd := &Node{cfg: cfg, n: cfg.Hosts, h: HistoryLen(cfg.Hosts), id: cfg.ID}
+	nd.k0, nd.k1 = sipKey(&cfg.TagKey)
 	nd.p = NewPointers(cfg.Group, cfg.Hosts, cfg.SeqWindow)
 	nd.held = make(map[uint64]Entry)
 	return nd, nil
@@ -366,7 +368,8 @@ func (nd *Node) Propose(payload []byte) error {
 }
 
 // StepBytes decodes a received frame (the bytes after the Ethernet header,
-// padding allowed) and steps it.
+// padding allowed) and steps it. The tag is checked over the received bytes
+// (after the group check, before any other state: see StepFrame).
 func (nd *Node) StepBytes(b []byte) Reason {
 	var f Frame
 	if err := f.UnmarshalBinary(b); err != nil {
@@ -374,17 +377,45 @@ func (nd *Node) StepBytes(b []byte) Reason {
 		nd.rd.Rejects = append(nd.rd.Rejects, Reject{Reason: r})
 		return r
 	}
-	return nd.StepFrame(&f)
+	if f.Group != nd.p.Group {
+		nd.reject(&f, ReasonBadGroup)
+		return ReasonBadGroup
+	}
+	if !verifyBytes(nd.k0, nd.k1, b) {
+		nd.reject(&f, ReasonBadTag)
+		return ReasonBadTag
+	}
+	return nd.step(&f)
 }
 
 // StepFrame applies a received, decoded frame and returns its verdict.
 // The frame's slices are copied if it is kept.
+//
+// The checks before the state machine's (Pointers.Classify): the type
+// (BAD_TYPE), the group (BAD_GROUP), then the tag under Config.TagKey,
+// computed from the frame's fields (BAD_TAG; for a frame UnmarshalBinary
+// accepted, that is the tag of the bytes it came from). A frame of another
+// group is never checked against this group's key; a forged frame is
+// refused before any other state is read (not even the epoch it claims).
 func (nd *Node) StepFrame(f *Frame) Reason {
 	if f.Type != FrameData {
 		nd.reject(f, ReasonBadType)
 		return ReasonBadType
 	}
-	if f.Epoch > nd.maxEpochSeen && int(f.Sender) < nd.n && f.Group == nd.p.Group {
+	if f.Group != nd.p.Group {
+		nd.reject(f, ReasonBadGroup)
+		return ReasonBadGroup
+	}
+	if f.Tag != tagOfFields(nd.k0, nd.k1, f) {
+		nd.reject(f, ReasonBadTag)
+		return ReasonBadTag
+	}
+	return nd.step(f)
+}
+
+// step applies a frame of this group whose tag verified.
+func (nd *Node) step(f *Frame) Reason {
+	if f.Epoch > nd.maxEpochSeen && int(f.Sender) < nd.n {
 		nd.maxEpochSeen = f.Epoch
 	}
 	r := nd.p.Classify(f)
@@ -417,6 +448,13 @@ func (nd *Node) StepFrame(f *Frame) Reason {
 		nd.reject(f, r)
 	}
 	return r
+}
+
+// frameOf returns the frame that carries e, with its tag.
+func (nd *Node) frameOf(e *Entry) Frame {
+	f := e.Frame(nd.p.Group)
+	f.Tag = tagOfFields(nd.k0, nd.k1, &f)
+	return f
 }
 
 func entryOf(f *Frame) Entry {
@@ -617,7 +655,7 @@ func (nd *Node) send() {
 	}
 	nd.appendEntry(e)
 	last := &nd.log[len(nd.log)-1]
-	nd.rd.Frames = append(nd.rd.Frames, last.Frame(nd.p.Group))
+	nd.rd.Frames = append(nd.rd.Frames, nd.frameOf(last))
 }
 
 // Tick advances the host's clock by one tick: idle passes, retransmissions,
@@ -658,7 +696,7 @@ func (nd *Node) Tick() {
 	holder := nd.Holder()
 	if len(nd.log) > 0 && nd.log[len(nd.log)-1].Sender == nd.id && nd.idle%nd.cfg.RetransmitTicks == 0 {
 		last := &nd.log[len(nd.log)-1]
-		nd.rd.Frames = append(nd.rd.Frames, last.Frame(nd.p.Group))
+		nd.rd.Frames = append(nd.rd.Frames, nd.frameOf(last))
 		nd.event(EventRetransmit, last.Epoch, last.Seq, nd.id)
 	}
 	switch {

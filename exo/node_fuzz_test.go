@@ -19,13 +19,17 @@ func FuzzNodeStepBytes(f *testing.F) {
 	base := r.nodes[0]
 	p := base.Pointers()
 	next := Frame{Type: FrameData, Group: 1, Sender: base.Holder(), Seq: p.Append, History: append([]uint8(nil), p.Hist()...)}
-	good, _ := next.MarshalBinary()
+	var key [TagKeyLen]byte // the rack's (zero) key
+	good, _ := next.AppendSealed(nil, key)
 	f.Add(good)
 	f.Add(good[:HeaderLen])
 	old := next
 	old.Seq--
-	b, _ := old.MarshalBinary()
+	b, _ := old.AppendSealed(nil, key)
 	f.Add(b)
+	forged := append([]byte(nil), good...)
+	forged[OffTag] ^= 0x80
+	f.Add(forged)
 	f.Fuzz(func(t *testing.T, in []byte) {
 		nd := base.Clone()
 		nd.Advance()

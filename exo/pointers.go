@@ -59,9 +59,14 @@ func (p *Pointers) InHistory(id uint8) bool {
 
 // Classify decides what a decoded frame means for this state without
 // changing it. The order of the checks is part of the specification: the
-// first failing check names the reason.
+// first failing check names the reason. It does not check the frame's tag:
+// a received frame goes through ClassifyTagged, which checks the tag
+// between checks 1 and 2 (the place the XDP program and the FPGA engine
+// check it too); Classify alone is for entries whose tag was checked when
+// they arrived, or that came over the authenticated OOB service.
 //
 //  1. group         -> BAD_GROUP
+//     (tag          -> BAD_TAG, in ClassifyTagged)
 //  2. sender < n    -> BAD_SENDER
 //  3. hist_len == h -> BAD_HISTLEN
 //  4. history ids < n or 0xFF -> BAD_HISTORY_ID

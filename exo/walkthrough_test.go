@@ -163,6 +163,7 @@ func (e *rackEnv) handle(t *testing.T, d *datadriven.TestData) string {
 			}
 		}
 		i := e.id(t, to)
+		f.Seal(e.nodes[i].Config().TagKey) // injected, but by a host of the rack
 		r := e.nodes[i].StepFrame(&f)
 		fmt.Fprintf(&e.out, "%s <- %s M=%d,%s: %s\n", name(i), from, seq, e.hist(f.History), r)
 		e.collect(i)

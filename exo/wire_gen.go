@@ -78,8 +78,9 @@ const (
 	// seq: 64-bit sequence number of this entry.
 	OffSeq  = 16
 	SizeSeq = 8
-	// tag: Authentication tag (SipHash-2-4, later); carried, not checked by
-	// the codec.
+	// tag: SipHash-2-4 of bytes 0..23 and the history and payload (never the
+	// padding) under the rack's 16-byte frame key, big-endian; checked right
+	// after the group (BAD_TAG), not by the codec.
 	OffTag  = 24
 	SizeTag = 8
 )
@@ -130,9 +131,13 @@ const (
 	ReasonBadPayload Reason = 12
 	// Sender id appears in the frame's history.
 	ReasonSenderInHistory Reason = 13
-	// Seq above the append pointer by more than the accepted window.
+	// Seq above the append pointer by more than the accepted window: not held,
+	// but the control plane learns it is behind and catches up over OOB (a
+	// fast path that dropped it would leave a host that fell behind with no
+	// sign of it).
 	ReasonSeqTooFar Reason = 14
-	// Authentication tag does not verify.
+	// Authentication tag does not verify (checked after the group, before
+	// every other state check).
 	ReasonBadTag Reason = 15
 	// Host is halted (minority or reconciling): every frame goes to the
 	// control plane.
@@ -184,15 +189,15 @@ var _Reason_doc = [NumReasons]string{
 	ReasonBadHistlen:      "hist_len above 128, or not floor(n/2) of the roster.",
 	ReasonBadPayload:      "payload_len beyond the frame, or records not framing exactly count records.",
 	ReasonSenderInHistory: "Sender id appears in the frame's history.",
-	ReasonSeqTooFar:       "Seq above the append pointer by more than the accepted window.",
-	ReasonBadTag:          "Authentication tag does not verify.",
+	ReasonSeqTooFar:       "Seq above the append pointer by more than the accepted window: not held, but the control plane learns it is behind and catches up over OOB (a fast path that dropped it would leave a host that fell behind with no sign of it).",
+	ReasonBadTag:          "Authentication tag does not verify (checked after the group, before every other state check).",
 	ReasonHalted:          "Host is halted (minority or reconciling): every frame goes to the control plane.",
 	ReasonBadHistoryID:    "A history id other than 0xFF is repeated (codec), or is not a roster id (state machine).",
 	ReasonBadFlags:        "Flags field is neither 0 nor READMIT | host id.",
 }
 
 // Bit i set: Reason i is a slow-path verdict.
-const _Reason_slowPath uint64 = 0x1001c
+const _Reason_slowPath uint64 = 0x1401c
 
 // String returns the name of r as written in hw/wire.json, e.g. "BAD_FLAGS",
 // or "Reason(255)" for an undefined value.

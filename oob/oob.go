@@ -271,7 +271,13 @@ func (t *Transport) readFrame(r *bufio.Reader, c net.Conn, v any) error {
 		return err
 	}
 	n := binary.BigEndian.Uint32(hdr[:])
-	if int64(n) > int64(t.cfg.MaxMessage) {
+	limit := int64(t.cfg.MaxMessage)
+	switch v.(type) {
+	case *hello, *auth:
+		// A peer that has proved nothing gets a few dozen bytes.
+		limit = maxHandshakeFrame
+	}
+	if int64(n) > limit {
 		return fmt.Errorf("%w: %d bytes", ErrTooLarge, n)
 	}
 	if c != nil {
@@ -283,13 +289,80 @@ func (t *Transport) readFrame(r *bufio.Reader, c net.Conn, v any) error {
 		return fmt.Errorf("reading a %d-byte message: %w", n, err)
 	}
 	t.bytesIn.Add(uint64(n) + 4)
-	if err := gob.NewDecoder(bytes.NewReader(buf)).Decode(v); err != nil {
+	if err := decodeBody(buf, v); err != nil {
 		return fmt.Errorf("oob: decode: %w", err)
 	}
 	return nil
 }
 
+// maxHandshakeFrame bounds a hello or an auth frame's body (the largest
+// the transport sends, a hello with its 16-byte nonce and 32-byte MAC, is
+// 54 bytes).
+const maxHandshakeFrame = 256
+
+// The handshake's frames have a fixed binary layout, never gob: nothing
+// an unauthenticated peer sends goes through a general decoder.
+//
+//	hello: 'H' id u8, group u16 BE, nonce_len u8, nonce, mac_len u8, mac
+//	auth:  'A' mac_len u8, mac
+func (h *hello) marshal() []byte {
+	b := []byte{'H', h.ID, byte(h.Group >> 8), byte(h.Group), byte(len(h.Nonce))}
+	b = append(b, h.Nonce...)
+	b = append(b, byte(len(h.MAC)))
+	return append(b, h.MAC...)
+}
+
+func (h *hello) unmarshal(b []byte) error {
+	if len(b) < 5 || b[0] != 'H' {
+		return errors.New("not a hello")
+	}
+	h.ID, h.Group = b[1], uint16(b[2])<<8|uint16(b[3])
+	nl := int(b[4])
+	if len(b) < 5+nl+1 {
+		return errors.New("hello: short nonce")
+	}
+	h.Nonce = append([]byte(nil), b[5:5+nl]...)
+	ml := int(b[5+nl])
+	if len(b) != 5+nl+1+ml {
+		return errors.New("hello: bad length")
+	}
+	h.MAC = append([]byte(nil), b[6+nl:]...)
+	return nil
+}
+
+func (a *auth) marshal() []byte { return append([]byte{'A', byte(len(a.MAC))}, a.MAC...) }
+
+func (a *auth) unmarshal(b []byte) error {
+	if len(b) < 2 || b[0] != 'A' || len(b) != 2+int(b[1]) {
+		return errors.New("not an auth")
+	}
+	a.MAC = append([]byte(nil), b[2:]...)
+	return nil
+}
+
+// decodeBody decodes one frame's body into v: the handshake's fixed
+// layouts, gob for messages.
+func decodeBody(buf []byte, v any) error {
+	switch v := v.(type) {
+	case *hello:
+		return v.unmarshal(buf)
+	case *auth:
+		return v.unmarshal(buf)
+	}
+	return gob.NewDecoder(bytes.NewReader(buf)).Decode(v)
+}
+
 func encodeFrame(v any) ([]byte, error) {
+	var body []byte
+	switch v := v.(type) {
+	case hello:
+		body = v.marshal()
+	case auth:
+		body = v.marshal()
+	}
+	if body != nil {
+		return append(binary.BigEndian.AppendUint32(nil, uint32(len(body))), body...), nil
+	}
 	var b bytes.Buffer
 	b.Write([]byte{0, 0, 0, 0})
 	if err := gob.NewEncoder(&b).Encode(v); err != nil {

@@ -43,6 +43,16 @@ step "fuzzing ($FUZZTIME each)"
 go test ./exo -run '^$' -fuzz '^FuzzFrameUnmarshal$' -fuzztime "$FUZZTIME"
 go test ./exo -run '^$' -fuzz '^FuzzRecords$' -fuzztime "$FUZZTIME"
 go test ./exo -run '^$' -fuzz '^FuzzNodeStepBytes$' -fuzztime "$FUZZTIME"
+# Every other input that crosses a trust boundary: the local API, the OOB
+# transport before and after its handshake, the config, fragment
+# reassembly. (-fuzzminimizetime: the daemon and OOB targets run real
+# sockets and goroutines; minimizing each new input would eat the budget.)
+go test ./client -run '^$' -fuzz '^FuzzAPIFrame$' -fuzztime "$FUZZTIME" -fuzzminimizetime 50x
+go test ./daemon -run '^$' -fuzz '^FuzzAPIRequest$' -fuzztime "$FUZZTIME" -fuzzminimizetime 50x
+go test ./daemon -run '^$' -fuzz '^FuzzConfig$' -fuzztime "$FUZZTIME" -fuzzminimizetime 50x
+go test ./daemon -run '^$' -fuzz '^FuzzReassembly$' -fuzztime "$FUZZTIME" -fuzzminimizetime 50x
+go test ./oob -run '^$' -fuzz '^FuzzOOBHandshake$' -fuzztime "$FUZZTIME" -fuzzminimizetime 50x
+go test ./oob -run '^$' -fuzz '^FuzzOOBMessage$' -fuzztime "$FUZZTIME" -fuzzminimizetime 50x
 
 step "simulator: $SIMSEEDS seeds per rack size, faults on"
 go build -o bin/exo ./cmd/exo

@@ -149,8 +149,9 @@ func TestRestartNode(t *testing.T) {
 		p := nd.Pointers()
 		for _, s := range []uint8{1, 2} {
 			f := exo.Frame{Type: exo.FrameData, Group: 1, Sender: s, Seq: p.Append, History: append([]uint8(nil), p.Hist()...)}
-			if nd.StepFrame(&f) != exo.ReasonAccept {
-				break
+			f.Seal(nd.Config().TagKey)
+			if r := nd.StepFrame(&f); r != exo.ReasonAccept {
+				t.Fatalf("frame %d from %d: %v", f.Seq, s, r)
 			}
 			p = nd.Pointers()
 		}

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"encoding/base64"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/exo-rack/exo/daemon"
 	"github.com/exo-rack/exo/exo"
 	"github.com/exo-rack/exo/lab"
 )
@@ -74,6 +76,14 @@ type frameFields struct {
 	Tag        string
 	Hosts      int
 	JSON       string // file or - (standard input)
+	// KeyFile is a group key file (the daemon's key_file): every frame is
+	// sealed with its tag under the frame key derived from it
+	// (daemon.FrameKey). Without it the tag is Tag's (or the JSON's).
+	KeyFile string
+	// Note receives the one-line note that the frames are unsigned (no
+	// KeyFile), once they are written or sent; nil: no note.
+	Note     io.Writer
+	unsigned bool // build made frames without computing their tags
 
 	set func(name string) bool // whether a flag was given
 }
@@ -97,6 +107,7 @@ func (o *frameFields) addFlags(cmd *cobra.Command) {
 	f.StringVar(&o.Tag, "tag", "0", "authentication tag, a 64-bit number (0x... for hex)")
 	f.IntVar(&o.Hosts, "hosts", 0, "rack size n: if given, check sender < n, hist_len = floor(n/2), ids < n")
 	f.StringVar(&o.JSON, "json", "", "read the frames from this JSON file (- = standard input) instead of the field flags")
+	f.StringVar(&o.KeyFile, "key-file", "", "the rack's group key file (the daemon's key_file): compute every frame's tag (SipHash-2-4 under the derived frame key; replaces a JSON tag); without it the tag is --tag's and the frames are unsigned")
 	o.set = func(name string) bool { return cmd.Flags().Changed(name) }
 }
 
@@ -155,7 +166,43 @@ func (o *frameFields) build(stdin io.Reader) ([]frameBuilt, error) {
 	if len(out) == 0 {
 		return nil, frameBadInput("no frames: %s holds no frame object", o.JSON)
 	}
+	if err := o.seal(out); err != nil {
+		return nil, err
+	}
 	return out, nil
+}
+
+// seal computes the frames' tags under the frame key of KeyFile or, without
+// one, leaves the given tags (noteUnsigned then says so).
+func (o *frameFields) seal(frames []frameBuilt) error {
+	if o.KeyFile == "" {
+		o.unsigned = true
+		return nil
+	}
+	if o.set != nil && o.set("tag") {
+		return frameBadInput("--tag and --key-file: with --key-file the tag is computed (give one of them)")
+	}
+	groupKey, err := daemon.ReadKey(o.KeyFile)
+	if err != nil {
+		return frameBadInput("--key-file: %v", err)
+	}
+	key := daemon.FrameKey(groupKey)
+	o.unsigned = false
+	for i := range frames {
+		if err := exo.Seal(frames[i].Bytes, key); err != nil {
+			return frameFailed(err)
+		}
+		frames[i].Frame.Tag = binary.BigEndian.Uint64(frames[i].Bytes[exo.OffTag:])
+	}
+	return nil
+}
+
+// noteUnsigned writes, after the frames were written or sent, the one-line
+// note that they are unsigned (built without --key-file).
+func (o *frameFields) noteUnsigned() {
+	if o.unsigned && o.Note != nil {
+		fmt.Fprintf(o.Note, "exo frame: note: the frames are unsigned (tag from --tag, or 0; not computed): a rack drops them as BAD_TAG; --key-file FILE computes it\n")
+	}
 }
 
 // frameSpec is one frame description, from flags or from JSON, before it
@@ -623,6 +670,7 @@ or as a pcap or pcapng capture with Ethernet headers (--pcap; padded to the
 60-byte minimum), which Wireshark (tools/wireshark/exo.lua), exo frame dump,
 send and replay read. Every field is checked before anything is written.`,
 		Example: `  exo frame craft --sender 4 --epoch 1 --seq 3 --history D,C --payload hello --tag 0x0123456789abcdef
+  exo frame craft --hosts 5 --sender E --history D,C --seq 3 --payload hello --key-file /etc/exo/key
   exo frame craft --hosts 5 --sender E --history D,C --seq 1-100 --record a --record b --pcap run.pcap
   exo frame craft --sender 0 --history X,X --flags readmit:C --count 10 --out frames.bin
   exo frame dump --pcap in.pcap --json | exo frame craft --json - --pcap copy.pcap`,
@@ -630,7 +678,7 @@ send and replay read. Every field is checked before anything is written.`,
 			if len(args) > 0 {
 				return frameBadInput("craft takes no arguments (got %q): the payload is --payload TEXT", args[0])
 			}
-			o.In, o.Print = cmd.InOrStdin(), cmd.OutOrStdout()
+			o.In, o.Print, o.Note = cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr()
 			return runFrameCraft(o)
 		},
 	}
@@ -702,6 +750,7 @@ func runFrameCraft(o *frameCraftOptions) error {
 			return frameFailed(err)
 		}
 	}
+	o.noteUnsigned()
 	return nil
 }
 

@@ -37,18 +37,20 @@ func newFrameSendCmd() *cobra.Command {
 or CAP_NET_RAW): frames built from the same flags (or --json) as exo frame
 craft, --count of them with seq, seq+1, ..., or the Exo frames of a pcap or
 pcapng file (their bytes after the Ethernet header; the source MAC is the
-interface's). Pacing: --rate frames per second or --interval between frames;
+interface's). With --key-file (the rack's group key file) every crafted
+frame carries its tag; without it the frames are unsigned and a rack drops
+them as BAD_TAG. Pacing: --rate frames per second or --interval between frames;
 neither sends as fast as possible. Every frame is built and checked, the
 interface opened and every frame's size checked against its MTU before the
 first frame is sent: an error sends nothing.`,
-		Example: `  sudo exo lab exec E -- exo frame send --interface exo0 --hosts 5 --sender E --history D,C --seq 3 --payload hello
+		Example: `  sudo exo lab exec E -- exo frame send --interface exo0 --hosts 5 --sender E --history D,C --seq 3 --payload hello --key-file /tmp/exo-lab/group.key
   sudo exo frame send --interface eth1 --seq 1 --count 1000 --rate 100 --record x
   sudo exo frame send --interface eth1 --pcap run.pcap --interval 10ms`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) > 0 {
 				return frameBadInput("send takes no arguments (got %q): the payload is --payload TEXT", args[0])
 			}
-			o.In, o.Out = cmd.InOrStdin(), cmd.OutOrStdout()
+			o.In, o.Out, o.Note = cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr()
 			if o.Pcap != "" && cmd.Flags().Changed("count") {
 				o.Repeat = o.Frames
 				o.Frames = 1
@@ -86,6 +88,9 @@ func runFrameSend(ctx context.Context, o *frameSendOptions) error {
 	if o.Pcap != "" {
 		if o.fieldsGiven() || o.JSON != "" {
 			return frameBadInput("--pcap sends the file's frames: do not also give frame fields or --json")
+		}
+		if o.KeyFile != "" {
+			return frameBadInput("--pcap sends the file's frames as captured, tags included: --key-file seals crafted frames")
 		}
 		if o.Repeat < 0 {
 			return frameBadInput("--count %d: want >= 1", o.Repeat)
@@ -132,6 +137,7 @@ func runFrameSend(ctx context.Context, o *frameSendOptions) error {
 		return err
 	}
 	fmt.Fprintf(o.Out, "sent %d frames on %s\n", n, o.Interface)
+	o.noteUnsigned()
 	return nil
 }
 

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/exo-rack/exo/broadcast"
+	"github.com/exo-rack/exo/daemon"
 	"github.com/exo-rack/exo/exo"
 )
 
@@ -735,4 +736,71 @@ func TestFrameLive(t *testing.T) {
 			t.Errorf("live %s: valid %v reason %q, want %s", m.name, d.Valid, d.Reason, wantReason)
 		}
 	}
+}
+
+// TestFrameCraftKeyFile: with --key-file every crafted frame carries its
+// tag under the frame key derived from the group key file; without it the
+// tag is --tag's and a one-line note (after the output) says the frames
+// are unsigned; --tag with --key-file is refused.
+func TestFrameCraftKeyFile(t *testing.T) {
+	dir := t.TempDir()
+	groupKey := []byte("a group key of 32 bytes for exo!")
+	keyFile := filepath.Join(dir, "group.key")
+	if err := os.WriteFile(keyFile, groupKey, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	craft := func(args ...string) (string, string, error) {
+		root := newRootCmd()
+		var out, errOut bytes.Buffer
+		root.SetOut(&out)
+		root.SetErr(&errOut)
+		root.SetIn(strings.NewReader(`{"seq": 7, "sender": 1, "history": ["A", "X"]} {"seq": 8, "tag": 5}`))
+		root.SetArgs(append([]string{"frame", "craft"}, args...))
+		err := root.Execute()
+		return out.String(), errOut.String(), err
+	}
+	key := daemon.FrameKey(groupKey)
+	out, errOut, err := craft("--hosts", "5", "--sender", "E", "--history", "D,C", "--seq", "3-5", "--payload", "hello", "--key-file", keyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if errOut != "" {
+		t.Errorf("note with --key-file: %q", errOut)
+	}
+	lines := strings.Fields(out)
+	if len(lines) != 3 {
+		t.Fatalf("craft printed %q", out)
+	}
+	for _, l := range lines {
+		b, _ := hex.DecodeString(l)
+		if !exo.VerifyTag(b, key) {
+			t.Errorf("frame %s is not sealed under the frame key", l)
+		}
+	}
+	// JSON input: its tags are replaced.
+	out, _, err = craft("--json", "-", "--key-file", keyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range strings.Fields(out) {
+		b, _ := hex.DecodeString(l)
+		if !exo.VerifyTag(b, key) {
+			t.Errorf("JSON frame %s is not sealed", l)
+		}
+	}
+	// Without a key: the given tag, and the note on standard error.
+	out, errOut, err = craft("--seq", "3", "--tag", "0x1234")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := hex.DecodeString(strings.TrimSpace(out)); binary.BigEndian.Uint64(b[exo.OffTag:]) != 0x1234 {
+		t.Errorf("unsigned frame %x", b)
+	}
+	if strings.Count(errOut, "\n") != 1 || !strings.Contains(errOut, "unsigned") || !strings.Contains(errOut, "--key-file") {
+		t.Errorf("note %q: want one line saying the frames are unsigned", errOut)
+	}
+	_, _, err = craft("--seq", "3", "--tag", "1", "--key-file", keyFile)
+	oneLine(t, err, "--tag and --key-file")
+	_, _, err = craft("--seq", "3", "--key-file", filepath.Join(dir, "missing"))
+	oneLine(t, err, "--key-file")
 }

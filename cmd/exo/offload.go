@@ -28,6 +28,13 @@ func (x *xdpOffload) SetState(p exo.Pointers) error { return x.prog.SetState(p) 
 
 func (x *xdpOffload) Counters() ([exo.NumReasons]uint64, error) { return x.prog.Counters() }
 
+// ExtraCounters adds the program's foreign-MAC drops (a roster id from
+// another MAC) to the status.
+func (x *xdpOffload) ExtraCounters() (map[string]uint64, error) {
+	n, err := x.prog.ForeignMACs()
+	return map[string]uint64{"FOREIGN_MAC": n}, err
+}
+
 func (x *xdpOffload) Close() error {
 	var err error
 	if x.att != nil {
@@ -43,11 +50,41 @@ func (x *xdpOffload) Close() error {
 // the daemon has written the pointers (an attached program with an empty
 // state map would drop every frame as BAD_GROUP).
 func loadXDP(cfg *daemon.Config) (*xdpOffload, error) {
+	key, macs, err := offloadSecrets(cfg)
+	if err != nil {
+		return nil, err
+	}
 	prog, err := xdp.Load()
 	if err != nil {
 		return nil, err
 	}
+	if err := prog.SetKey(key); err != nil {
+		prog.Close()
+		return nil, err
+	}
+	if err := prog.SetRoster(macs); err != nil {
+		prog.Close()
+		return nil, err
+	}
 	return &xdpOffload{prog: prog}, nil
+}
+
+// offloadSecrets returns what a fast path checks besides the pointers:
+// the frame-tag key (derived from the group key file, as the core's) and
+// the roster's MACs by id.
+func offloadSecrets(cfg *daemon.Config) ([exo.TagKeyLen]byte, []net.HardwareAddr, error) {
+	var key [exo.TagKeyLen]byte
+	group, err := daemon.ReadKey(cfg.KeyFile)
+	if err != nil {
+		return key, nil, err
+	}
+	macs := make([]net.HardwareAddr, len(cfg.Roster))
+	for i, m := range cfg.Roster {
+		if macs[i], err = net.ParseMAC(m.MAC); err != nil {
+			return key, nil, fmt.Errorf("roster[%d].mac: %w", i, err)
+		}
+	}
+	return daemon.FrameKey(group), macs, nil
 }
 
 func (x *xdpOffload) attach(ifname, mode string, log *slog.Logger) error {
@@ -161,11 +198,12 @@ func setupFPGASim(cfg *daemon.Config, d *daemon.Daemon, log *slog.Logger) (func(
 	if info := eng.Info(); len(cfg.Roster) > info.MaxHosts {
 		return fail(fmt.Errorf("the roster has %d hosts, this engine build holds %d (MAX_HOSTS)", len(cfg.Roster), info.MaxHosts))
 	}
-	macs := make([]net.HardwareAddr, len(cfg.Roster))
-	for i, m := range cfg.Roster {
-		if macs[i], err = net.ParseMAC(m.MAC); err != nil {
-			return fail(err)
-		}
+	key, macs, err := offloadSecrets(cfg)
+	if err != nil {
+		return fail(err)
+	}
+	if err := eng.SetKey(key); err != nil {
+		return fail(err)
 	}
 	if err := eng.SetRoster(macs); err != nil {
 		return fail(err)

@@ -7,13 +7,16 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"net"
 	"os"
 	"time"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
+	"github.com/mdlayher/packet"
 	"github.com/spf13/cobra"
 
 	"github.com/exo-rack/exo/broadcast"
+	"github.com/exo-rack/exo/daemon"
 	"github.com/exo-rack/exo/exo"
 )
 
@@ -38,9 +41,10 @@ type rawResult struct {
 // newRawCmd is the raw-frame baseline and injector used by exo bench and
 // the tests: it runs inside a lab host's namespace.
 func newRawCmd() *cobra.Command {
-	var iface, mode, kind string
+	var iface, mode, kind, keyFile string
 	var count int
 	var dur time.Duration
+	var rate float64
 	var size int
 	cmd := &cobra.Command{
 		Use:    "raw",
@@ -62,7 +66,16 @@ func newRawCmd() *cobra.Command {
 				return err
 			}
 			defer conn.Close()
-			res, err := runRaw(cmd.Context(), conn, mode, kind, count, size, dur)
+			var key *[exo.TagKeyLen]byte
+			if keyFile != "" {
+				group, err := daemon.ReadKey(keyFile)
+				if err != nil {
+					return err
+				}
+				k := daemon.FrameKey(group)
+				key = &k
+			}
+			res, err := runRaw(cmd.Context(), conn, iface, mode, kind, key, count, size, dur, rate)
 			if err != nil {
 				return err
 			}
@@ -72,6 +85,8 @@ func newRawCmd() *cobra.Command {
 	cmd.Flags().StringVar(&iface, "interface", "exo0", "interface")
 	cmd.Flags().StringVar(&mode, "mode", "", "echo, ping, sink, flood or inject")
 	cmd.Flags().StringVar(&kind, "kind", "garbage", "inject: kind of bad frame")
+	cmd.Flags().Float64Var(&rate, "rate", 0, "flood/inject: frames per second (0: as fast as one thread can)")
+	cmd.Flags().StringVar(&keyFile, "key-file", "", "inject: the group key file; forged-sender frames then carry a valid tag (an insider with the key on a foreign MAC)")
 	cmd.Flags().IntVar(&count, "count", 10000, "frames to send")
 	cmd.Flags().IntVar(&size, "size", 64, "payload bytes")
 	cmd.Flags().DurationVar(&dur, "duration", 5*time.Second, "echo/sink (and flood/inject with --count 0): how long to run")
@@ -85,7 +100,7 @@ func rawFrame(seq uint64, size int) []byte {
 	return b
 }
 
-func runRaw(ctx context.Context, conn broadcast.Conn, mode, kind string, count, size int, dur time.Duration) (rawResult, error) {
+func runRaw(ctx context.Context, conn broadcast.Conn, ifname, mode, kind string, key *[exo.TagKeyLen]byte, count, size int, dur time.Duration, rate float64) (rawResult, error) {
 	res := rawResult{Mode: mode}
 	buf := make([]byte, conn.MTU()+64)
 	start := time.Now()
@@ -162,25 +177,42 @@ func runRaw(ctx context.Context, conn broadcast.Conn, mode, kind string, count, 
 	case "flood", "inject":
 		rng := rand.New(rand.NewPCG(1, 2))
 		var replay [][]byte
+		var spoof *packet.Conn
 		if mode == "inject" && kind == "replay" {
 			var err error
 			if replay, err = captureFrames(ctx, conn, 256, 2*time.Second); err != nil {
 				return res, err
 			}
+			// Replays go out with their original source MAC (a raw
+			// socket writes the whole Ethernet header), as an attacker
+			// on a shared segment would send them.
+			if spoof, err = rawSender(ifname); err != nil {
+				return res, err
+			}
+			defer spoof.Close()
 			start = time.Now()
 		}
 		for i := 0; (count == 0 || i < count) && ctx.Err() == nil; i++ {
 			if count == 0 && i%64 == 0 && time.Since(start) >= dur {
 				break
 			}
+			if rate > 0 { // pace: frame i leaves at start + i/rate
+				if ahead := time.Duration(float64(i)/rate*1e9) - time.Since(start); ahead > 200*time.Microsecond {
+					time.Sleep(ahead)
+				}
+			}
 			var b []byte
 			switch {
 			case mode == "flood":
 				b = rawFrame(uint64(i), size)
 			case kind == "replay":
-				b = replay[i%len(replay)]
+				if _, err := spoof.WriteTo(replay[i%len(replay)], &packet.Addr{HardwareAddr: broadcastMAC}); err != nil {
+					return res, fmt.Errorf("replay: %w", err)
+				}
+				res.Frames++
+				continue
 			default:
-				b = badFrame(kind, i, rng)
+				b = badFrame(kind, i, rng, key)
 				if b == nil {
 					return res, fmt.Errorf("--kind %q: want garbage, foreign-group, truncated, bad-version, forged-sender, forged-tag or replay", kind)
 				}
@@ -200,8 +232,26 @@ func runRaw(ctx context.Context, conn broadcast.Conn, mode, kind string, count, 
 	return res, nil
 }
 
-// captureFrames reads up to max Exo frames of any group but the baseline's
-// from conn, for at most d: the frames a replay attack sends again.
+var broadcastMAC = net.HardwareAddr{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}
+
+// rawSender opens a SOCK_RAW packet socket on interface ifname: frames
+// written to it carry their own Ethernet header.
+func rawSender(ifname string) (*packet.Conn, error) {
+	ifi, err := net.InterfaceByName(ifname)
+	if err != nil {
+		return nil, fmt.Errorf("replay: raw socket: %w", err)
+	}
+	c, err := packet.Listen(ifi, packet.Raw, int(exo.EtherType), nil)
+	if err != nil {
+		return nil, fmt.Errorf("replay: raw socket on %s: %w", ifname, err)
+	}
+	return c, nil
+}
+
+// captureFrames reads up to max legitimate-looking Exo frames (not the
+// baseline's group) from conn for at most d and returns them as whole
+// Ethernet frames with their original source MAC: what a replay attack
+// sends again.
 func captureFrames(ctx context.Context, conn broadcast.Conn, max int, d time.Duration) ([][]byte, error) {
 	var out [][]byte
 	var f exo.Frame
@@ -209,7 +259,7 @@ func captureFrames(ctx context.Context, conn broadcast.Conn, max int, d time.Dur
 	deadline := time.Now().Add(d)
 	for len(out) < max && time.Now().Before(deadline) && ctx.Err() == nil {
 		conn.SetReadDeadline(deadline)
-		n, _, err := conn.ReadFrame(buf)
+		n, src, err := conn.ReadFrame(buf)
 		if err != nil {
 			if errors.Is(err, os.ErrDeadlineExceeded) {
 				break
@@ -217,7 +267,11 @@ func captureFrames(ctx context.Context, conn broadcast.Conn, max int, d time.Dur
 			return nil, err
 		}
 		if f.UnmarshalBinary(buf[:n]) == nil && f.Group != rawGroup {
-			out = append(out, append([]byte(nil), buf[:n]...))
+			eth := make([]byte, 0, exo.EthHeaderLen+n)
+			eth = append(eth, broadcastMAC...)
+			eth = append(eth, src...)
+			eth = append(eth, byte(exo.EtherType>>8), byte(exo.EtherType&0xff))
+			out = append(out, append(eth, buf[:n]...))
 		}
 	}
 	if len(out) == 0 {
@@ -227,7 +281,7 @@ func captureFrames(ctx context.Context, conn broadcast.Conn, max int, d time.Dur
 }
 
 // badFrame builds one bad frame of a kind (for the bad-input tests).
-func badFrame(kind string, i int, rng *rand.Rand) []byte {
+func badFrame(kind string, i int, rng *rand.Rand, key *[exo.TagKeyLen]byte) []byte {
 	good := exo.Frame{Type: exo.FrameData, Group: 7, Sender: 1, Seq: uint64(i), History: []uint8{0, 4}}
 	switch kind {
 	case "garbage":
@@ -254,7 +308,11 @@ func badFrame(kind string, i int, rng *rand.Rand) []byte {
 		b, _ := good.MarshalBinary()
 		return b
 	case "forged-sender":
-		// A roster id sent from this (injecting) host's MAC.
+		// A roster id sent from this (injecting) host's MAC, sealed when
+		// the key is given (else the tag check refuses it first).
+		if key != nil {
+			good.Seal(*key)
+		}
 		b, _ := good.MarshalBinary()
 		return b
 	}

@@ -9,8 +9,12 @@ import (
 	"github.com/exo-rack/exo/exo"
 )
 
+// benchKey is the benchmarks' tag key (Program.SetKey).
+var benchKey = [exo.TagKeyLen]byte{0xbe, 0x4c, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15}
+
 // benchFrames returns an n=5 state and an in-order frame it accepts (one
-// 64-byte record), and the same frame from another group (dropped).
+// 64-byte record, sealed under benchKey), and the same frame from another
+// group (dropped before its tag is checked).
 func benchFrames(tb testing.TB) (exo.Pointers, []byte, []byte) {
 	tb.Helper()
 	st := exo.NewPointers(1, 5, 1024)
@@ -21,7 +25,7 @@ func benchFrames(tb testing.TB) (exo.Pointers, []byte, []byte) {
 		tb.Fatal(err)
 	}
 	f := exo.Frame{Type: exo.FrameData, Group: 1, Sender: 0, Seq: 10, Count: 1, History: []uint8{4, 3}, Payload: payload}
-	b, err := f.MarshalBinary()
+	b, err := f.AppendSealed(nil, benchKey)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -35,11 +39,15 @@ func benchFrames(tb testing.TB) (exo.Pointers, []byte, []byte) {
 // BPF_PROG_TEST_RUN repeat runs (b.N runs in one syscall). "accept" runs
 // the benchmark variant of the program that undoes each ACCEPT, so the same
 // in-order frame is accepted every time (an upper bound: it includes the
-// undo); "drop" is a frame of another group.
+// undo, and the tag check over its 92-byte message); "drop_bad_group" is a
+// frame of another group (no tag check), "drop_bad_tag" the accept frame
+// with one bit of its tag flipped (the whole tag check, then a drop).
 func BenchmarkRun(b *testing.B) {
 	st, accept, drop := benchFrames(b)
 	badVersion := append([]byte(nil), accept...)
 	badVersion[exo.EthHeaderLen+exo.OffVersion] = 2
+	badTag := append([]byte(nil), accept...)
+	badTag[exo.EthHeaderLen+exo.OffTag+7] ^= 1
 	for _, bc := range []struct {
 		name   string
 		frame  []byte
@@ -50,12 +58,14 @@ func BenchmarkRun(b *testing.B) {
 		{"accept", accept, true, exo.ReasonAccept, ActionPass},
 		{"drop_bad_group", drop, false, exo.ReasonBadGroup, ActionDrop},
 		{"drop_bad_version", badVersion, false, exo.ReasonBadVersion, ActionDrop},
+		{"drop_bad_tag", badTag, false, exo.ReasonBadTag, ActionDrop},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			p := loadOrSkip(b, bc.undo)
 			if err := p.SetState(st); err != nil {
 				b.Fatal(err)
 			}
+			setKey(b, p, benchKey)
 			v, err := p.Run(bc.frame)
 			if err != nil || v.Reason != bc.reason || v.Action != bc.action {
 				b.Fatalf("warm-up run: %v %v, want %s %s", v, err, bc.action, bc.reason)
@@ -87,12 +97,16 @@ func BenchmarkRunStream(b *testing.B) {
 	if err := p.SetState(st); err != nil {
 		b.Fatal(err)
 	}
+	setKey(b, p, benchKey)
 	f := append([]byte(nil), accept...)
 	f[exo.EthHeaderLen+exo.OffHistLen] = 0
 	f = append(f[:exo.EthHeaderLen+exo.HeaderLen], f[exo.EthHeaderLen+exo.HeaderLen+2:]...)
 	b.ResetTimer()
 	for i := range b.N {
 		binary.BigEndian.PutUint64(f[exo.EthHeaderLen+exo.OffSeq:], st.Append+uint64(i))
+		if err := exo.Seal(f[exo.EthHeaderLen:], benchKey); err != nil {
+			b.Fatal(err)
+		}
 		v, err := p.Run(f)
 		if err != nil || v.Reason != exo.ReasonAccept {
 			b.Fatalf("frame %d: %v %v", i, v, err)

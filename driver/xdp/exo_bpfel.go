@@ -13,6 +13,25 @@ import (
 	"github.com/cilium/ebpf"
 )
 
+type exoExoAuth struct {
+	_         structs.HostLayout
+	K0        uint64
+	K1        uint64
+	RosterLen uint32
+	Reserved  uint32
+}
+
+type exoExoMac struct {
+	_        structs.HostLayout
+	Addr     [6]uint8
+	Reserved [2]uint8
+}
+
+type exoExoScratch struct {
+	_ structs.HostLayout
+	W [513]uint64
+}
+
 type exoExoState struct {
 	_    structs.HostLayout
 	Lock struct {
@@ -35,7 +54,10 @@ type exoExoState struct {
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
+	exoMapExoAuthMap         = "exo_auth_map"
 	exoMapExoCounters        = "exo_counters"
+	exoMapExoRoster          = "exo_roster"
+	exoMapExoScratch         = "exo_scratch"
 	exoMapExoStateMap        = "exo_state_map"
 	exoProgExoXdp            = "exo_xdp"
 	exoVarExoBenchUndoAccept = "exo_bench_undo_accept"
@@ -90,7 +112,10 @@ type exoProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type exoMapSpecs struct {
+	ExoAuthMap  *ebpf.MapSpec `ebpf:"exo_auth_map"`
 	ExoCounters *ebpf.MapSpec `ebpf:"exo_counters"`
+	ExoRoster   *ebpf.MapSpec `ebpf:"exo_roster"`
+	ExoScratch  *ebpf.MapSpec `ebpf:"exo_scratch"`
 	ExoStateMap *ebpf.MapSpec `ebpf:"exo_state_map"`
 }
 
@@ -121,13 +146,19 @@ func (o *exoObjects) Close() error {
 //
 // It can be passed to loadExoObjects or ebpf.CollectionSpec.LoadAndAssign.
 type exoMaps struct {
+	ExoAuthMap  *ebpf.Map `ebpf:"exo_auth_map"`
 	ExoCounters *ebpf.Map `ebpf:"exo_counters"`
+	ExoRoster   *ebpf.Map `ebpf:"exo_roster"`
+	ExoScratch  *ebpf.Map `ebpf:"exo_scratch"`
 	ExoStateMap *ebpf.Map `ebpf:"exo_state_map"`
 }
 
 func (m *exoMaps) Close() error {
 	return _ExoClose(
+		m.ExoAuthMap,
 		m.ExoCounters,
+		m.ExoRoster,
+		m.ExoScratch,
 		m.ExoStateMap,
 	)
 }

@@ -3,10 +3,10 @@
 package xdp
 
 // Replays every golden vector of testdata/vectors (docs/vectors.md), both
-// forms, through the loaded XDP program with BPF_PROG_TEST_RUN: set the
-// state before, run the frame behind an Ethernet header, and require the
-// expected reason, the action it implies and every field of the state
-// after.
+// forms, through the loaded XDP program with BPF_PROG_TEST_RUN: load the
+// vectors' tag key, set the state before, run the frame behind an Ethernet
+// header, and require the expected reason, the action it implies and every
+// field of the state after.
 
 import (
 	"bufio"
@@ -69,6 +69,7 @@ type vecCase struct {
 
 type vecFile struct {
 	Format       string    `json:"format"`
+	TagKey       string    `json:"tag_key"`
 	VectorsCount int       `json:"vectors_count"`
 	StepsCount   int       `json:"steps_count"`
 	HexRecords   int       `json:"hex_records"`
@@ -99,8 +100,11 @@ func loadJSONCases(t *testing.T) []golden {
 	if err := json.Unmarshal(data, &vf); err != nil {
 		t.Fatalf("vectors.json: %v", err)
 	}
-	if vf.Format != "exo-vectors/2" {
-		t.Fatalf("vectors.json: format %q, want exo-vectors/2", vf.Format)
+	if vf.Format != "exo-vectors/3" {
+		t.Fatalf("vectors.json: format %q, want exo-vectors/3", vf.Format)
+	}
+	if vf.TagKey != hex.EncodeToString(vecKey[:]) {
+		t.Fatalf("vectors.json: tag_key %q, want %x", vf.TagKey, vecKey)
 	}
 	var out []golden
 	add := func(where string, in exo.Pointers, c *vecCase, chained bool) exo.Pointers {
@@ -140,9 +144,12 @@ func loadJSONCases(t *testing.T) []golden {
 	return out
 }
 
+// vecKey is the vectors' tag key (format 3): 00 01 .. 0f.
+var vecKey = [exo.TagKeyLen]byte{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15}
+
 // Hex form (docs/vectors.md section 4): 64-word records, MSB-first bytes.
 const (
-	hexMagic     = 0x45584f5645433032 // "EXOVEC02"
+	hexMagic     = 0x45584f5645433033 // "EXOVEC03"
 	recordWords  = 64
 	stateInWord  = 8
 	stateOutWord = 16
@@ -191,7 +198,13 @@ func loadHexCases(t *testing.T) []golden {
 	for i := 0; i < len(words)/recordWords; i++ {
 		w := words[i*recordWords : (i+1)*recordWords]
 		if w[0] != hexMagic {
-			t.Fatalf("hex record %d: magic %016x, want EXOVEC02", i, w[0])
+			t.Fatalf("hex record %d: magic %016x, want EXOVEC03", i, w[0])
+		}
+		var key [exo.TagKeyLen]byte
+		binary.BigEndian.PutUint64(key[0:], w[4])
+		binary.BigEndian.PutUint64(key[8:], w[5])
+		if key != vecKey {
+			t.Fatalf("hex record %d: tag key %x, want %x", i, key, vecKey)
 		}
 		n := int(bitsOf(w[2], 63, 48))
 		if n > frameMax {
@@ -211,6 +224,13 @@ func loadHexCases(t *testing.T) []golden {
 		})
 	}
 	return out
+}
+
+func setKey(tb testing.TB, p *Program, key [exo.TagKeyLen]byte) {
+	tb.Helper()
+	if err := p.SetKey(key); err != nil {
+		tb.Fatal(err)
+	}
 }
 
 func stateString(p exo.Pointers) string {
@@ -269,6 +289,7 @@ func runGolden(t *testing.T, p *Program, cases []golden) (agree int, counts [exo
 
 func TestGoldenVectorsJSON(t *testing.T) {
 	p := loadOrSkip(t, false)
+	setKey(t, p, vecKey)
 	cases := loadJSONCases(t)
 	if err := p.ResetCounters(); err != nil {
 		t.Fatal(err)
@@ -288,6 +309,12 @@ func TestGoldenVectorsJSON(t *testing.T) {
 	if other != [3]uint64{} {
 		t.Errorf("other counters (not Exo, unclassified, no meta) = %v, want 0", other)
 	}
+	if n, err := p.ForeignMACs(); err != nil || n != 0 {
+		t.Errorf("foreign MAC counter %d (%v), want 0 (no roster loaded)", n, err)
+	}
+	if want[exo.ReasonBadTag] == 0 {
+		t.Error("no BAD_TAG vector")
+	}
 	t.Logf("vectors.json: %d of %d vectors agree (verdict, action and state after)", agree, len(cases))
 	if agree != len(cases) {
 		t.Errorf("%d of %d vectors disagree", len(cases)-agree, len(cases))
@@ -296,6 +323,7 @@ func TestGoldenVectorsJSON(t *testing.T) {
 
 func TestGoldenVectorsHex(t *testing.T) {
 	p := loadOrSkip(t, false)
+	setKey(t, p, vecKey)
 	cases := loadHexCases(t)
 	agree, _ := runGolden(t, p, cases)
 	t.Logf("vectors.hex: %d of %d records agree (verdict, action and state after)", agree, len(cases))

@@ -49,6 +49,7 @@ const (
 	CounterNotExo       = exo.NumReasons + iota // other EtherType or runt: passed untouched
 	CounterUnclassified                         // longer than MaxFrame: passed unclassified
 	CounterNoMeta                               // bpf_xdp_adjust_meta failed: verdict not attached
+	CounterForeignMAC                           // source MAC is not roster[sender] (SetRoster): dropped
 	numCounters
 )
 
@@ -58,10 +59,13 @@ const MaxFrame = 4096
 
 // MetaMagic ("EXOM") starts the 8-byte struct exo_meta the program writes
 // into the XDP metadata area in front of every Exo frame it handles:
-// magic u32, reason u8, action u8, reserved u16, in host byte order.
+// magic u32, reason u8, action u8, flags u16, in host byte order.
 const (
 	MetaMagic = 0x45584f4d
 	MetaLen   = 8
+	// MetaForeignMAC is the exo_meta flag of a frame dropped because its
+	// Ethernet source MAC is not its sender's roster MAC (reason BAD_SENDER).
+	MetaForeignMAC = 0x0001
 )
 
 // Verdict is what the program decided for one frame.
@@ -72,11 +76,18 @@ type Verdict struct {
 	// metadata room).
 	Reason    exo.Reason
 	HasReason bool
+	// ForeignMAC: dropped because the frame's source MAC is not the
+	// roster MAC of its sender (Reason is then BAD_SENDER; the frame is
+	// counted in CounterForeignMAC, not in the reason counters).
+	ForeignMAC bool
 }
 
 func (v Verdict) String() string {
 	if !v.HasReason {
 		return v.Action.String()
+	}
+	if v.ForeignMAC {
+		return fmt.Sprintf("%s %s (foreign MAC)", v.Action, v.Reason)
 	}
 	return fmt.Sprintf("%s %s", v.Action, v.Reason)
 }
@@ -87,7 +98,8 @@ func ParseMeta(b []byte) (Verdict, bool) {
 	if len(b) < MetaLen || binary.NativeEndian.Uint32(b) != MetaMagic {
 		return Verdict{}, false
 	}
-	return Verdict{Action: Action(b[5]), Reason: exo.Reason(b[4]), HasReason: true}, true
+	return Verdict{Action: Action(b[5]), Reason: exo.Reason(b[4]), HasReason: true,
+		ForeignMAC: binary.NativeEndian.Uint16(b[6:])&MetaForeignMAC != 0}, true
 }
 
 // Program is the loaded XDP program and its maps.
@@ -96,8 +108,14 @@ type Program struct {
 }
 
 // Load loads the program and its maps into the kernel. The state map holds
-// a zero state (group 0, no hosts) until SetState. A verifier rejection is
+// a zero state (group 0, no hosts) until SetState, the key is all zeros
+// until SetKey (every frame sealed under another key is BAD_TAG), and no
+// roster is loaded until SetRoster (no MAC check). A verifier rejection is
 // returned with the verifier log (errors.As(err, new(*ebpf.VerifierError))).
+//
+// The order of the checks: the codec, the group (BAD_GROUP), the tag
+// (BAD_TAG), the roster MAC (CounterForeignMAC), then the state checks of
+// exo.Pointers.Classify; see bpf/exo.c and docs/xdp.md.
 func Load() (*Program, error) { return load(false) }
 
 // load with benchUndo set loads a benchmark variant that undoes every
@@ -152,6 +170,71 @@ func (p *Program) SetState(s exo.Pointers) error {
 		return fmt.Errorf("xdp: write state: %w", err)
 	}
 	return nil
+}
+
+// SetKey writes the 16-byte frame-tag key (exo.Config.TagKey): the program
+// verifies every frame's SipHash-2-4 tag under it, right after the group
+// check, and drops the frames whose tag does not verify as BAD_TAG. The
+// two key words are written in one map update; frames classified while it
+// happens may be checked against the old key.
+func (p *Program) SetKey(key [exo.TagKeyLen]byte) error {
+	var a exoExoAuth
+	if err := p.objs.ExoAuthMap.Lookup(uint32(0), &a); err != nil {
+		return fmt.Errorf("xdp: read key: %w", err)
+	}
+	a.K0 = binary.LittleEndian.Uint64(key[0:8])
+	a.K1 = binary.LittleEndian.Uint64(key[8:16])
+	if err := p.objs.ExoAuthMap.Update(uint32(0), &a, ebpf.UpdateAny); err != nil {
+		return fmt.Errorf("xdp: write key: %w", err)
+	}
+	return nil
+}
+
+// SetRoster loads the roster's MACs, by sender id (at most exo.MaxRoster).
+// With a roster loaded, a frame that passed the group and tag checks and
+// whose sender is a roster id must come from that id's MAC: otherwise it
+// is dropped and counted in CounterForeignMAC (see ForeignMACs). A sender
+// beyond the roster is left to the state check (BAD_SENDER). An empty
+// roster turns the MAC check off.
+func (p *Program) SetRoster(macs []net.HardwareAddr) error {
+	if len(macs) > exo.MaxRoster {
+		return fmt.Errorf("xdp: roster of %d hosts, at most %d", len(macs), exo.MaxRoster)
+	}
+	var a exoExoAuth
+	if err := p.objs.ExoAuthMap.Lookup(uint32(0), &a); err != nil {
+		return fmt.Errorf("xdp: read roster length: %w", err)
+	}
+	// Turn the check off while the entries change, then on with the new
+	// length: a frame never meets a half-written roster.
+	setLen := func(n int) error {
+		a.RosterLen = uint32(n)
+		if err := p.objs.ExoAuthMap.Update(uint32(0), &a, ebpf.UpdateAny); err != nil {
+			return fmt.Errorf("xdp: write roster length: %w", err)
+		}
+		return nil
+	}
+	if err := setLen(0); err != nil {
+		return err
+	}
+	for i, hw := range macs {
+		if len(hw) != 6 {
+			return fmt.Errorf("xdp: roster[%d]: %v is not a 6-byte MAC", i, hw)
+		}
+		var m exoExoMac
+		copy(m.Addr[:], hw)
+		if err := p.objs.ExoRoster.Update(uint32(i), &m, ebpf.UpdateAny); err != nil {
+			return fmt.Errorf("xdp: write roster[%d]: %w", i, err)
+		}
+	}
+	return setLen(len(macs))
+}
+
+// ForeignMACs returns the number of frames dropped because their source
+// MAC is not their sender's roster MAC (CounterForeignMAC), summed over
+// CPUs.
+func (p *Program) ForeignMACs() (uint64, error) {
+	all, err := p.counters()
+	return all[CounterForeignMAC], err
 }
 
 // State reads the pointer state (under the map value's spin lock).

@@ -343,7 +343,7 @@ func (x *explorer) trace() *Trace {
 		switch pe.a.kind {
 		case OpDeliver, OpDrop, OpDup:
 			st.Host = 0
-			st.Item = describeItem(&pe.s.flight[pe.a.item])
+			st.Item = describeItem(&pe.s.flight[pe.a.item], x.opt.Config.TagKey)
 		}
 		t.Steps = append(t.Steps, st)
 	}

@@ -194,7 +194,7 @@ func Replay(t *Trace, w io.Writer) (*Violation, error) {
 		return nil, fmt.Errorf("%w: %v", ErrBadTrace, err)
 	}
 	for k, st := range t.Steps {
-		a, err := resolveStep(s, st, t.Hosts)
+		a, err := resolveStep(s, st, t.Hosts, t.Config.TagKey)
 		if err != nil {
 			return nil, fmt.Errorf("%w: step %d (%s): %v", ErrBadTrace, k+1, st, err)
 		}
@@ -229,17 +229,17 @@ func Replay(t *Trace, w io.Writer) (*Violation, error) {
 	return nil, nil
 }
 
-func resolveStep(s *state, st Step, n int) (action, error) {
+func resolveStep(s *state, st Step, n int, key [exo.TagKeyLen]byte) (action, error) {
 	switch st.Op {
 	case OpDeliver, OpDrop, OpDup:
 		for k := range s.flight {
-			if describeItem(&s.flight[k]) == st.Item {
+			if describeItem(&s.flight[k], key) == st.Item {
 				return action{kind: st.Op, item: k}, nil
 			}
 		}
 		var in []string
 		for k := range s.flight {
-			in = append(in, "\n\t"+describeItem(&s.flight[k]))
+			in = append(in, "\n\t"+describeItem(&s.flight[k], key))
 		}
 		return action{}, fmt.Errorf("no such item in flight; in flight:%s", strings.Join(in, ""))
 	case OpTick, OpPropose, OpRestart, OpAmnesia, OpBroadcast, OpCompact:
@@ -291,8 +291,9 @@ func Minimize(t *Trace) (*Trace, error) {
 
 // describeItem returns the canonical text of an in-flight item. It writes
 // every field that can differ between two items (fields at their usual
-// value are left out), so equal texts mean interchangeable items.
-func describeItem(it *item) string {
+// value are left out, the tag when it is the frame's tag under the rack's
+// key), so equal texts mean interchangeable items.
+func describeItem(it *item, key [exo.TagKeyLen]byte) string {
 	var b strings.Builder
 	if f := it.frame; f != nil {
 		fmt.Fprintf(&b, "frame %d->%d ", it.from, it.to)
@@ -305,7 +306,7 @@ func describeItem(it *item) string {
 		if f.Group != 0 {
 			fmt.Fprintf(&b, "group=%d ", f.Group)
 		}
-		if f.Tag != 0 {
+		if !f.VerifyTag(key) {
 			fmt.Fprintf(&b, "tag=%#x ", f.Tag)
 		}
 		e := exo.Entry{Seq: f.Seq, Epoch: f.Epoch, Sender: f.Sender, History: f.History, Count: f.Count, Flags: f.Flags, Payload: f.Payload}

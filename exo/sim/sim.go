@@ -38,6 +38,12 @@ type Options struct {
 	// is counted in Stats.Stalled instead of being a violation.
 	Amnesia  float64
 	ProposeP float64 // per-tick probability that a client publishes at a host
+	// Forge is the per-frame probability that an attacker on the segment
+	// also delivers a forged copy of a frame: its tag changed, or a field,
+	// the history or the payload changed with the tag kept. Every forged
+	// copy must be rejected as BAD_TAG (a violation otherwise). 0 draws
+	// nothing, so runs without it are those of a build without it.
+	Forge float64
 
 	// Config is the protocol configuration (ID and Hosts are set per host).
 	Config exo.Config
@@ -60,11 +66,12 @@ func NoFaults(hosts int, seed uint64) Options {
 }
 
 type delivery struct {
-	at    int64
-	order uint64
-	to    int
-	frame *exo.Frame
-	msg   *exo.Message
+	at     int64
+	order  uint64
+	to     int
+	frame  *exo.Frame
+	msg    *exo.Message
+	forged bool // a forged copy (Options.Forge): must be BAD_TAG
 }
 
 type queue []*delivery
@@ -119,6 +126,7 @@ type Stats struct {
 	Proposed, Agreed                     uint64
 	ViewChanges, Takeovers, Crashes      uint64
 	Partitions                           uint64
+	Forged                               uint64 // forged copies sent (Options.Forge)
 	Rejects                              [exo.NumReasons]uint64
 	MaxAgreed                            uint64
 	// Stalled is set when a run with amnesiac restarts did not converge:
@@ -250,6 +258,9 @@ func (s *Sim) deliver(d *delivery) bool {
 	if d.frame != nil {
 		r := h.node.StepFrame(d.frame)
 		s.Stats.Rejects[r]++
+		if d.forged && r != exo.ReasonBadTag {
+			s.chk.violation("host %d: a forged frame (seq %d from %d) got %s, want BAD_TAG", d.to, d.frame.Seq, d.frame.Sender, r)
+		}
 	} else {
 		h.node.Step(*d.msg)
 	}
@@ -278,6 +289,39 @@ func (s *Sim) send(a, b int, f *exo.Frame, m *exo.Message) {
 		s.order++
 		heap.Push(&s.q, &delivery{at: s.now + delay, order: s.order, to: b, frame: f, msg: m})
 	}
+	if f != nil && s.opt.Forge > 0 && !s.quiet && s.rng.Float64() < s.opt.Forge {
+		s.order++
+		s.Stats.Forged++
+		heap.Push(&s.q, &delivery{at: s.now + 1 + int64(s.rng.IntN(s.opt.MaxDelay+1)), order: s.order, to: b,
+			frame: s.forge(f), forged: true})
+	}
+}
+
+// forge returns a copy of f that an attacker without the key could send:
+// one bit of the tag flipped, or one bit of the seq, the epoch, the sender,
+// the flags, the history or the payload flipped with the tag kept.
+func (s *Sim) forge(f *exo.Frame) *exo.Frame {
+	g := *f
+	g.History = append([]uint8(nil), f.History...)
+	g.Payload = append([]byte(nil), f.Payload...)
+	bit := uint(s.rng.IntN(64))
+	switch k := s.rng.IntN(7); {
+	case k == 1:
+		g.Seq ^= 1 << bit
+	case k == 2:
+		g.Epoch ^= 1 << (bit % 32)
+	case k == 3:
+		g.Sender ^= 1 << (bit % 8)
+	case k == 4:
+		g.Flags ^= 1 << (bit % 16)
+	case k == 5 && len(g.History) > 0:
+		g.History[s.rng.IntN(len(g.History))] ^= 1 << (bit % 8)
+	case k == 6 && len(g.Payload) > 0:
+		g.Payload[s.rng.IntN(len(g.Payload))] ^= 1 << (bit % 8)
+	default:
+		g.Tag ^= 1 << bit
+	}
+	return &g
 }
 
 // ready carries out host i's Ready: persist, broadcast, send, deliver.

@@ -2,6 +2,8 @@ package sim
 
 import (
 	"testing"
+
+	"github.com/exo-rack/exo/exo"
 )
 
 func runSeeds(t *testing.T, hosts int, seeds uint64, opt func(int, uint64) Options) {
@@ -28,6 +30,27 @@ func TestSimFaults(t *testing.T) {
 	for _, n := range []int{3, 4, 5} {
 		runSeeds(t, n, 20, DefaultOptions)
 	}
+}
+
+// TestSimForgedFrames: with an attacker that forges copies of frames (no
+// key), every forged copy is rejected as BAD_TAG (the run checks it) and
+// the rack's properties still hold.
+func TestSimForgedFrames(t *testing.T) {
+	forged := uint64(0)
+	for _, n := range []int{3, 5} {
+		runSeeds(t, n, 10, func(hosts int, seed uint64) Options {
+			o := DefaultOptions(hosts, seed)
+			o.Forge = 0.05
+			return o
+		})
+		s, _ := New(func() Options { o := DefaultOptions(n, 1); o.Forge = 0.05; return o }())
+		_ = s.Run()
+		if s.Stats.Forged == 0 || s.Stats.Rejects[exo.ReasonBadTag] < s.Stats.Forged/2 {
+			t.Fatalf("n=%d: %d forged, %d BAD_TAG", n, s.Stats.Forged, s.Stats.Rejects[exo.ReasonBadTag])
+		}
+		forged += s.Stats.Forged
+	}
+	t.Logf("%d forged frames, every one BAD_TAG", forged)
 }
 
 // TestRegressionSeeds replays seeds that once failed during development;

@@ -95,8 +95,9 @@
 #define EXO_OFF_SEQ 16
 #define EXO_SIZE_SEQ 8
 /*
- * tag: Authentication tag (SipHash-2-4, later); carried, not checked by
- * the codec.
+ * tag: SipHash-2-4 of bytes 0..23 and the history and payload (never the
+ * padding) under the rack's 16-byte frame key, big-endian; checked right
+ * after the group (BAD_TAG), not by the codec.
  */
 #define EXO_OFF_TAG 24
 #define EXO_SIZE_TAG 8
@@ -143,9 +144,17 @@ enum exo_reason {
 	EXO_REASON_BAD_PAYLOAD = 12,
 	/* Sender id appears in the frame's history. */
 	EXO_REASON_SENDER_IN_HISTORY = 13,
-	/* Seq above the append pointer by more than the accepted window. */
+	/*
+	 * Seq above the append pointer by more than the accepted window: not held,
+	 * but the control plane learns it is behind and catches up over OOB (a
+	 * fast path that dropped it would leave a host that fell behind with no
+	 * sign of it).
+	 */
 	EXO_REASON_SEQ_TOO_FAR = 14,
-	/* Authentication tag does not verify. */
+	/*
+	 * Authentication tag does not verify (checked after the group, before
+	 * every other state check).
+	 */
 	EXO_REASON_BAD_TAG = 15,
 	/*
 	 * Host is halted (minority or reconciling): every frame goes to the
@@ -164,7 +173,7 @@ enum exo_reason {
 #define EXO_NUM_REASONS 19
 
 /* Bit i set: reason i is a slow-path verdict (handed to the control plane). */
-#define EXO_REASON_SLOW_PATH_MASK 0x000000000001001CULL
+#define EXO_REASON_SLOW_PATH_MASK 0x000000000001401CULL
 
 static inline int exo_reason_slow_path(unsigned int r)
 {

@@ -81,8 +81,9 @@ localparam EXO_SIZE_FLAGS = 2;
 // seq: 64-bit sequence number of this entry.
 localparam EXO_OFF_SEQ = 16;
 localparam EXO_SIZE_SEQ = 8;
-// tag: Authentication tag (SipHash-2-4, later); carried, not checked by
-// the codec.
+// tag: SipHash-2-4 of bytes 0..23 and the history and payload (never the
+// padding) under the rack's 16-byte frame key, big-endian; checked right
+// after the group (BAD_TAG), not by the codec.
 localparam EXO_OFF_TAG = 24;
 localparam EXO_SIZE_TAG = 8;
 // history: Sender ids, most recent first; 0xFF = none ("X"). A repeated id
@@ -106,13 +107,13 @@ localparam [7:0] EXO_REASON_BAD_SENDER        = 8'd10; // Sender id outside the 
 localparam [7:0] EXO_REASON_BAD_HISTLEN       = 8'd11; // hist_len above 128, or not floor(n/2) of the roster.
 localparam [7:0] EXO_REASON_BAD_PAYLOAD       = 8'd12; // payload_len beyond the frame, or records not framing exactly count records.
 localparam [7:0] EXO_REASON_SENDER_IN_HISTORY = 8'd13; // Sender id appears in the frame's history.
-localparam [7:0] EXO_REASON_SEQ_TOO_FAR       = 8'd14; // Seq above the append pointer by more than the accepted window.
-localparam [7:0] EXO_REASON_BAD_TAG           = 8'd15; // Authentication tag does not verify.
+localparam [7:0] EXO_REASON_SEQ_TOO_FAR       = 8'd14; // Seq above the append pointer by more than the accepted window: not held, but the control plane learns it is behind and catches up over OOB (a fast path that dropped it would leave a host that fell behind with no sign of it).
+localparam [7:0] EXO_REASON_BAD_TAG           = 8'd15; // Authentication tag does not verify (checked after the group, before every other state check).
 localparam [7:0] EXO_REASON_HALTED            = 8'd16; // Host is halted (minority or reconciling): every frame goes to the control plane.
 localparam [7:0] EXO_REASON_BAD_HISTORY_ID    = 8'd17; // A history id other than 0xFF is repeated (codec), or is not a roster id (state machine).
 localparam [7:0] EXO_REASON_BAD_FLAGS         = 8'd18; // Flags field is neither 0 nor READMIT | host id.
 localparam EXO_NUM_REASONS = 19;
 // Bit i set: reason i is a slow-path verdict (handed to the control plane).
-localparam [18:0] EXO_REASON_SLOW_PATH_MASK = 19'h1001C;
+localparam [18:0] EXO_REASON_SLOW_PATH_MASK = 19'h1401C;
 
 /* verilator lint_on UNUSEDPARAM */

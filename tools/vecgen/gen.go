@@ -21,6 +21,9 @@ type vector struct {
 	Stream   int // index in gen.streams, or noStream
 	Step     int
 	HexIndex int // record number in vectors.hex, or -1
+	// Kind names what a vector of the tag suite exercises, for the
+	// coverage check (kindsRequired); "" for the others.
+	Kind string
 }
 
 const noStream = -1
@@ -42,6 +45,7 @@ type stream struct {
 type gen struct {
 	rng     *rng
 	esRNG   *rng // epoch_start draws of randState (a stream of its own)
+	tagRNG  *rng // the random tags of the tag suite (a stream of its own)
 	vectors []*vector
 	streams []*stream
 	names   map[string]bool
@@ -60,11 +64,16 @@ const seed = 0x45584f5645433031 // "EXOVEC01"
 // vectors.json showed only the new field and the agreement it holds back.
 const seedEpochStart = seed + 1
 
+// seedTag seeds the random tags of the tag suite (format 3), a stream of
+// its own for the same reason: every other random choice stays as it was.
+const seedTag = seed + 2
+
 func newGen() *gen {
 	return &gen{
-		rng:   newRNG(seed),
-		esRNG: newRNG(seedEpochStart),
-		names: map[string]bool{},
+		rng:    newRNG(seed),
+		esRNG:  newRNG(seedEpochStart),
+		tagRNG: newRNG(seedTag),
+		names:  map[string]bool{},
 	}
 }
 
@@ -178,6 +187,7 @@ func generate() (*gen, error) {
 	g.suitePerN()
 	g.suiteLarge()
 	g.suiteEpochStart()
+	g.suiteTag()
 	g.suiteRandom()
 	g.streamsAll()
 	if len(g.streams) > 0xFFFF {

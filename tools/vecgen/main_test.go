@@ -70,18 +70,26 @@ func TestCheckReportsStale(t *testing.T) {
 }
 
 // TestEvaluateMatchesCore guards the generator's own plumbing: the raw
-// encoder writes what MarshalBinary writes for a valid frame.
+// encoder writes what AppendSealed writes for a valid frame (the tag under
+// testKey included), and a frame with Tagging tagAsIs keeps its tag.
 func TestEvaluateMatchesCore(t *testing.T) {
 	p := steady(5, 10)
 	r := next(p).withRecords([]byte("hello"), nil)
 	f := exo.Frame{Type: exo.FrameData, Group: r.Group, Sender: r.Sender, Epoch: r.Epoch, Seq: r.Seq,
 		Count: r.Count, Tag: r.Tag, History: r.History, Payload: r.Payload}
-	want, err := f.MarshalBinary()
+	want, err := f.AppendSealed(nil, testKey)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got := r.bytes(); !bytes.Equal(got, want) {
 		t.Fatalf("raw encoder\n got %x\nwant %x", got, want)
+	}
+	if !exo.VerifyTag(want, testKey) {
+		t.Fatal("the sealed frame does not verify")
+	}
+	asIs := forged(r, 0x1122334455667788)
+	if got, _ := exo.Tag(asIs.bytes(), testKey); got == 0x1122334455667788 || !bytes.Equal(asIs.bytes()[exo.OffTag:exo.HeaderLen], []byte{0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77, 0x88}) {
+		t.Fatalf("forged frame %x", asIs.bytes())
 	}
 }
 
@@ -95,7 +103,7 @@ func readerWant(t *testing.T) string {
 	}
 	var sum uint32
 	var counts [256]int
-	n := 0
+	n, valid := 0, 0
 	for _, v := range g.all() {
 		if v.HexIndex < 0 {
 			continue
@@ -105,6 +113,9 @@ func readerWant(t *testing.T) string {
 			sum = sum*31 + uint32(b)
 		}
 		counts[v.Res.Reason]++
+		if v.Res.TagValid {
+			valid++
+		}
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "records %d\nchecksum %08x\n", n, sum)
@@ -113,6 +124,7 @@ func readerWant(t *testing.T) string {
 			fmt.Fprintf(&b, "reason %d %d\n", r, c)
 		}
 	}
+	fmt.Fprintf(&b, "tags_valid %d\n", valid)
 	b.WriteString("errors 0\n")
 	return b.String()
 }
@@ -163,7 +175,7 @@ func TestHexReaderVerilog(t *testing.T) {
 	// vvp may add a "$finish called" line; keep the bench's lines.
 	var got strings.Builder
 	for _, l := range strings.SplitAfter(string(out), "\n") {
-		for _, p := range []string{"records ", "checksum ", "reason ", "errors "} {
+		for _, p := range []string{"records ", "checksum ", "reason ", "tags_valid ", "errors "} {
 			if strings.HasPrefix(l, p) {
 				got.WriteString(l)
 			}

@@ -40,11 +40,19 @@ type result struct {
 	Out     exo.Pointers
 	Decoded *exo.Frame // nil when the codec rejected the frame
 	ExoLen  int        // HeaderLen+hist_len+payload_len when decoded, else 0
+	// TagValid: decoded, and the tag field holds the tag under testKey.
+	TagValid bool
 }
 
-// evaluate runs the Go fast-path rules: UnmarshalBinary, then Classify,
-// then Accept on ACCEPT. The frame bytes are copied first so that the
-// decoded frame's slices never alias the caller's buffer.
+// testKey is the frame-tag key of every vector (the hex form carries it
+// in words 4-5 of every record, the headers as EXO_VEC_TAG_KEY*): the
+// SipHash paper's test key 00 01 .. 0f.
+var testKey = [exo.TagKeyLen]byte{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15}
+
+// evaluate runs the Go fast-path rules: UnmarshalBinary, then
+// ClassifyTagged under testKey (the group, the tag, then Classify), then
+// Accept on ACCEPT. The frame bytes are copied first so that the decoded
+// frame's slices never alias the caller's buffer.
 func evaluate(in exo.Pointers, b []byte) (result, error) {
 	buf := append([]byte(nil), b...)
 	res := result{Out: in}
@@ -59,8 +67,12 @@ func evaluate(in exo.Pointers, b []byte) (result, error) {
 	}
 	res.Decoded = &f
 	res.ExoLen = exo.HeaderLen + len(f.History) + len(f.Payload)
+	res.TagValid = f.VerifyTag(testKey)
+	if exo.VerifyTag(buf, testKey) != res.TagValid {
+		return res, fmt.Errorf("the tag of the fields and the tag of the bytes disagree")
+	}
 	before := res.Out
-	res.Reason = res.Out.Classify(&f)
+	res.Reason = res.Out.ClassifyTagged(&f, testKey)
 	if res.Out != before {
 		return res, fmt.Errorf("the state changed in Classify")
 	}
@@ -94,7 +106,24 @@ type raw struct {
 	Pad        []byte // appended after the frame (Ethernet padding, garbage)
 	Trunc      int    // if > 0: cut the encoded bytes (with Pad) to this length
 	Empty      bool   // the frame has zero bytes (Trunc cannot say 0)
+	// Tagging says what goes in the tag field: the tag under testKey
+	// (the default: every vector but the forged ones), Tag as it is, or
+	// the tag under Key.
+	Tagging tagging
+	Key     [exo.TagKeyLen]byte // the key of tagKey
+	// Forge changes the encoded, sealed frame (before Trunc): what an
+	// attacker without the key does to a genuine frame.
+	Forge func(b []byte)
 }
+
+// tagging is how raw.bytes fills the tag field.
+type tagging uint8
+
+const (
+	tagSeal tagging = iota // the tag of the frame under testKey
+	tagAsIs                // raw.Tag, whatever it is (a forged or placeholder tag)
+	tagKey                 // the tag of the frame under raw.Key (another rack's key)
+)
 
 // fix sets HistLen and PayloadLen from History and Payload.
 func (r *raw) fix() *raw {
@@ -132,6 +161,19 @@ func (r *raw) bytes() []byte {
 	b = append(b, r.History...)
 	b = append(b, r.Payload...)
 	b = append(b, r.Pad...)
+	// The tag covers exo[0:24] and the hist_len + payload_len bytes after
+	// the header, as the header says (not the padding). A frame whose
+	// header claims more bytes than it has cannot be sealed: it keeps Tag
+	// (the codec rejects it before the tag matters).
+	switch r.Tagging {
+	case tagSeal:
+		_ = exo.Seal(b, testKey)
+	case tagKey:
+		_ = exo.Seal(b, r.Key)
+	}
+	if r.Forge != nil {
+		r.Forge(b)
+	}
 	if r.Trunc > 0 && r.Trunc < len(b) {
 		b = b[:r.Trunc]
 	}
@@ -169,9 +211,10 @@ func (r *raw) withRecords(recs ...[]byte) *raw {
 	return r
 }
 
-// tagFor is the placeholder tag of generated frames: it is carried, not
-// checked (BAD_TAG is not produced by the fast path yet), so any value
-// works; a seq-dependent one makes the frames less uniform.
+// tagFor is the placeholder tag of generated frames (format 2 carried it
+// unchecked): it stays in raw.Tag, and so in the frames that cannot be
+// sealed (their header claims more bytes than they have); every other
+// frame gets its real tag from raw.bytes.
 func tagFor(seq uint64) uint64 { return 0x0123456789abcdef ^ seq*0x9e3779b97f4a7c15 }
 
 // next returns the valid next frame for state p: seq = append pointer,

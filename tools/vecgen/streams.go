@@ -174,6 +174,7 @@ func (g *gen) streamsAll() {
 	}
 
 	g.epochStartStreams()
+	g.tagStreams()
 	g.randomStreams()
 }
 

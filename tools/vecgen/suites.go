@@ -69,10 +69,6 @@ func (g *gen) suiteAccept() {
 	}
 	g.vec(s, "readmit_batch", "n=5: READMIT|1 on an entry that also carries 2 records", A, st,
 		mod(next(st), func(r *raw) { r.Flags = exo.FlagReadmit | 1 }).withRecords([]byte("x"), []byte("yz")))
-	g.vec(s, "tag_zero", "tag 0: carried, not checked (BAD_TAG comes with SipHash later)", A, st,
-		mod(next(st), func(r *raw) { r.Tag = 0 }))
-	g.vec(s, "tag_ones", "tag 0xffffffffffffffff: carried, not checked", A, st,
-		mod(next(st), func(r *raw) { r.Tag = top }))
 	g.vec(s, "takeover_out_of_order", "n=5, history [4,3]: host 1 sends instead of host 0 (a token takeover); the fast path does not enforce token order, only the distinct-sender rule",
 		A, st, from(st, 1))
 	x := steady(5, 1)

@@ -3,15 +3,33 @@
 // SPDX-License-Identifier: (MIT OR GPL-2.0)
 /*
  * Exo fast path as an XDP program: the C twin of exo.Frame.UnmarshalBinary
- * (the codec checks), exo.Pointers.Classify and exo.Pointers.Accept.
+ * (the codec checks), exo.Pointers.ClassifyTagged (the group, the SipHash-2-4
+ * frame tag, then exo.Pointers.Classify) and exo.Pointers.Accept.
  * docs/xdp.md describes it; driver/xdp/xdp_test.go replays every golden
  * vector of testdata/vectors through it with BPF_PROG_TEST_RUN.
+ *
+ * Order of the checks (the first failing one is the verdict):
+ *   1. the codec (decode): MALFORMED, BAD_VERSION, BAD_TYPE, BAD_FLAGS,
+ *      BAD_HISTLEN > 128, BAD_PAYLOAD, BAD_HISTORY_ID (repeated id);
+ *   2. the group: BAD_GROUP (a frame of another group is never checked
+ *      against this group's key);
+ *   3. the tag: BAD_TAG unless the tag field holds SipHash-2-4, under the key
+ *      in exo_auth_map, of exo[0:24] || exo[32 : 32+hist_len+payload_len]
+ *      (docs/wire.md; padding never covered);
+ *   4. the roster, when one is loaded (exo_auth_map.roster_len > 0): a frame
+ *      whose sender is a roster id but whose Ethernet source MAC is not that
+ *      id's is dropped and counted as EXO_COUNTER_FOREIGN_MAC (not a reason:
+ *      its metadata says BAD_SENDER with EXO_META_FOREIGN_MAC set); a sender
+ *      beyond the roster is left to check 5 (BAD_SENDER);
+ *   5. the state (classify_accept): BAD_SENDER, BAD_HISTLEN, BAD_HISTORY_ID,
+ *      the epochs, HALTED, the seq, the history, SENDER_IN_HISTORY.
  *
  * Verdict per frame (EtherType 0x88B5, no VLAN; other frames pass untouched):
  *   ACCEPT and the slow-path reasons (GAP, DIVERGENCE, FUTURE_EPOCH, HALTED)
  *     -> XDP_PASS, with a struct exo_meta in the XDP metadata area;
- *   every other reason -> XDP_DROP;
- *   every Exo frame counts once in exo_counters[reason] (per CPU).
+ *   every other reason, and a foreign MAC -> XDP_DROP;
+ *   every Exo frame counts once (per CPU): in exo_counters[reason], or in
+ *   exo_counters[EXO_COUNTER_FOREIGN_MAC].
  *
  * Concurrency: the state (one struct exo_state in exo_state_map) is read,
  * classified against and updated under its bpf_spin_lock, so several RX
@@ -36,10 +54,15 @@ char __license[] SEC("license") = "Dual MIT/GPL";
 #define EXO_COUNTER_NOT_EXO (EXO_NUM_REASONS + 0)      /* other EtherType or runt: passed */
 #define EXO_COUNTER_UNCLASSIFIED (EXO_NUM_REASONS + 1) /* longer than EXO_XDP_MAX_FRAME: passed */
 #define EXO_COUNTER_NO_META (EXO_NUM_REASONS + 2)      /* bpf_xdp_adjust_meta failed */
-#define EXO_NUM_COUNTERS (EXO_NUM_REASONS + 3)
+#define EXO_COUNTER_FOREIGN_MAC (EXO_NUM_REASONS + 3)  /* source MAC is not roster[sender]: dropped */
+#define EXO_NUM_COUNTERS (EXO_NUM_REASONS + 4)
 
 /* "EXOM": a struct exo_meta precedes the frame (data_meta .. data). */
 #define EXO_META_MAGIC 0x45584f4d
+
+/* exo_meta.flags: the frame was dropped for its source MAC (reason says
+ * BAD_SENDER; counted as EXO_COUNTER_FOREIGN_MAC). */
+#define EXO_META_FOREIGN_MAC 0x0001
 
 /* The fast-path state: exo.Pointers. history[i] is the sender of entry
  * append-1-i; slots from h = hosts/2 on stay EXO_HISTORY_NONE. */
@@ -62,11 +85,39 @@ struct exo_meta {
 	__u32 magic;  /* EXO_META_MAGIC */
 	__u8 reason;  /* enum exo_reason */
 	__u8 action;  /* XDP_PASS or XDP_DROP */
-	__u16 reserved;
+	__u16 flags;  /* EXO_META_FOREIGN_MAC, else 0 */
+};
+
+/* The frame-tag key as SipHash's key words (user space writes k0 = the
+ * little-endian uint64 of key[0:8], k1 = that of key[8:16]) and the number
+ * of roster MACs loaded in exo_roster (0: no MAC check). */
+struct exo_auth {
+	__u64 k0;
+	__u64 k1;
+	__u32 roster_len;
+	__u32 reserved;
+};
+
+/* One roster entry: the source MAC of sender id i. */
+struct exo_mac {
+	__u8 addr[6];
+	__u8 reserved[2];
+};
+
+/* Scratch of the tag's message, m = exo[0:24] || exo[32 : 32+hist_len+
+ * payload_len], at most EXO_XDP_MAX_FRAME - 8 bytes, copied out of the
+ * packet as 64-bit little-endian words; one word more for the last,
+ * partial block. */
+#define EXO_SCRATCH_WORDS (EXO_XDP_MAX_FRAME / 8)
+struct exo_scratch {
+	__u64 w[EXO_SCRATCH_WORDS + 1];
 };
 
 _Static_assert(sizeof(struct exo_meta) == 8, "exo_meta is 8 bytes");
 _Static_assert(sizeof(struct exo_state) == 176, "exo_state layout");
+_Static_assert(sizeof(struct exo_auth) == 24, "exo_auth layout");
+_Static_assert(sizeof(struct exo_mac) == 8, "exo_mac layout");
+_Static_assert((EXO_SCRATCH_WORDS & (EXO_SCRATCH_WORDS - 1)) == 0, "scratch words: a power of 2");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -82,6 +133,27 @@ struct {
 	__type(value, __u64);
 } exo_counters SEC(".maps");
 
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct exo_auth);
+} exo_auth_map SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, EXO_MAX_HOSTS);
+	__type(key, __u32);
+	__type(value, struct exo_mac);
+} exo_roster SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct exo_scratch);
+} exo_scratch SEC(".maps");
+
 /* Benchmark only (set at load time by driver/xdp, never in production):
  * undo every ACCEPT so that BPF_PROG_TEST_RUN with repeat can run the
  * same in-order frame again and again. 0 in production, where the
@@ -91,6 +163,7 @@ volatile const __u32 exo_bench_undo_accept = 0;
 /* The decoded fixed header. */
 struct exo_hdr {
 	__u64 seq;
+	__u64 tag;
 	__u32 epoch;
 	__u16 group;
 	__u16 count;
@@ -167,6 +240,9 @@ static __always_inline __u32 decode(struct xdp_md *ctx, __u8 *b, void *data_end,
 	f->seq = 0;
 	for (i = 0; i < EXO_SIZE_SEQ; i++)
 		f->seq = (f->seq << 8) | b[EXO_OFF_SEQ + i];
+	f->tag = 0;
+	for (i = 0; i < EXO_SIZE_TAG; i++)
+		f->tag = (f->tag << 8) | b[EXO_OFF_TAG + i];
 
 	/* History: copy to the stack, reject a repeated id (0xFF excepted). */
 	{
@@ -212,6 +288,100 @@ static __always_inline __u32 decode(struct xdp_md *ctx, __u8 *b, void *data_end,
 			return EXO_REASON_BAD_PAYLOAD;
 	}
 	return EXO_REASON_ACCEPT;
+}
+
+/* SipHash-2-4 (docs/security.md): one SipRound on v0..v3. */
+#define ROTL64(x, b) (((x) << (b)) | ((x) >> (64 - (b))))
+#define SIPROUND(v0, v1, v2, v3)                                              \
+	do {                                                                  \
+		v0 += v1; v1 = ROTL64(v1, 13); v1 ^= v0; v0 = ROTL64(v0, 32); \
+		v2 += v3; v3 = ROTL64(v3, 16); v3 ^= v2;                       \
+		v0 += v3; v3 = ROTL64(v3, 21); v3 ^= v0;                       \
+		v2 += v1; v1 = ROTL64(v1, 17); v1 ^= v2; v2 = ROTL64(v2, 32); \
+	} while (0)
+
+/* Context of the SipHash block loop (bpf_loop callback). */
+struct sip_ctx {
+	const __u64 *m; /* the message, in the per-CPU scratch */
+	__u64 v0, v1, v2, v3;
+};
+
+/* sip_block absorbs message block i (c = 2 rounds). */
+static long sip_block(__u64 i, void *arg)
+{
+	struct sip_ctx *c = arg;
+	__u64 m = c->m[i & (EXO_SCRATCH_WORDS - 1)];
+	__u64 v0 = c->v0, v1 = c->v1, v2 = c->v2, v3 = c->v3;
+
+	v3 ^= m;
+	SIPROUND(v0, v1, v2, v3);
+	SIPROUND(v0, v1, v2, v3);
+	v0 ^= m;
+	c->v0 = v0; c->v1 = v1; c->v2 = v2; c->v3 = v3;
+	return 0;
+}
+
+/* tag_ok reports whether f->tag is the frame's tag under the key: the
+ * message is copied into the scratch (two bpf_xdp_load_bytes: the header
+ * before the tag field, then the history and the payload; never the
+ * padding), absorbed 8 bytes at a time by bpf_loop, and finished with the
+ * last block (the remaining len(m) % 8 bytes and len(m) << 56). */
+static __always_inline int tag_ok(struct xdp_md *ctx, const struct exo_hdr *f, const struct exo_auth *a)
+{
+	__u32 zero = 0, tl = (__u32)f->hist_len + f->payload_len, n, nb, r;
+	struct exo_scratch *sc = bpf_map_lookup_elem(&exo_scratch, &zero);
+	struct sip_ctx c;
+	__u64 last, v0, v1, v2, v3;
+
+	if (!sc)
+		return 0;
+	if (tl > EXO_XDP_MAX_FRAME - EXO_HEADER_LEN)
+		return 0; /* unreachable: the frame is at most EXO_XDP_MAX_FRAME */
+	if (bpf_xdp_load_bytes(ctx, EXO_ETH_HEADER_LEN, sc->w, EXO_OFF_TAG) < 0)
+		return 0;
+	if (tl > 0 && bpf_xdp_load_bytes(ctx, EXO_ETH_HEADER_LEN + EXO_HEADER_LEN,
+					 (__u8 *)sc->w + EXO_OFF_TAG, tl) < 0)
+		return 0;
+	n = EXO_OFF_TAG + tl;
+	nb = n / 8;
+	r = n % 8;
+	c.m = sc->w;
+	c.v0 = a->k0 ^ 0x736f6d6570736575ULL;
+	c.v1 = a->k1 ^ 0x646f72616e646f6dULL;
+	c.v2 = a->k0 ^ 0x6c7967656e657261ULL;
+	c.v3 = a->k1 ^ 0x7465646279746573ULL;
+	if (bpf_loop(nb, sip_block, &c, 0) < 0)
+		return 0;
+	last = sc->w[nb & (EXO_SCRATCH_WORDS - 1)] & ((1ULL << (8 * r)) - 1);
+	last |= (__u64)n << 56;
+	v0 = c.v0; v1 = c.v1; v2 = c.v2; v3 = c.v3;
+	v3 ^= last;
+	SIPROUND(v0, v1, v2, v3);
+	SIPROUND(v0, v1, v2, v3);
+	v0 ^= last;
+	v2 ^= 0xff;
+	SIPROUND(v0, v1, v2, v3);
+	SIPROUND(v0, v1, v2, v3);
+	SIPROUND(v0, v1, v2, v3);
+	SIPROUND(v0, v1, v2, v3);
+	return (v0 ^ v1 ^ v2 ^ v3) == f->tag;
+}
+
+/* foreign_mac reports whether a roster is loaded, the sender is one of its
+ * ids, and the frame's Ethernet source MAC (src, 6 bytes) is not that
+ * id's. */
+static __always_inline int foreign_mac(const __u8 *src, const struct exo_hdr *f, const struct exo_auth *a)
+{
+	__u32 id = f->sender;
+	struct exo_mac *m;
+
+	if (a->roster_len == 0 || id >= a->roster_len)
+		return 0;
+	m = bpf_map_lookup_elem(&exo_roster, &id);
+	if (!m)
+		return 0;
+	return m->addr[0] != src[0] || m->addr[1] != src[1] || m->addr[2] != src[2] ||
+	       m->addr[3] != src[3] || m->addr[4] != src[4] || m->addr[5] != src[5];
 }
 
 /* classify is exo.Pointers.Classify; on ACCEPT it also applies
@@ -316,7 +486,8 @@ int exo_xdp(struct xdp_md *ctx)
 	__u8 hist[EXO_MAX_HISTORY];
 	struct exo_hdr f = {};
 	struct exo_meta *m;
-	__u32 reason, action, key = 0;
+	__u32 reason, action, key = 0, counter;
+	__u16 flags = 0;
 
 	if ((void *)(eth + EXO_ETH_HEADER_LEN) > data_end ||
 	    eth[12] != (EXO_ETHER_TYPE >> 8) || eth[13] != (EXO_ETHER_TYPE & 0xff)) {
@@ -329,17 +500,31 @@ int exo_xdp(struct xdp_md *ctx)
 	}
 
 	reason = decode(ctx, eth + EXO_ETH_HEADER_LEN, data_end, &f, hist);
+	counter = reason;
 	if (reason == EXO_REASON_ACCEPT) {
 		struct exo_state *s = bpf_map_lookup_elem(&exo_state_map, &key);
-		if (!s)
-			return XDP_PASS; /* unreachable: array map */
-		bpf_spin_lock(&s->lock);
-		reason = classify_accept(s, &f, hist);
-		bpf_spin_unlock(&s->lock);
+		struct exo_auth *a = bpf_map_lookup_elem(&exo_auth_map, &key);
+		if (!s || !a)
+			return XDP_PASS; /* unreachable: array maps */
+		/* The group is read without the lock: one aligned 16-bit load,
+		 * and classify_accept checks it again under the lock. */
+		if (f.group != s->group) {
+			reason = EXO_REASON_BAD_GROUP;
+		} else if (!tag_ok(ctx, &f, a)) {
+			reason = EXO_REASON_BAD_TAG;
+		} else if (foreign_mac(eth + 6, &f, a)) {
+			reason = EXO_REASON_BAD_SENDER;
+			flags = EXO_META_FOREIGN_MAC;
+		} else {
+			bpf_spin_lock(&s->lock);
+			reason = classify_accept(s, &f, hist);
+			bpf_spin_unlock(&s->lock);
+		}
+		counter = flags ? EXO_COUNTER_FOREIGN_MAC : reason;
 	}
 
-	count(reason);
-	action = (reason == EXO_REASON_ACCEPT || exo_reason_slow_path(reason)) ? XDP_PASS : XDP_DROP;
+	count(counter);
+	action = (!flags && (reason == EXO_REASON_ACCEPT || exo_reason_slow_path(reason))) ? XDP_PASS : XDP_DROP;
 
 	if (bpf_xdp_adjust_meta(ctx, -(int)sizeof(struct exo_meta)) < 0) {
 		count(EXO_COUNTER_NO_META);
@@ -351,6 +536,6 @@ int exo_xdp(struct xdp_md *ctx)
 	m->magic = EXO_META_MAGIC;
 	m->reason = reason;
 	m->action = action;
-	m->reserved = 0;
+	m->flags = flags;
 	return action;
 }

@@ -4,7 +4,8 @@
 // magic and index of every record, frame bytes zero beyond frame_len,
 // state unchanged unless ACCEPT, on ACCEPT out_append = seq + 1,
 // epoch_start kept and the agreement rule (appending s agrees s-h only if
-// s >= epoch_start && s-epoch_start >= h), and the chaining of stream steps. It prints a checksum of every frame byte and
+// s >= epoch_start && s-epoch_start >= h), the chaining of stream steps
+// and the tag key in every record (format 3). It prints a checksum of every frame byte and
 // the count of each reason; tools/vecgen's test compares them with Go.
 //
 //   iverilog -g2005 -I testdata/vectors -DVEC_HEX='"testdata/vectors/vectors.hex"' \
@@ -18,7 +19,7 @@ module hexread_tb;
   localparam W = `EXO_VEC_RECORD_WORDS;
   reg [63:0] mem [0:N*W-1];
   integer counts [0:255];
-  integer i, k, base, errors, flen;
+  integer i, k, base, errors, flen, tags_valid;
   reg [31:0] sum;
   reg [7:0] b, reason, stage;
   reg [15:0] vflags;
@@ -26,6 +27,7 @@ module hexread_tb;
   initial begin
     $readmemh(`VEC_HEX, mem);
     errors = 0;
+    tags_valid = 0;
     sum = 0;
     for (k = 0; k < 256; k = k + 1) counts[k] = 0;
     for (i = 0; i < N; i = i + 1) begin
@@ -46,6 +48,12 @@ module hexread_tb;
       reason = w[`EXO_VEC_REASON_MSB:`EXO_VEC_REASON_LSB];
       stage = w[`EXO_VEC_STAGE_MSB:`EXO_VEC_STAGE_LSB];
       counts[reason] = counts[reason] + 1;
+      // The tag key (words 4-5, format 3) and the tag-valid flag.
+      if ({mem[base + `EXO_VEC_TAG_KEY_0_7_WORD], mem[base + `EXO_VEC_TAG_KEY_8_15_WORD]} !== `EXO_VEC_TAG_KEY) begin
+        $display("record %0d: tag key differs from EXO_VEC_TAG_KEY", i);
+        errors = errors + 1;
+      end
+      if (vflags & `EXO_VEC_FLAG_TAG_VALID) tags_valid = tags_valid + 1;
       // Frame bytes: byte k is bits [63-8*(k%8) -: 8] of word FRAME_WORD + k/8.
       for (k = 0; k < `EXO_VEC_FRAME_MAX; k = k + 1) begin
         w = mem[base + `EXO_VEC_FRAME_WORD + k / 8];
@@ -95,6 +103,7 @@ module hexread_tb;
     $display("checksum %h", sum);
     for (k = 0; k < 256; k = k + 1)
       if (counts[k] != 0) $display("reason %0d %0d", k, counts[k]);
+    $display("tags_valid %0d", tags_valid);
     $display("errors %0d", errors);
     $finish;
   end

@@ -1,0 +1,390 @@
+package daemon
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"github.com/exo-rack/exo/client"
+	"github.com/exo-rack/exo/exo"
+)
+
+// Limits of the daemon under fuzzing: small, so that "too large" and
+// fragmentation are within a fuzzer's reach.
+const (
+	fuzzMaxMessage = 3000
+	fuzzQueueLen   = 16
+)
+
+// startOne runs a one-host rack (a daemon on the in-memory segment) with
+// its API socket in a temporary directory; edit may change the config.
+func startOne(tb testing.TB, edit func(*Config)) (*Daemon, string) {
+	tb.Helper()
+	// A short path: Unix socket paths are limited to 108 bytes.
+	dir, err := os.MkdirTemp("", "exofz")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	sock := filepath.Join(dir, "api.sock")
+	keyFile := filepath.Join(dir, "group.key")
+	if err := os.WriteFile(keyFile, []byte("fuzz group key, 32 bytes long..."), 0o600); err != nil {
+		tb.Fatal(err)
+	}
+	cfg := &Config{Group: 7, ID: 0, Interface: "mem0", APISocket: sock, KeyFile: keyFile,
+		Roster: []Member{{ID: 0, MAC: "02:e0:00:00:00:01", OOB: "127.0.0.1:17700"}}}
+	if edit != nil {
+		edit(cfg)
+	}
+	cfg.defaults()
+	if err := cfg.Validate(); err != nil {
+		tb.Fatal(err)
+	}
+	mac, _ := net.ParseMAC(cfg.Roster[0].MAC)
+	oobs := []*memOOB{{id: 0, in: make(chan exo.Message, 16)}}
+	oobs[0].all = oobs
+	d, err := New(cfg, (&memSegment{}).attach(mac), oobs[0], nil)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- d.Run(ctx) }()
+	tb.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			tb.Errorf("daemon: %v", err)
+		}
+		os.RemoveAll(dir)
+	})
+	for k := 0; ; k++ {
+		c, err := client.Dial(ctx, sock)
+		if err == nil {
+			c.Close()
+			break
+		}
+		if k > 200 {
+			tb.Fatalf("daemon socket never came up: %v", err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return d, sock
+}
+
+// apiReq is one request of a fuzzed input, as the daemon must see it.
+type apiReq struct {
+	typ  byte
+	body []byte
+}
+
+// How a fuzzed input ends, for the daemon.
+const (
+	endEOF       = iota // at a frame boundary: the connection just closes
+	endTruncated        // inside a frame: closed without an answer
+	endBadLength        // a length of 0 or above client.MaxFrame: closed without an answer
+	endBadReq           // short publish/subscribe, unknown type: one Error "bad request"
+	endSubscribe        // a subscription: Message frames (or compacted), then close
+)
+
+// parseAPIInput is the reference parse of a request stream (docs/api.md):
+// the requests the daemon serves and how the stream ends for it.
+func parseAPIInput(in []byte) (reqs []apiReq, end int) {
+	for len(in) > 0 {
+		if len(in) < 5 {
+			return reqs, endTruncated
+		}
+		n := binary.BigEndian.Uint32(in)
+		if n < 1 || n > client.MaxFrame {
+			return reqs, endBadLength
+		}
+		if uint64(len(in)-4) < uint64(n) {
+			return reqs, endTruncated
+		}
+		r := apiReq{typ: in[4], body: in[5 : 4+n]}
+		in = in[4+n:]
+		switch {
+		case r.typ == client.TypeStatus:
+		case r.typ == client.TypePublish && len(r.body) >= 8:
+		case r.typ == client.TypeSubscribe && len(r.body) >= 8:
+			return append(reqs, r), endSubscribe
+		default:
+			return reqs, endBadReq
+		}
+		reqs = append(reqs, r)
+	}
+	return reqs, endEOF
+}
+
+// exchange writes in to a new API connection, closes its write side and
+// returns every frame the daemon sent until it closed the connection.
+func exchange(t *testing.T, sock string, in []byte) []apiReq {
+	t.Helper()
+	c, err := net.Dial("unix", sock)
+	if err != nil {
+		t.Fatalf("dial: %v", err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(20 * time.Second))
+	go func() {
+		c.Write(in) // fails (EPIPE) once the daemon has closed: fine
+		c.(*net.UnixConn).CloseWrite()
+	}()
+	var out []apiReq
+	r := bufio.NewReader(c)
+	for {
+		typ, body, _, err := client.ReadFrame(r, nil)
+		if err != nil {
+			// The daemon closes with our input unread: ECONNRESET once the
+			// replies are read.
+			if err == io.EOF || errors.Is(err, syscall.ECONNRESET) {
+				if r.Buffered() > 0 {
+					t.Fatalf("the daemon's last frame is cut: %x", must(r.Peek(r.Buffered())))
+				}
+				return out
+			}
+			t.Fatalf("reading the daemon's answers (after %d frames): %v", len(out), err)
+		}
+		out = append(out, apiReq{typ, body})
+	}
+}
+
+func must[T any](v T, _ error) T { return v }
+
+// FuzzAPIRequest writes arbitrary bytes to the daemon's API socket (a real
+// daemon on the in-memory segment) and closes the write side. The daemon
+// never panics and answers as docs/api.md says, checked against a
+// reference parse of the input: every Publish before the end gets exactly
+// one answer with its request id (Published, or an Error: "too large"
+// exactly for a payload above max_message_bytes, else queue full /
+// dropped); each Status a StatusReply of valid JSON; a malformed request
+// (short publish or subscribe, unknown type) one Error "bad request" with
+// request id 0; a bad length or a truncated frame closes the connection
+// without one; a Subscribe a stream of Message frames in agreed order from
+// its from_seq (or "compacted"); every answer is a well-formed frame and
+// the daemon closes the connection. A Published position holds exactly
+// that payload in the agreed stream. Afterwards a fresh, well-formed
+// client still gets its status and its publish agreed.
+func FuzzAPIRequest(f *testing.F) {
+	d, sock := startOne(f, func(c *Config) {
+		c.MaxMessage, c.QueueLen, c.KeepEntries = fuzzMaxMessage, fuzzQueueLen, 1024
+	})
+	fr := func(typ byte, parts ...[]byte) []byte {
+		var b bytes.Buffer
+		if err := client.WriteFrame(&b, typ, parts...); err != nil {
+			f.Fatal(err)
+		}
+		return b.Bytes()
+	}
+	pub := fr(client.TypePublish, client.U64(1), []byte("hello"))
+	big := fr(client.TypePublish, client.U64(2), bytes.Repeat([]byte{'L'}, 2500)) // 2 fragments
+	huge := fr(client.TypePublish, client.U64(3), make([]byte, fuzzMaxMessage+1))
+	st := fr(client.TypeStatus)
+	sub := fr(client.TypeSubscribe, client.U64(0))
+	f.Add(pub)
+	f.Add(cat(pub, fr(client.TypePublish, client.U64(1), []byte("same id")), st, big, huge))
+	f.Add(cat(st, st))
+	f.Add(cat(pub, sub))
+	f.Add(fr(client.TypeSubscribe, client.U64(1<<62)))
+	f.Add(cat(pub, fr(client.TypePublish, client.U64(9), []byte("short"))[:9]))
+	f.Add(cat(pub, fr(client.TypePublish, []byte{1, 2, 3})))
+	f.Add(cat(st, fr(client.TypeSubscribe, []byte{0})))
+	f.Add(cat(pub, fr(client.TypePublished, client.U64(1), client.U64(2), client.U16(3))))
+	f.Add(cat(pub, []byte{0, 0, 0, 0, client.TypeStatus}))
+	f.Add(cat(pub, []byte{0xff, 0xff, 0xff, 0xff, client.TypePublish}))
+	f.Add(cat(pub, binary.BigEndian.AppendUint32(nil, client.MaxFrame), []byte{client.TypePublish}))
+	f.Add(bytes.Repeat(fr(client.TypePublish, client.U64(0), []byte("x")), 40))
+	f.Add([]byte{})
+	f.Add([]byte("GET / HTTP/1.1\r\n\r\n"))
+	var fresh uint64
+	f.Fuzz(func(t *testing.T, in []byte) {
+		reqs, end := parseAPIInput(in)
+		out := exchange(t, sock, in)
+
+		want := map[uint64][]int{} // request id -> payload sizes
+		statuses := 0
+		var from uint64
+		for _, r := range reqs {
+			switch r.typ {
+			case client.TypePublish:
+				id := binary.BigEndian.Uint64(r.body)
+				want[id] = append(want[id], len(r.body)-8)
+			case client.TypeStatus:
+				statuses++
+			case client.TypeSubscribe:
+				from = binary.BigEndian.Uint64(r.body)
+			}
+		}
+		type pos struct {
+			client.Position
+			id uint64
+		}
+		var acked []pos
+		badReqs, replies, msgs := 0, 0, 0
+		var last client.Position
+		for i, a := range out {
+			switch a.typ {
+			case client.TypePublished:
+				if len(a.body) != 18 {
+					t.Fatalf("answer %d: Published of %d bytes", i, len(a.body))
+				}
+				id := binary.BigEndian.Uint64(a.body)
+				sizes := want[id]
+				if len(sizes) == 0 {
+					t.Fatalf("answer %d: Published for request %d: not asked, or answered twice", i, id)
+				}
+				if sizes[0] > fuzzMaxMessage {
+					t.Fatalf("answer %d: request %d of %d bytes published, max_message_bytes %d", i, id, sizes[0], fuzzMaxMessage)
+				}
+				want[id] = sizes[1:]
+				acked = append(acked, pos{client.Position{Seq: binary.BigEndian.Uint64(a.body[8:]), Index: binary.BigEndian.Uint16(a.body[16:])}, id})
+			case client.TypeError:
+				if len(a.body) < 10 || !utf8.Valid(a.body[10:]) {
+					t.Fatalf("answer %d: Error %q", i, a.body)
+				}
+				id, code := binary.BigEndian.Uint64(a.body), binary.BigEndian.Uint16(a.body[8:])
+				if code == client.CodeBadRequest && id == 0 {
+					badReqs++
+					continue
+				}
+				if code == client.CodeCompacted && id == 0 && end == endSubscribe && msgs == 0 {
+					continue
+				}
+				sizes := want[id]
+				if len(sizes) == 0 {
+					t.Fatalf("answer %d: Error %d %q for request %d: not asked, or answered twice", i, code, a.body[10:], id)
+				}
+				// Publishes with one id are answered in order of size class
+				// only: match the too-large ones first.
+				k := 0
+				if code == client.CodeTooLarge {
+					for k < len(sizes) && sizes[k] <= fuzzMaxMessage {
+						k++
+					}
+					if k == len(sizes) {
+						t.Fatalf("answer %d: request %d too large, but none of its %d publishes is", i, id, len(sizes))
+					}
+				} else if code != client.CodeQueueFull && code != client.CodeDropped {
+					t.Fatalf("answer %d: request %d: Error %d %q", i, id, code, a.body[10:])
+				} else {
+					for k < len(sizes) && sizes[k] > fuzzMaxMessage {
+						k++
+					}
+					if k == len(sizes) {
+						t.Fatalf("answer %d: request %d: Error %d %q for a message above the max", i, id, code, a.body[10:])
+					}
+				}
+				want[id] = append(sizes[:k:k], sizes[k+1:]...)
+			case client.TypeStatusReply:
+				replies++
+				if !json.Valid(a.body) {
+					t.Fatalf("answer %d: status is not JSON: %q", i, a.body)
+				}
+			case client.TypeMessage:
+				if end != endSubscribe || len(a.body) < 11 {
+					t.Fatalf("answer %d: Message %x without a subscription", i, a.body)
+				}
+				p := client.Position{Seq: binary.BigEndian.Uint64(a.body), Index: binary.BigEndian.Uint16(a.body[8:])}
+				if p.Seq < from || (msgs > 0 && (p.Seq < last.Seq || p.Seq == last.Seq && p.Index <= last.Index)) {
+					t.Fatalf("answer %d: Message at %v after %v, subscribed from seq %d", i, p, last, from)
+				}
+				if a.body[10] != 0 || len(a.body)-11 > fuzzMaxMessage {
+					t.Fatalf("answer %d: Message from host %d of %d bytes", i, a.body[10], len(a.body)-11)
+				}
+				last = p
+				msgs++
+			default:
+				t.Fatalf("answer %d: type %#x", i, a.typ)
+			}
+		}
+		for id, sizes := range want {
+			if len(sizes) > 0 {
+				t.Fatalf("request %d: %d publishes never answered", id, len(sizes))
+			}
+		}
+		if replies != statuses {
+			t.Fatalf("%d status requests, %d replies", statuses, replies)
+		}
+		if wantBad := map[bool]int{true: 1}[end == endBadReq]; badReqs != wantBad {
+			t.Fatalf("input ends %d: %d bad-request errors, want %d", end, badReqs, wantBad)
+		}
+
+		// Every acknowledged position holds that payload, from this host.
+		payloads := map[uint64][][]byte{}
+		for _, r := range reqs {
+			if r.typ == client.TypePublish {
+				id := binary.BigEndian.Uint64(r.body)
+				payloads[id] = append(payloads[id], r.body[8:])
+			}
+		}
+		d.core.Lock() // deliveries finish under the core lock
+		d.mu.Lock()
+		for _, p := range acked {
+			k := 0
+			for k < len(d.history) && d.history[k].Position != p.Position {
+				k++
+			}
+			if k == len(d.history) {
+				if len(d.history) > 0 && d.history[0].Seq <= p.Seq {
+					d.mu.Unlock()
+					d.core.Unlock()
+					t.Fatalf("request %d acknowledged at %v: nothing delivered there", p.id, p.Position)
+				}
+				continue // compacted since
+			}
+			m := d.history[k]
+			okPayload := false
+			for _, pl := range payloads[p.id] {
+				okPayload = okPayload || bytes.Equal(pl, m.Payload)
+			}
+			if m.Sender != 0 || !okPayload {
+				d.mu.Unlock()
+				d.core.Unlock()
+				t.Fatalf("request %d acknowledged at %v, where host %d's %d bytes are", p.id, p.Position, m.Sender, len(m.Payload))
+			}
+		}
+		d.mu.Unlock()
+		d.core.Unlock()
+
+		// A well-formed client is still served.
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		cl, err := client.Dial(ctx, sock)
+		if err != nil {
+			t.Fatalf("a fresh client: %v", err)
+		}
+		defer cl.Close()
+		if _, err := cl.Status(ctx); err != nil {
+			t.Fatalf("a fresh client's status: %v", err)
+		}
+		fresh++
+		payload := fmt.Appendf(nil, "fresh %d", fresh)
+		p, err := cl.Publish(ctx, payload)
+		if err != nil {
+			t.Fatalf("a fresh client's publish: %v", err)
+		}
+		d.core.Lock()
+		d.mu.Lock()
+		found := false
+		for _, m := range d.history {
+			found = found || m.Position == p && bytes.Equal(m.Payload, payload)
+		}
+		d.mu.Unlock()
+		d.core.Unlock()
+		if !found {
+			t.Fatalf("a fresh client's publish acknowledged at %v, not delivered there", p)
+		}
+	})
+}
+
+func cat(bs ...[]byte) []byte { return bytes.Join(bs, nil) }

@@ -1,0 +1,240 @@
+//go:build linux
+
+package xdp
+
+import (
+	"net"
+	"testing"
+
+	"github.com/exo-rack/exo/exo"
+)
+
+// authRack is an n=5 rack at append 10 (history [4,3]) whose roster MACs
+// are 02:00:00:00:00:0i, with a key other than the vectors'.
+var (
+	authKey    = [exo.TagKeyLen]byte{0xa5, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 0x5a}
+	authRoster = func() []net.HardwareAddr {
+		var r []net.HardwareAddr
+		for i := range 5 {
+			r = append(r, net.HardwareAddr{0x02, 0, 0, 0, 0, byte(i)})
+		}
+		return r
+	}()
+)
+
+func authState() exo.Pointers {
+	st := exo.NewPointers(1, 5, 1024)
+	st.Append, st.Agreed = 10, 8
+	st.History[0], st.History[1] = 4, 3
+	return st
+}
+
+// sealedFrame is frame f sealed under key, behind an Ethernet header from
+// src.
+func sealedFrame(tb testing.TB, src net.HardwareAddr, f exo.Frame, key [exo.TagKeyLen]byte) []byte {
+	tb.Helper()
+	b, err := f.AppendSealed(nil, key)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return EthernetFrame(src, b)
+}
+
+// TestAuthDrops shows the frames an attacker on the segment can send
+// dropped (XDP_DROP) and counted, each under its own counter: a forged
+// tag, a frame of another group, a frame from a MAC that is not its
+// sender's, a replay of an accepted frame; and the genuine frames passed.
+func TestAuthDrops(t *testing.T) {
+	p := loadOrSkip(t, false)
+	st := authState()
+	if err := p.SetState(st); err != nil {
+		t.Fatal(err)
+	}
+	setKey(t, p, authKey)
+	if err := p.SetRoster(authRoster); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.ResetCounters(); err != nil {
+		t.Fatal(err)
+	}
+	rec, _ := exo.AppendRecord(nil, []byte("authentic"))
+	f10 := exo.Frame{Type: exo.FrameData, Group: 1, Sender: 0, Seq: 10, Count: 1, History: []uint8{4, 3}, Payload: rec}
+	f11 := exo.Frame{Type: exo.FrameData, Group: 1, Sender: 1, Seq: 11, History: []uint8{0, 4}}
+	other := f10
+	other.Group = 2
+	forgedTag := sealedFrame(t, authRoster[0], f10, authKey)
+	forgedTag[exo.EthHeaderLen+exo.OffTag+7] ^= 1
+	forgedPayload := sealedFrame(t, authRoster[0], f10, authKey)
+	forgedPayload[len(forgedPayload)-1] ^= 0x20 // "authentiC", tag kept
+	wrongKey := authKey
+	wrongKey[0] ^= 1
+	beyond := f10
+	beyond.Sender = 7 // not a roster id: BAD_SENDER, not a foreign MAC
+
+	var wantCounts [exo.NumReasons]uint64
+	wantForeign := uint64(0)
+	for _, c := range []struct {
+		name    string
+		frame   []byte
+		reason  exo.Reason
+		action  Action
+		foreign bool
+	}{
+		{"forged tag (one bit)", forgedTag, exo.ReasonBadTag, ActionDrop, false},
+		{"payload changed, tag kept", forgedPayload, exo.ReasonBadTag, ActionDrop, false},
+		{"sealed under another key", sealedFrame(t, authRoster[0], f10, wrongKey), exo.ReasonBadTag, ActionDrop, false},
+		{"unsealed (tag 0)", EthernetFrame(authRoster[0], mustMarshal(t, f10)), exo.ReasonBadTag, ActionDrop, false},
+		{"another group (sealed under our key)", sealedFrame(t, authRoster[0], other, authKey), exo.ReasonBadGroup, ActionDrop, false},
+		{"another group, forged tag", EthernetFrame(authRoster[0], mustMarshal(t, other)), exo.ReasonBadGroup, ActionDrop, false},
+		{"genuine, from another host's MAC", sealedFrame(t, authRoster[2], f10, authKey), exo.ReasonBadSender, ActionDrop, true},
+		{"genuine, from a MAC outside the roster", sealedFrame(t, testSrcMAC, f10, authKey), exo.ReasonBadSender, ActionDrop, true},
+		{"forged tag from another host's MAC: the tag first", func() []byte {
+			b := sealedFrame(t, authRoster[2], f10, authKey)
+			b[exo.EthHeaderLen+exo.OffTag] ^= 0x80
+			return b
+		}(), exo.ReasonBadTag, ActionDrop, false},
+		{"sender beyond the roster", sealedFrame(t, authRoster[0], beyond, authKey), exo.ReasonBadSender, ActionDrop, false},
+		{"genuine seq 10 from its MAC", sealedFrame(t, authRoster[0], f10, authKey), exo.ReasonAccept, ActionPass, false},
+		{"seq 10 replayed (tag and all)", sealedFrame(t, authRoster[0], f10, authKey), exo.ReasonDuplicate, ActionDrop, false},
+		{"seq 10 replayed with padding", append(sealedFrame(t, authRoster[0], f10, authKey), 0, 0, 0, 0, 0), exo.ReasonDuplicate, ActionDrop, false},
+		{"genuine seq 11, padded", append(sealedFrame(t, authRoster[1], f11, authKey), 0xee, 0xee), exo.ReasonAccept, ActionPass, false},
+		{"seq 11 replayed", sealedFrame(t, authRoster[1], f11, authKey), exo.ReasonDuplicate, ActionDrop, false},
+	} {
+		v, err := p.Run(c.frame)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if !v.HasReason || v.Reason != c.reason || v.Action != c.action || v.ForeignMAC != c.foreign {
+			t.Errorf("%s: %v (foreign MAC %v), want %s %s (foreign MAC %v)", c.name, v, v.ForeignMAC, c.action, c.reason, c.foreign)
+		}
+		if c.foreign {
+			wantForeign++
+		} else {
+			wantCounts[c.reason]++
+		}
+	}
+	got, err := p.Counters()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got != wantCounts {
+		t.Errorf("reason counters %v, want %v", got, wantCounts)
+	}
+	if n, _ := p.ForeignMACs(); n != wantForeign {
+		t.Errorf("foreign MAC counter %d, want %d", n, wantForeign)
+	}
+	after, _ := p.State()
+	if after.Append != 12 || after.History[0] != 1 || after.History[1] != 0 {
+		t.Errorf("state after: %s, want append 12 history [1,0]", stateString(after))
+	}
+	t.Logf("counters: BAD_TAG %d, BAD_GROUP %d, BAD_SENDER %d, DUPLICATE %d, ACCEPT %d, foreign MAC %d",
+		got[exo.ReasonBadTag], got[exo.ReasonBadGroup], got[exo.ReasonBadSender], got[exo.ReasonDuplicate], got[exo.ReasonAccept], wantForeign)
+}
+
+// TestAuthKeyAndRosterChanges: a new key makes the old key's frames
+// BAD_TAG; an empty roster turns the MAC check off.
+func TestAuthKeyAndRosterChanges(t *testing.T) {
+	p := loadOrSkip(t, false)
+	st := authState()
+	f := exo.Frame{Type: exo.FrameData, Group: 1, Sender: 0, Seq: 10, History: []uint8{4, 3}}
+	run := func(frame []byte) Verdict {
+		t.Helper()
+		if err := p.SetState(st); err != nil {
+			t.Fatal(err)
+		}
+		v, err := p.Run(frame)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	// Freshly loaded: the zero key, no roster.
+	if v := run(sealedFrame(t, testSrcMAC, f, [exo.TagKeyLen]byte{})); v.Reason != exo.ReasonAccept {
+		t.Errorf("zero key before SetKey: %v", v)
+	}
+	setKey(t, p, authKey)
+	if v := run(sealedFrame(t, testSrcMAC, f, [exo.TagKeyLen]byte{})); v.Reason != exo.ReasonBadTag {
+		t.Errorf("old key after SetKey: %v", v)
+	}
+	if v := run(sealedFrame(t, testSrcMAC, f, authKey)); v.Reason != exo.ReasonAccept {
+		t.Errorf("new key, no roster: %v", v)
+	}
+	if err := p.SetRoster(authRoster); err != nil {
+		t.Fatal(err)
+	}
+	if v := run(sealedFrame(t, testSrcMAC, f, authKey)); !v.ForeignMAC || v.Action != ActionDrop {
+		t.Errorf("roster loaded, foreign MAC: %v", v)
+	}
+	setKey(t, p, authKey) // the key update keeps the roster
+	if v := run(sealedFrame(t, testSrcMAC, f, authKey)); !v.ForeignMAC {
+		t.Errorf("roster lost by SetKey: %v", v)
+	}
+	if err := p.SetRoster(nil); err != nil {
+		t.Fatal(err)
+	}
+	if v := run(sealedFrame(t, testSrcMAC, f, authKey)); v.Reason != exo.ReasonAccept || v.ForeignMAC {
+		t.Errorf("empty roster: %v", v)
+	}
+	if err := p.SetRoster([]net.HardwareAddr{{1, 2, 3}}); err == nil {
+		t.Error("a 3-byte MAC was taken")
+	}
+}
+
+// TestAuthMaxFrame: the tag of the largest frame BPF_PROG_TEST_RUN hands
+// the program in its linear buffer (a page less the XDP headroom and the
+// skb_shared_info tailroom: 3520 bytes on x86-64; longer test data goes to
+// fragments the program does not read) is checked over every byte. The
+// program itself is verified for messages up to MaxFrame.
+func TestAuthMaxFrame(t *testing.T) {
+	p := loadOrSkip(t, false)
+	st := exo.NewPointers(1, 1, 1024) // n=1: no history
+	st.Append = 10
+	setKey(t, p, authKey)
+	frameOf := func(exoLen int) []byte {
+		payload, _ := exo.AppendRecord(nil, make([]byte, exoLen-exo.HeaderLen-exo.RecordLenSize))
+		f := exo.Frame{Type: exo.FrameData, Group: 1, Sender: 0, Seq: 10, Count: 1, Payload: payload}
+		return sealedFrame(t, testSrcMAC, f, authKey)
+	}
+	run := func(b []byte) Verdict {
+		t.Helper()
+		if err := p.SetState(st); err != nil {
+			t.Fatal(err)
+		}
+		v, err := p.Run(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	// The largest frame the test run keeps linear.
+	var good []byte
+	for n := MaxFrame; n > 1000; n-- {
+		if b := frameOf(n); run(b).Reason == exo.ReasonAccept {
+			good = b
+			break
+		}
+	}
+	if len(good) < 3000 {
+		t.Fatalf("no sealed frame above 3000 bytes was accepted (largest %d)", len(good))
+	}
+	t.Logf("largest linear test frame: %d bytes (a %d-byte tag message)", len(good), len(good)-exo.EthHeaderLen-exo.SizeTag)
+	for _, c := range []struct {
+		name string
+		at   int
+	}{{"last byte", len(good) - 1}, {"byte 2000", exo.EthHeaderLen + 2000}, {"first record byte", exo.EthHeaderLen + exo.HeaderLen + exo.RecordLenSize}} {
+		b := append([]byte(nil), good...)
+		b[c.at] ^= 1
+		if v := run(b); v.Reason != exo.ReasonBadTag {
+			t.Errorf("%s flipped: %v, want BAD_TAG", c.name, v)
+		}
+	}
+}
+
+func mustMarshal(tb testing.TB, f exo.Frame) []byte {
+	tb.Helper()
+	b, err := f.MarshalBinary()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return b
+}
