@@ -8,6 +8,8 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -29,6 +31,8 @@ type benchOptions struct {
 	// FloodKind, when set, adds a batched run under a flood of bad frames
 	// of this kind (exo raw --kind) from the last host's namespace.
 	FloodKind string
+	// Rounds repeats every mode, interleaved; figures are medians.
+	Rounds int
 	// RunTimeout bounds each daemon run (a stuck rack fails the bench
 	// instead of hanging it).
 	RunTimeout time.Duration
@@ -39,6 +43,7 @@ type benchOptions struct {
 // agreementFigures are the daemon measurements of one offload mode.
 type agreementFigures struct {
 	Offload     string  `json:"offload"`
+	Rounds      int     `json:"rounds"`
 	AgreeP50us  float64 `json:"agreement_p50_us"`
 	AgreeP99us  float64 `json:"agreement_p99_us"`
 	AgreeP999us float64 `json:"agreement_p999_us"`
@@ -127,6 +132,14 @@ Needs root.`,
 			if err := lab.CheckRoot(); err != nil {
 				return &exitError{code: 2, err: fmt.Errorf("exo bench needs root (network namespaces, raw sockets): run with sudo")}
 			}
+			if o.Rounds < 1 {
+				return &exitError{code: 2, err: fmt.Errorf("--rounds: %d, need at least 1", o.Rounds)}
+			}
+			for _, m := range o.Offloads {
+				if m != "software" && m != "xdp" && m != "xdp-native" && m != "xdp-generic" && m != "fpga-sim" {
+					return &exitError{code: 2, err: fmt.Errorf("--offload: %q is none of software, xdp, xdp-native, xdp-generic, fpga-sim", m)}
+				}
+			}
 			if o.Hosts < 2 {
 				return &exitError{code: 2, err: fmt.Errorf("--hosts: %d, need at least 2", o.Hosts)}
 			}
@@ -139,8 +152,9 @@ Needs root.`,
 	cmd.Flags().IntVar(&o.Flood, "flood", 200000, "frames of the raw rate run")
 	cmd.Flags().StringVar(&o.Prefix, "prefix", "exobench", "name prefix of the lab rack")
 	cmd.Flags().StringVar(&o.FloodKind, "attack", "", "also measure the batched rate under a flood of bad frames of this kind (foreign-group, garbage, bad-version, forged-sender) sent as fast as one thread can from the last host's namespace")
+	cmd.Flags().IntVar(&o.Rounds, "rounds", 1, "measure every offload mode this many times, interleaved, and report the medians")
 	cmd.Flags().DurationVar(&o.RunTimeout, "run-timeout", 3*time.Minute, "limit of each daemon run")
-	cmd.Flags().StringSliceVar(&o.Offloads, "offload", []string{"software"}, "offload modes to measure side by side, the first is the baseline (software, xdp, xdp-native, fpga-sim)")
+	cmd.Flags().StringSliceVar(&o.Offloads, "offload", []string{"software"}, "offload modes to measure side by side, the first is the baseline (software; xdp: the daemon's default attach mode; xdp-native; xdp-generic; fpga-sim, in a binary built with -tags fpgasim)")
 	cmd.Flags().BoolVar(&o.JSON, "json", false, "print the report as JSON")
 	return cmd
 }
@@ -248,11 +262,25 @@ func runBench(ctx context.Context, o *benchOptions) (err error) {
 		return err
 	}
 
-	for _, mode := range o.Offloads {
-		fig, err := benchAgreement(ctx, o, mode, run, all, say)
-		if err != nil {
-			return fmt.Errorf("offload %s: %w", mode, err)
+	// Rounds interleave the modes (a b c a b c ...) so that a noisy
+	// stretch of the shared machine hits every mode alike; each mode's
+	// figures are the medians over its rounds.
+	runs := map[string][]agreementFigures{}
+	for round := 1; round <= o.Rounds; round++ {
+		for _, mode := range o.Offloads {
+			if o.Rounds > 1 {
+				say("== round %d of %d", round, o.Rounds)
+			}
+			fig, err := benchAgreement(ctx, o, mode, fmt.Sprintf("r%d-", round), run, all, say)
+			if err != nil {
+				return fmt.Errorf("offload %s: %w", mode, err)
+			}
+			runs[mode] = append(runs[mode], fig)
 		}
+	}
+	for _, mode := range o.Offloads {
+		fig := medianFigures(runs[mode])
+		fig.Rounds = len(runs[mode])
 		rep.Offloads = append(rep.Offloads, fig)
 	}
 	base := rep.Offloads[0]
@@ -284,15 +312,18 @@ func runBench(ctx context.Context, o *benchOptions) (err error) {
 
 // benchAgreement measures the daemons of one offload mode: agreement
 // latency, unbatched and batched agreed rates, CPU per message.
-func benchAgreement(ctx context.Context, o *benchOptions, mode string,
+func benchAgreement(ctx context.Context, o *benchOptions, mode, prefix string,
 	run func(string, func(*daemon.Config), func(*cluster.Cluster) error) error,
 	all []int, say func(string, ...any)) (agreementFigures, error) {
 	fig := agreementFigures{Offload: mode}
 	withMode := func(edit func(*daemon.Config)) func(*daemon.Config) {
 		return func(c *daemon.Config) {
 			c.Offload = mode
-			if mode == "xdp-native" { // the XDP program in native (driver) mode
+			switch mode { // the XDP program in a given attach mode
+			case "xdp-native":
 				c.Offload, c.XDPMode = "xdp", "native"
+			case "xdp-generic":
+				c.Offload, c.XDPMode = "xdp", "generic"
 			}
 			if edit != nil {
 				edit(c)
@@ -300,7 +331,7 @@ func benchAgreement(ctx context.Context, o *benchOptions, mode string,
 		}
 	}
 	say("== agreement, %d hosts, 64-byte messages, offload %s", o.Hosts, mode)
-	err := run(mode+"-latency", withMode(nil), func(c *cluster.Cluster) error {
+	err := run(prefix+mode+"-latency", withMode(nil), func(c *cluster.Cluster) error {
 		res, err := c.Publish(ctx, cluster.Load{Hosts: []int{0}, PerHost: o.Pings, Size: 64, Window: 1})
 		if err != nil {
 			return err
@@ -338,7 +369,7 @@ func benchAgreement(ctx context.Context, o *benchOptions, mode string,
 		machineUS = float64((m1 - m0).Microseconds()) / float64(res.Published)
 		return
 	}
-	err = run(mode+"-unbatched", withMode(func(cfg *daemon.Config) { cfg.BatchBytes = 2 + 9 + 64; cfg.MaxMessage = 64 << 10 }), func(c *cluster.Cluster) error {
+	err = run(prefix+mode+"-unbatched", withMode(func(cfg *daemon.Config) { cfg.BatchBytes = 2 + 9 + 64; cfg.MaxMessage = 64 << 10 }), func(c *cluster.Cluster) error {
 		res, dus, mus, _, err := cpu(c, func() (cluster.LoadResult, error) {
 			return c.Publish(ctx, cluster.Load{Hosts: all, PerHost: o.Messages / o.Hosts, Size: 64, Window: 64})
 		})
@@ -352,7 +383,7 @@ func benchAgreement(ctx context.Context, o *benchOptions, mode string,
 	if err != nil {
 		return fig, err
 	}
-	err = run(mode+"-batched", withMode(nil), func(c *cluster.Cluster) error {
+	err = run(prefix+mode+"-batched", withMode(nil), func(c *cluster.Cluster) error {
 		res, dus, mus, rss, err := cpu(c, func() (cluster.LoadResult, error) {
 			return c.Publish(ctx, cluster.Load{Hosts: all, PerHost: o.Messages / o.Hosts, Size: 64, Window: 512})
 		})
@@ -369,7 +400,7 @@ func benchAgreement(ctx context.Context, o *benchOptions, mode string,
 		return fig, err
 	}
 	fig.FloodKind = o.FloodKind
-	err = run(mode+"-flood", withMode(nil), func(c *cluster.Cluster) error {
+	err = run(prefix+mode+"-flood", withMode(nil), func(c *cluster.Cluster) error {
 		return benchFlood(ctx, o, c, all, &fig, say)
 	})
 	return fig, err
@@ -473,4 +504,38 @@ func machineBusy() (time.Duration, error) {
 		busy += n
 	}
 	return time.Duration(busy) * time.Second / 100, nil // USER_HZ = 100
+}
+
+// medianFigures returns, field by field, the median of the numeric fields
+// of figs (the upper median for an even count) and the first's strings.
+func medianFigures(figs []agreementFigures) agreementFigures {
+	out := figs[0]
+	v := reflect.ValueOf(&out).Elem()
+	for i := 0; i < v.NumField(); i++ {
+		f := v.Field(i)
+		switch f.Kind() {
+		case reflect.Float64:
+			xs := make([]float64, len(figs))
+			for k := range figs {
+				xs[k] = reflect.ValueOf(figs[k]).Field(i).Float()
+			}
+			slices.Sort(xs)
+			f.SetFloat(xs[len(xs)/2])
+		case reflect.Int64, reflect.Int:
+			xs := make([]int64, len(figs))
+			for k := range figs {
+				xs[k] = reflect.ValueOf(figs[k]).Field(i).Int()
+			}
+			slices.Sort(xs)
+			f.SetInt(xs[len(xs)/2])
+		case reflect.Uint64:
+			xs := make([]uint64, len(figs))
+			for k := range figs {
+				xs[k] = reflect.ValueOf(figs[k]).Field(i).Uint()
+			}
+			slices.Sort(xs)
+			f.SetUint(xs[len(xs)/2])
+		}
+	}
+	return out
 }
