@@ -6,6 +6,7 @@
 //   #  check (Go: Classify)                          verdict
 //   0  codec (Frame.UnmarshalBinary)                 codec_reason
 //   1  group == group register                       BAD_GROUP
+//   1a tag == SipHash-2-4(key, m) (exo_tag.v)         BAD_TAG
 //   2  sender < n (and its roster MAC, if checked)   BAD_SENDER
 //   3  hist_len == h = floor(n/2)                    BAD_HISTLEN
 //   4  history ids < n or 0xFF                       BAD_HISTORY_ID
@@ -19,6 +20,11 @@
 //   9  frame history == history[0..h-1]              else DIVERGENCE
 //  10  sender not in history[0..h-1]                 else SENDER_IN_HISTORY
 //  11                                                ACCEPT
+//
+// BAD_TAG comes right after BAD_GROUP, before every other rule of the
+// state stage (docs/hdl.md): a frame of another group is BAD_GROUP
+// whatever its tag (another group may use another key), and nothing else
+// about a frame with a bad tag is believed (its sender, epoch, seq).
 //
 // All sequence arithmetic is unsigned 64-bit, as in Go. h must be at most
 // MAX_HISTORY (exo_engine refuses a roster larger than MAX_HOSTS).
@@ -37,6 +43,8 @@ module exo_check #(
     input  wire [8*MAX_HISTORY-1:0]  f_history,
     // the frame's source MAC matches roster_mac[sender] (1 when unchecked)
     input  wire                      mac_ok,
+    // the frame's tag field verifies (exo_tag)
+    input  wire                      tag_ok,
 
     input  wire [15:0]               group,
     input  wire [15:0]               hosts,
@@ -90,6 +98,8 @@ always @* begin
         reason = codec_reason;
     else if (f_group != group)
         reason = EXO_REASON_BAD_GROUP;
+    else if (!tag_ok)
+        reason = EXO_REASON_BAD_TAG;
     else if ({8'd0, f_sender} >= hosts || !mac_ok)
         reason = EXO_REASON_BAD_SENDER;
     else if ({8'd0, f_hist_len} != h)

@@ -2,28 +2,46 @@
 //
 //   s_axis (64-bit, from the MAC)
 //      |
-//      v
-//   +---------------+  fields, codec verdict  +-----------+  reason  +---------+
-//   | exo_rx_parser |------------------------>| exo_check |--------->| verdict |--> verdict_*
-//   | (codec)       |  frame_valid (1 cycle)  | (Classify)|          | counters|
-//   +---------------+                         +-----------+          +---------+
-//                                                ^     | accept
-//                  roster MAC RAM --mac match--->|     v
-//                                             +--------------+
-//   csr_* (valid/we/addr/wdata/rdata) ------->| exo_pointers |  group, hosts, epoch, halted,
-//                                             | (Accept)     |  window, append, agreed,
-//                                             +--------------+  epoch_start, history
+//      +--------------------------------------+
+//      v                                      v
+//   +---------------+  fields, codec    +-----------+   +----------+
+//   | exo_rx_parser |--verdict--------->| 3-cycle   |   | exo_tag  |<-- key (CSR)
+//   | (codec)       |  frame_valid      | delay     |   | SipHash  |
+//   +---------------+                   +-----------+   +----------+
+//                                             |              | tag_ok
+//                                             v              v
+//                                        +-----------+  reason  +---------+
+//                                        | exo_check |--------->| verdict |--> verdict_*
+//                                        | (Classify)|          | counters|
+//                                        +-----------+          +---------+
+//                                           ^     | accept
+//             roster MAC RAM --mac match--->|     v
+//                                        +--------------+
+//   csr_* (valid/we/addr/wdata/rdata) -->| exo_pointers |  group, hosts, epoch, halted,
+//                                        | (Accept)     |  window, append, agreed,
+//                                        +--------------+  epoch_start, history
 //
-// Frame format: see exo_rx_parser.v. The register map is hw/registers.json
-// (hw/gen/exo_regs.vh, docs/registers.md).
+// Frame format: see exo_rx_parser.v; the tag rule: exo_tag.v. The
+// register map is hw/registers.json (hw/gen/exo_regs.vh,
+// docs/registers.md). docs/hdl.md describes the tag stage.
 //
 // Timing: the beat with tlast is registered by the parser in cycle T
-// (frame_valid in T+1); exo_check decides in T+1 and the pointers,
-// counters and verdict_* registers take the result at the end of T+1:
-// verdict_valid is high in cycle T+2, two clock edges after the tlast
-// beat. One frame per cycle can be decided, so the engine never stalls
-// (s_axis_tready = 1): every frame of at least one beat is decided before
-// the next one can end.
+// (frame_valid in T+1). The frame's SipHash tag is known at T+4 (exo_tag:
+// the final block enters exo_siphash at T+1 at the latest, 3 cycles to
+// the tag), so the decision waits for it: the parser's verdict and fields
+// go through a 3-stage delay, exo_check decides in T+4 from them, from
+// tag_ok and from the state registers, and the pointers, counters and
+// verdict_* registers take the result at the end of T+4: verdict_valid is
+// high in cycle T+5, five clock edges after the tlast beat (2 before the
+// tag check). The latency is the same for every frame, so the verdicts
+// stay in frame order. Every stage takes one frame per cycle, so the
+// engine never stalls (s_axis_tready = 1). The history ids are read from
+// the parser's capture registers in T+4: the next frame's ids overwrite
+// them from its beat 5 on, T+6 at the earliest. Everything captured
+// earlier in a frame (the MAC match, group, sender, hist_len, epoch, seq)
+// is delayed with the verdict. A frame that can pass the codec is
+// at least 6 beats long, so the next one that can reach exo_check ends in
+// T+6 or later and sees this frame's update of the pointers.
 //
 // CSR port: a write (csr_valid & csr_we) takes effect at the clock edge;
 // a read (csr_valid & !csr_we) returns csr_rdata with csr_rvalid one
@@ -122,6 +140,31 @@ exo_rx_parser #(
     .f_history(pf_history)
 );
 
+// ---------------------------------------------------------------- tag stage
+reg  [127:0] key_reg = 128'd0;   // CSR key[0..3]: k0 = words 1:0, k1 = words 3:2
+wire         tag_ok;
+
+exo_tag tag_inst (
+    .clk(clk),
+    .rst(rst),
+    .key(key_reg),
+    .s_axis_tdata(s_axis_tdata),
+    .s_axis_tvalid(s_axis_tvalid),
+    .s_axis_tlast(s_axis_tlast),
+    .tag_ok(tag_ok)
+);
+
+wire        key_sel = csr_addr >= EXO_REG_KEY_BASE &&
+                      csr_addr < EXO_REG_KEY_BASE + EXO_REG_KEY_COUNT*EXO_REG_KEY_STRIDE;
+wire [11:0] key_off = csr_addr - EXO_REG_KEY_BASE;
+
+always @(posedge clk) begin
+    if (csr_valid && csr_we && key_sel)
+        key_reg[32*key_off[3:2] +: 32] <= csr_wdata;
+    if (rst)
+        key_reg <= 128'd0;
+end
+
 // ---------------------------------------------------------------- state
 wire [15:0]              st_group;
 wire [15:0]              st_hosts;
@@ -137,7 +180,9 @@ wire csr_wr = csr_valid && csr_we;
 wire csr_rd = csr_valid && !csr_we;
 
 reg  [7:0] reason;
-wire       accept = pf_valid && reason == EXO_REASON_ACCEPT;
+wire       accept;
+wire [7:0] d_sender;
+wire [63:0] d_seq;
 
 exo_pointers #(
     .MAX_HISTORY(MAX_HISTORY)
@@ -148,8 +193,8 @@ exo_pointers #(
     .csr_wr_addr(csr_addr),
     .csr_wr_data(csr_wdata),
     .accept(accept),
-    .accept_sender(pf_sender),
-    .accept_seq(pf_seq),
+    .accept_sender(d_sender),
+    .accept_seq(d_seq),
     .group(st_group),
     .hosts(st_hosts),
     .epoch(st_epoch),
@@ -191,21 +236,60 @@ end else begin : g_no_roster
 end
 endgenerate
 
+// ---------------------------------------------------------------- delay to the tag
+// frame_valid (T+1) -> decision (T+4): the parser's verdict and the
+// fields the next frame can overwrite by T+4 (the source MAC match,
+// group, sender, hist_len, epoch, seq). f_history is read from the
+// capture registers in T+4 (see the timing note above).
+localparam VD = 3;
+localparam PW = 1 + 8 + 16 + 8 + 8 + 32 + 64 + 1;
+
+reg  [VD*PW-1:0] delay_reg = {VD*PW{1'b0}};
+wire [PW-1:0]    delay_in = {pf_valid, pf_codec_reason, pf_group, pf_sender, pf_hist_len,
+                             pf_epoch, pf_seq, mac_ok};
+wire             d_valid;
+wire [7:0]       d_codec_reason;
+wire [15:0]      d_group;
+wire [7:0]       d_hist_len;
+wire [31:0]      d_epoch;
+wire             d_mac_ok;
+reg  [VD-1:0]    delay_valid;
+
+assign {d_valid, d_codec_reason, d_group, d_sender, d_hist_len, d_epoch, d_seq, d_mac_ok} =
+    delay_reg[VD*PW-1 -: PW];
+
+integer dv, dr;
+
+always @* begin
+    for (dv = 0; dv < VD; dv = dv + 1)
+        delay_valid[dv] = delay_reg[dv*PW + PW-1];
+end
+
+always @(posedge clk) begin
+    delay_reg <= {delay_reg[(VD-1)*PW-1:0], delay_in};
+    if (rst)
+        for (dr = 0; dr < VD; dr = dr + 1)
+            delay_reg[dr*PW + PW-1] <= 1'b0;
+end
+
 // ---------------------------------------------------------------- checks
 wire [7:0] check_reason;
 wire       cfg_err = st_hosts > P_MAX_HOSTS;
 
+assign accept = d_valid && reason == EXO_REASON_ACCEPT;
+
 exo_check #(
     .MAX_HISTORY(MAX_HISTORY)
 ) check_inst (
-    .codec_reason(pf_codec_reason),
-    .f_group(pf_group),
-    .f_sender(pf_sender),
-    .f_hist_len(pf_hist_len),
-    .f_epoch(pf_epoch),
-    .f_seq(pf_seq),
+    .codec_reason(d_codec_reason),
+    .f_group(d_group),
+    .f_sender(d_sender),
+    .f_hist_len(d_hist_len),
+    .f_epoch(d_epoch),
+    .f_seq(d_seq),
     .f_history(pf_history),
-    .mac_ok(mac_ok),
+    .mac_ok(d_mac_ok),
+    .tag_ok(tag_ok),
     .group(st_group),
     .hosts(st_hosts),
     .epoch(st_epoch),
@@ -228,7 +312,7 @@ reg  [63:0] verdict_seq_reg = 0, verdict_seq_next;
 reg  [32*NR-1:0] counter_reg = 0, counter_next;
 reg  [31:0] frames_in_reg = 0, frames_in_next;
 reg  [31:0] frames_acc_reg = 0, frames_acc_next;
-reg         busy_reg = 1'b0, busy_next;
+reg         rx_busy_reg = 1'b0, rx_busy_next;   // between a first beat and its tlast
 reg  [31:0] rdata_reg = 0, rdata_next;
 reg         rvalid_reg = 1'b0, rvalid_next;
 
@@ -252,7 +336,11 @@ reg [7:0] slot;
 
 // bits deliberately unused: the frame length (the verdict already holds
 // every length check) and the byte-in-word bits of word addresses
-wire unused_ok = &{1'b0, pf_len, hist_roff[11:8], hist_roff[1:0], cnt_roff[1:0]};
+wire unused_ok = &{1'b0, pf_len, hist_roff[11:8], hist_roff[1:0], cnt_roff[1:0],
+                   key_off[11:4], key_off[1:0]};
+
+// status.busy: a frame is between its first beat and its verdict
+wire busy = rx_busy_reg || pf_valid || (|delay_valid);
 
 always @* begin
     verdict_valid_next = 1'b0;
@@ -262,20 +350,19 @@ always @* begin
     counter_next = counter_reg;
     frames_in_next = frames_in_reg;
     frames_acc_next = frames_acc_reg;
-    busy_next = busy_reg;
+    rx_busy_next = rx_busy_reg;
     mac_check_next = mac_check_reg;
     rdata_next = 32'd0;
     rvalid_next = 1'b0;
     slot = 8'd0;
 
     if (s_axis_tvalid)
-        busy_next = 1'b1;
-    if (pf_valid) begin
-        busy_next = s_axis_tvalid;
+        rx_busy_next = !s_axis_tlast;
+    if (d_valid) begin
         verdict_valid_next = 1'b1;
         verdict_reason_next = reason;
-        verdict_sender_next = pf_sender;
-        verdict_seq_next = pf_seq;
+        verdict_sender_next = d_sender;
+        verdict_seq_next = d_seq;
         frames_in_next = frames_in_reg + 1;
         if (accept)
             frames_acc_next = frames_acc_reg + 1;
@@ -302,7 +389,7 @@ always @* begin
             EXO_REG_CAPS:           rdata_next = (MAX_HOSTS << EXO_REG_CAPS_MAX_HOSTS_LSB) |
                                                  (MAX_HISTORY << EXO_REG_CAPS_MAX_HISTORY_LSB);
             EXO_REG_CTRL:           rdata_next = {30'd0, mac_check_reg, 1'b0};
-            EXO_REG_STATUS:         rdata_next = {30'd0, busy_reg, cfg_err};
+            EXO_REG_STATUS:         rdata_next = {30'd0, busy, cfg_err};
             EXO_REG_LAST_VERDICT:   rdata_next = {23'd0, verdict_slow_path, verdict_reason_reg};
             EXO_REG_GROUP:          rdata_next = {16'd0, st_group};
             EXO_REG_HOSTS:          rdata_next = {16'd0, st_hosts};
@@ -342,7 +429,7 @@ always @(posedge clk) begin
     counter_reg <= counter_next;
     frames_in_reg <= frames_in_next;
     frames_acc_reg <= frames_acc_next;
-    busy_reg <= busy_next;
+    rx_busy_reg <= rx_busy_next;
     mac_check_reg <= mac_check_next;
     rdata_reg <= rdata_next;
     rvalid_reg <= rvalid_next;
@@ -352,7 +439,7 @@ always @(posedge clk) begin
         counter_reg <= 0;
         frames_in_reg <= 0;
         frames_acc_reg <= 0;
-        busy_reg <= 1'b0;
+        rx_busy_reg <= 1'b0;
         mac_check_reg <= 1'b0;
         rvalid_reg <= 1'b0;
     end

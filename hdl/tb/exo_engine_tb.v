@@ -7,10 +7,24 @@
 // 14-byte Ethernet header and the frame_len frame bytes beat by beat with
 // random tvalid gaps, wait for the verdict, compare it with reason and the
 // state read back through the CSR port with out_*, register by register.
-// Then: the counters per reason against the vectors' counts; a
-// back-to-back stream of minimum-size frames (no gaps: one frame every 8
-// beats, no tready stall allowed); the cycle report. $fatal on any
-// mismatch.
+// Then: the counters per reason against the vectors' counts; the tag
+// check (BAD_TAG and its precedence, padding and trailers outside the
+// tag, a wrong key); random traffic (valid frames of every length mod 8,
+// bad tags, truncated frames, duplicates, back to back or with random
+// tvalid gaps, every verdict checked in order); a back-to-back stream of
+// minimum-size frames (no gaps: one frame every 8 beats, no tready stall
+// allowed); the cycle report. $fatal on any mismatch.
+//
+// Tags: the SipHash key is loaded through the CSR key words. Format 3
+// vectors (EXOVEC03) carry the tag key in words 4-5 of every record and
+// a real tag in every frame except the BAD_TAG cases (vflags TAG_VALID):
+// the bench loads the record's key and streams the frame as it is. It
+// also has its own SipHash-2-4 model (tb_siphash, self-checked against
+// the paper's vectors), which signs the frames it builds and must agree
+// with vecgen's tag on every decoded vector (TAG_VALID: equal, else
+// different). Format 2 vectors carry placeholder tags: with those the
+// bench signs each decoded frame with the test key before streaming it
+// (format 2 has no BAD_TAG case).
 `timescale 1ns/1ps
 `default_nettype none
 `include "vectors.vh"
@@ -28,6 +42,7 @@ localparam W = `EXO_VEC_RECORD_WORDS;
 localparam MAX_HOSTS = 64;
 localparam MAX_HISTORY = MAX_HOSTS/2;
 localparam BACK_TO_BACK = 256;
+localparam RANDOM_FRAMES = 600;
 
 `include "exo_wire.vh"
 `include "exo_regs.vh"
@@ -79,18 +94,38 @@ exo_engine #(
 reg [63:0] mem [0:N*W-1];
 reg [7:0]  pkt [0:2047];
 integer    seed = `SEED;
+// the random traffic's generator (xorshift64): the same stream in both
+// simulators ($random's differs in Verilator). A task, called as a
+// statement: Verilator may evaluate a function call in a ?: twice.
+reg [63:0] rng = 64'h9E3779B97F4A7C15 ^ `SEED;
+task urand(input integer n, output integer r);   // r = 0..n-1
+    begin
+        rng = rng ^ (rng << 13); rng = rng ^ (rng >> 7); rng = rng ^ (rng << 17);
+        r = {1'b0, rng[61:31]} % n;
+    end
+endtask
 integer    cycle = 0;
 always @(posedge clk) cycle <= cycle + 1;
 
-// verdict monitor: every verdict, with the cycle it came
+// verdict monitor: every verdict, with the cycle it came; with
+// exp_check, every verdict against the next expected reason (in order)
 integer    verdicts = 0;
 integer    last_verdict_cycle = 0;
 reg [7:0]  last_reason = 0;
+reg        exp_check = 1'b0;
+reg [7:0]  exp_reason [0:4095];
+integer    exp_wr = 0, exp_rd = 0;
 always @(posedge clk) begin
     if (verdict_valid) begin
         verdicts <= verdicts + 1;
         last_verdict_cycle <= cycle;
         last_reason <= verdict_reason;
+        if (exp_check) begin
+            if (exp_rd == exp_wr) $fatal(1, "verdict %0d with no frame pending (cycle %0d)", verdict_reason, cycle);
+            if (verdict_reason !== exp_reason[exp_rd % 4096])
+                $fatal(1, "random frame %0d: verdict %0d, want %0d", exp_rd, verdict_reason, exp_reason[exp_rd % 4096]);
+            exp_rd <= exp_rd + 1;
+        end
     end
 end
 
@@ -134,6 +169,102 @@ task csr_read64(input [11:0] addr_lo, output [63:0] v);
         csr_read(addr_lo, lo);
         csr_read(addr_lo + 12'd4, hi);
         v = {hi, lo};
+    end
+endtask
+
+// ---------------------------------------------------------------- SipHash-2-4 model
+// The bench's own SipHash-2-4, byte by byte over msg[0..len-1] (the
+// message; tb_sign builds it from pkt[]), key tb_key[0..15].
+reg [7:0] msg [0:2047];
+reg [7:0] tb_key [0:15];
+
+function [63:0] rotl(input [63:0] x, input integer b);
+    rotl = (x << b) | (x >> (64 - b));
+endfunction
+
+task tb_siphash(input integer len, output [63:0] tag);
+    reg [63:0] k0, k1, v0, v1, v2, v3, mw;
+    integer i, r, b, nb;
+    begin
+        k0 = 0; k1 = 0;
+        for (i = 7; i >= 0; i = i - 1) begin
+            k0 = (k0 << 8) | tb_key[i];
+            k1 = (k1 << 8) | tb_key[8 + i];
+        end
+        v0 = k0 ^ 64'h736f6d6570736575;
+        v1 = k1 ^ 64'h646f72616e646f6d;
+        v2 = k0 ^ 64'h6c7967656e657261;
+        v3 = k1 ^ 64'h7465646279746573;
+        nb = len / 8 + 1;
+        for (b = 0; b < nb; b = b + 1) begin
+            mw = 0;
+            for (i = 7; i >= 0; i = i - 1)
+                mw = (mw << 8) | ((8*b + i < len) ? msg[8*b + i] : 8'd0);
+            if (b == nb - 1)
+                mw[63:56] = len[7:0];
+            v3 = v3 ^ mw;
+            for (r = 0; r < 2; r = r + 1) begin
+                v0 = v0 + v1; v1 = rotl(v1, 13); v1 = v1 ^ v0; v0 = rotl(v0, 32);
+                v2 = v2 + v3; v3 = rotl(v3, 16); v3 = v3 ^ v2;
+                v0 = v0 + v3; v3 = rotl(v3, 21); v3 = v3 ^ v0;
+                v2 = v2 + v1; v1 = rotl(v1, 17); v1 = v1 ^ v2; v2 = rotl(v2, 32);
+            end
+            v0 = v0 ^ mw;
+        end
+        v2 = v2 ^ 64'hff;
+        for (r = 0; r < 4; r = r + 1) begin
+            v0 = v0 + v1; v1 = rotl(v1, 13); v1 = v1 ^ v0; v0 = rotl(v0, 32);
+            v2 = v2 + v3; v3 = rotl(v3, 16); v3 = v3 ^ v2;
+            v0 = v0 + v3; v3 = rotl(v3, 21); v3 = v3 ^ v0;
+            v2 = v2 + v1; v1 = rotl(v1, 17); v1 = v1 ^ v2; v2 = rotl(v2, 32);
+        end
+        tag = v0 ^ v1 ^ v2 ^ v3;
+    end
+endtask
+
+// the model against four of the paper's vectors (key 00..0f, message
+// 00 01 .. len-1); the key is left at 00..0f, the golden-vector test key
+task tb_siphash_selftest;
+    reg [63:0] t;
+    integer i;
+    begin
+        for (i = 0; i < 16; i = i + 1) tb_key[i] = i;
+        for (i = 0; i < 64; i = i + 1) msg[i] = i;
+        tb_siphash(0, t);  if (t !== 64'h726fdb47dd0e0e31) $fatal(1, "tb_siphash(0) = %h", t);
+        tb_siphash(7, t);  if (t !== 64'hab0200f58b01d137) $fatal(1, "tb_siphash(7) = %h", t);
+        tb_siphash(8, t);  if (t !== 64'h93f5f5799a932462) $fatal(1, "tb_siphash(8) = %h", t);
+        tb_siphash(63, t); if (t !== 64'h958a324ceb064572) $fatal(1, "tb_siphash(63) = %h", t);
+    end
+endtask
+
+// the tag of the frame in pkt[] (Ethernet header at 0..13): m = exo[0:24]
+// || exo[32 : 32+hist_len+payload_len], read from the frame's own fields
+task tb_frame_tag(output [63:0] tag);
+    integer k, n;
+    begin
+        n = pkt[14 + EXO_OFF_HIST_LEN] + {pkt[14 + EXO_OFF_PAYLOAD_LEN], pkt[14 + EXO_OFF_PAYLOAD_LEN + 1]};
+        for (k = 0; k < EXO_OFF_TAG; k = k + 1) msg[k] = pkt[14 + k];
+        for (k = 0; k < n; k = k + 1) msg[EXO_OFF_TAG + k] = pkt[14 + EXO_OFF_HISTORY + k];
+        tb_siphash(EXO_OFF_TAG + n, tag);
+    end
+endtask
+
+// write the frame's tag into pkt[] (big-endian, exo[24] = bits 63:56)
+task tb_sign;
+    reg [63:0] t;
+    integer k;
+    begin
+        tb_frame_tag(t);
+        for (k = 0; k < 8; k = k + 1) pkt[14 + EXO_OFF_TAG + k] = t[63 - 8*k -: 8];
+    end
+endtask
+
+// load tb_key[] into the CSR key words (word i = key[4i..4i+3] little-endian)
+task load_key;
+    integer k;
+    begin
+        for (k = 0; k < 4; k = k + 1)
+            csr_write(EXO_REG_KEY_BASE + 4*k, {tb_key[4*k+3], tb_key[4*k+2], tb_key[4*k+1], tb_key[4*k]});
     end
 endtask
 
@@ -242,6 +373,53 @@ task send(input integer len, input integer gaps, output integer tlast_cycle);
     end
 endtask
 
+// stream pkt[0..len-1] like send, but leave the last beat on the bus: the
+// next call's first beat follows it with no idle cycle unless gaps says
+// so (the caller drops tvalid after the last frame). While tvalid is low,
+// tdata/tkeep/tlast carry garbage.
+task stream(input integer len, input integer gaps);
+    integer beat, nbeats, k, idx, idle, r;
+    begin
+        nbeats = (len + 7) / 8;
+        if (nbeats == 0) nbeats = 1;
+        for (beat = 0; beat < nbeats; beat = beat + 1) begin
+            idle = 100;
+            if (gaps > 0) urand(100, idle);
+            while (idle < gaps) begin
+                @(negedge clk);
+                s_axis_tvalid = 1'b0;
+                urand(1 << 30, r); s_axis_tdata[31:0] = r;
+                urand(1 << 30, r); s_axis_tdata[63:32] = r;
+                urand(256, r); s_axis_tkeep = r;
+                urand(2, r); s_axis_tlast = r;
+                urand(100, idle);
+            end
+            @(negedge clk);
+            s_axis_tvalid = 1'b1;
+            s_axis_tlast = (beat == nbeats - 1);
+            for (k = 0; k < 8; k = k + 1) begin
+                idx = beat * 8 + k;
+                if (idx < len)
+                    s_axis_tdata[8*k +: 8] = pkt[idx];
+                else begin
+                    urand(256, r);
+                    s_axis_tdata[8*k +: 8] = r;
+                end
+                s_axis_tkeep[k] = (idx < len);
+            end
+        end
+    end
+endtask
+
+task stream_end;
+    begin
+        @(negedge clk);
+        s_axis_tvalid = 1'b0;
+        s_axis_tlast = 1'b0;
+        s_axis_tkeep = 0;
+    end
+endtask
+
 task eth_header(input [7:0] src);
     integer k;
     begin
@@ -254,7 +432,7 @@ endtask
 
 // a minimum-size frame (60 bytes with its Ethernet header, 8 beats): the
 // valid next DATA frame of an n = 5 rack in group 1, epoch 7, one record
-// "hello"; source MAC 02:00:00:00:00:<sender>
+// "hello", signed with tb_key; source MAC 02:00:00:00:00:<sender>
 task build_min(input [7:0] snd, input [63:0] seq, input [7:0] h0, input [7:0] h1);
     integer k;
     begin
@@ -272,6 +450,74 @@ task build_min(input [7:0] snd, input [63:0] seq, input [7:0] h0, input [7:0] h1
         pkt[14 + EXO_OFF_HISTORY] = h0; pkt[14 + EXO_OFF_HISTORY + 1] = h1;
         pkt[14 + 34] = 8'd0; pkt[14 + 35] = 8'd5;
         pkt[14 + 36] = "h"; pkt[14 + 37] = "e"; pkt[14 + 38] = "l"; pkt[14 + 39] = "l"; pkt[14 + 40] = "o";
+        tb_sign;
+    end
+endtask
+
+// a frame of the n = 5 rack like build_min, with nrec random records of
+// 0..maxrec bytes, random padding up to 60 bytes and, if trailer, 1..12
+// random bytes after the frame (neither is in the tag); signed with
+// tb_key. Returns the bytes with the Ethernet header, and the Exo length.
+task build_frame(input [7:0] snd, input [63:0] seq, input [7:0] h0, input [7:0] h1,
+                 input integer nrec, input integer maxrec, input integer trailer,
+                 output integer len, output integer exo_len);
+    integer k, r, rl, pl, rv;
+    begin
+        build_min(snd, seq, h0, h1);
+        pl = 0;
+        for (r = 0; r < nrec; r = r + 1) begin
+            urand(maxrec + 1, rl);
+            pkt[14 + 34 + pl] = rl[15:8]; pkt[14 + 35 + pl] = rl[7:0];
+            for (k = 0; k < rl; k = k + 1) begin
+                urand(256, rv);
+                pkt[14 + 36 + pl + k] = rv;
+            end
+            pl = pl + 2 + rl;
+        end
+        pkt[14 + EXO_OFF_PAYLOAD_LEN] = pl[15:8]; pkt[14 + EXO_OFF_PAYLOAD_LEN + 1] = pl[7:0];
+        pkt[14 + EXO_OFF_COUNT] = 8'd0; pkt[14 + EXO_OFF_COUNT + 1] = nrec[7:0];
+        exo_len = 34 + pl;
+        len = 14 + exo_len;
+        while (len < 60) begin
+            urand(256, rv);
+            pkt[len] = rv | 8'h01;   // padding: not zero, not in the tag
+            len = len + 1;
+        end
+        if (trailer) begin
+            urand(12, k);
+            while (k >= 0) begin
+                urand(256, rv);
+                pkt[len] = rv;
+                len = len + 1;
+                k = k - 1;
+            end
+        end
+        tb_sign;
+    end
+endtask
+
+// send pkt[0..len-1] alone (no gaps), wait for its verdict, check it
+task expect_one(input integer len, input [7:0] want, input [8*40-1:0] what);
+    integer n0, tl;
+    begin
+        n0 = verdicts;
+        send(len, 0, tl);
+        while (verdicts == n0) @(negedge clk);
+        if (last_reason !== want) $fatal(1, "tag check: %0s gave %0d, want %0d", what, last_reason, want);
+    end
+endtask
+
+// the n = 5 pointers are still append, agreed = append-2, history [h0, h1]
+task expect_n5(input [63:0] app, input [7:0] h0, input [7:0] h1, input [8*40-1:0] what);
+    reg [63:0] g;
+    reg [31:0] r;
+    begin
+        csr_read64(EXO_REG_APPEND_LO, g);
+        if (g !== app) $fatal(1, "%0s: append %0d, want %0d", what, g, app);
+        csr_read64(EXO_REG_AGREED_LO, g);
+        if (g !== app - 2) $fatal(1, "%0s: agreed %0d, want %0d", what, g, app - 2);
+        csr_read(EXO_REG_HISTORY_BASE, r);
+        if (r !== {16'hFFFF, h1, h0}) $fatal(1, "%0s: history word 0 %h, want ffff%h%h", what, r, h1, h0);
     end
 endtask
 
@@ -302,10 +548,16 @@ reg [7:0]  want_reason;
 reg [31:0] r32;
 reg [63:0] a64, g64;
 reg [7:0]  hist0, hist1, sender;
+integer    exo_len, kind, gaps, nacc, rcounts [0:31], dup_len, pos, rl, flip, nrec, maxrec, trailer, nflush;
+reg [63:0] app, tag;
+reg [7:0]  dup [0:2047];
+integer    nkind [0:6];
+reg [63:0] vec_tag, key_lo, key_hi;
+integer    ntagged = 0, nuntagged = 0;
 
 initial begin
     $readmemh(`VEC_HEX, mem);
-    if (mem[0] !== `EXO_VEC_MAGIC) $fatal(1, "vectors.hex: bad magic %h (format 2 expected)", mem[0]);
+    if (mem[0] !== `EXO_VEC_MAGIC) $fatal(1, "vectors.hex: bad magic %h, vectors.vh says %h", mem[0], `EXO_VEC_MAGIC);
     for (k = 0; k < 32; k = k + 1) counts[k] = 0;
     lat_min = 1000; lat_max = 0; lat_sum = 0;
 
@@ -313,8 +565,16 @@ initial begin
     rst = 1'b0;
     csr_read(EXO_REG_RB_TYPE, r32);
     if (r32 !== EXO_REG_RB_TYPE_EXO) $fatal(1, "rb_type %h", r32);
+    csr_read(EXO_REG_RB_VERSION, r32);
+    if (r32 !== EXO_REG_RB_VERSION_EXO) $fatal(1, "rb_version %h", r32);
     csr_read(EXO_REG_CAPS, r32);
     if (r32 !== {16'd32, 16'd64}) $fatal(1, "caps %h", r32);
+    tb_siphash_selftest;              // and tb_key = 00 01 .. 0f, the test key
+`ifdef EXO_VEC_TAG_KEY_0_7_WORD
+    for (k = 0; k < 16; k = k + 1)    // another key: the first record loads its own
+        tb_key[k] = ~tb_key[k];
+`endif
+    load_key;
     csr_write(EXO_REG_CTRL, 32'd1);   // clear counters
 
     for (i = 0; i < N; i = i + 1) begin
@@ -325,6 +585,19 @@ initial begin
         w = mem[base + `EXO_VEC_REASON_WORD];
         want_reason = w[`EXO_VEC_REASON_MSB:`EXO_VEC_REASON_LSB];
 
+`ifdef EXO_VEC_TAG_KEY_0_7_WORD
+        // format 3: the record's tag key, through the CSR when it changes
+        key_lo = mem[base + `EXO_VEC_TAG_KEY_0_7_WORD];
+        key_hi = mem[base + `EXO_VEC_TAG_KEY_8_15_WORD];
+        if ({key_lo, key_hi} !== {tb_key[0], tb_key[1], tb_key[2], tb_key[3], tb_key[4], tb_key[5], tb_key[6], tb_key[7],
+                                  tb_key[8], tb_key[9], tb_key[10], tb_key[11], tb_key[12], tb_key[13], tb_key[14], tb_key[15]}) begin
+            for (k = 0; k < 8; k = k + 1) begin
+                tb_key[k] = key_lo[63 - 8*k -: 8];
+                tb_key[8 + k] = key_hi[63 - 8*k -: 8];
+            end
+            load_key;
+        end
+`endif
         if (vflags & `EXO_VEC_FLAG_CHAINED)
             compare_state(i, base + `EXO_VEC_STATE_IN_WORD, "in");
         else
@@ -334,6 +607,23 @@ initial begin
         for (k = 0; k < flen; k = k + 1) begin
             w = mem[base + `EXO_VEC_FRAME_WORD + k / 8];
             pkt[14 + k] = w[63 - 8 * (k % 8) -: 8];
+        end
+        w = mem[base + `EXO_VEC_EXO_LEN_WORD];
+        if (w[`EXO_VEC_EXO_LEN_MSB:`EXO_VEC_EXO_LEN_LSB] != 0) begin
+            // decoded by the codec: its whole message is there
+`ifdef EXO_VEC_FLAG_TAG_VALID
+            tb_frame_tag(tag);
+            for (k = 0; k < 8; k = k + 1) vec_tag[63 - 8*k -: 8] = pkt[14 + EXO_OFF_TAG + k];
+            if ((vflags & `EXO_VEC_FLAG_TAG_VALID) != 0) begin
+                if (tag !== vec_tag) $fatal(1, "record %0d: tag %h, the bench's SipHash says %h", i, vec_tag, tag);
+                ntagged = ntagged + 1;
+            end else begin
+                if (tag === vec_tag) $fatal(1, "record %0d: not TAG_VALID, but its tag %h verifies", i, vec_tag);
+                nuntagged = nuntagged + 1;
+            end
+`else
+            tb_sign;   // format 2: placeholder tags
+`endif
         end
         nverd = verdicts;
         send(14 + flen, 30, t_last);
@@ -349,6 +639,12 @@ initial begin
         compare_state(i, base + `EXO_VEC_STATE_OUT_WORD, "out");
     end
     $display("exo_engine_tb: vectors: %0d of %0d records pass (verdict and state)", N, N);
+`ifdef EXO_VEC_FLAG_TAG_VALID
+    $display("exo_engine_tb: vector tags: key %h%h loaded through the CSR; the bench's SipHash agrees with vecgen on all %0d decoded frames (%0d TAG_VALID, %0d not)",
+             key_lo, key_hi, ntagged + nuntagged, ntagged, nuntagged);
+`else
+    $display("exo_engine_tb: vector tags: format 2 (placeholder tags): the bench signed every decoded frame with the test key");
+`endif
 
     // counters per reason
     for (k = 0; k < EXO_NUM_REASONS; k = k + 1) begin
@@ -360,6 +656,157 @@ initial begin
     csr_read(EXO_REG_FRAMES_ACCEPTED, r32);
     if (r32 != counts[0]) $fatal(1, "frames_accepted %0d, want %0d", r32, counts[0]);
     $display("exo_engine_tb: counters: %0d reasons match", EXO_NUM_REASONS);
+
+    // ---- the tag check, one frame at a time (n = 5 state of load_n5)
+    load_n5;
+    build_min(8'd0, 64'd1000, 8'd4, 8'd3);
+    pkt[14 + EXO_OFF_TAG + 7] = pkt[14 + EXO_OFF_TAG + 7] ^ 8'h01;
+    expect_one(60, EXO_REASON_BAD_TAG, "tag bit 0 flipped");
+    expect_n5(64'd1000, 8'd4, 8'd3, "after BAD_TAG");
+    build_min(8'd0, 64'd1000, 8'd4, 8'd3);
+    pkt[14 + 40] = "O";                                       // payload byte, tag kept
+    expect_one(60, EXO_REASON_BAD_TAG, "payload byte changed");
+    build_min(8'd0, 64'd1000, 8'd4, 8'd3);
+    pkt[14 + EXO_OFF_GROUP + 1] = 8'd2;                       // other group, tag kept
+    expect_one(60, EXO_REASON_BAD_GROUP, "bad group and bad tag");
+    build_min(8'd7, 64'd1000, 8'd4, 8'd3);                    // sender 7 >= n
+    expect_one(60, EXO_REASON_BAD_SENDER, "sender 7, signed");
+    pkt[14 + EXO_OFF_TAG] = ~pkt[14 + EXO_OFF_TAG];
+    expect_one(60, EXO_REASON_BAD_TAG, "sender 7 and bad tag");
+    build_min(8'd0, 64'd1000, 8'd4, 8'd3);
+    pkt[14 + EXO_OFF_EPOCH + 3] = 8'd6; tb_sign;              // stale epoch
+    expect_one(60, EXO_REASON_STALE_EPOCH, "epoch 6, signed");
+    pkt[14 + EXO_OFF_SEQ + 7] = 8'd1;                         // and a seq the tag does not cover
+    expect_one(60, EXO_REASON_BAD_TAG, "epoch 6 and bad tag");
+    build_min(8'd0, 64'd1000, 8'd4, 8'd3);
+    pkt[14 + EXO_OFF_FLAGS + 1] = 8'd1;                       // codec first
+    expect_one(60, EXO_REASON_BAD_FLAGS, "bad flags and bad tag");
+    csr_write(EXO_REG_HALTED, 32'd1);
+    build_min(8'd0, 64'd1000, 8'd4, 8'd3);
+    pkt[14 + EXO_OFF_TAG + 3] = pkt[14 + EXO_OFF_TAG + 3] ^ 8'h80;
+    expect_one(60, EXO_REASON_BAD_TAG, "halted and bad tag");
+    build_min(8'd0, 64'd1000, 8'd4, 8'd3);
+    expect_one(60, EXO_REASON_HALTED, "halted, signed");
+    csr_write(EXO_REG_HALTED, 32'd0);
+    expect_n5(64'd1000, 8'd4, 8'd3, "after the rejects");
+    csr_write(EXO_REG_KEY_BASE + 8, 32'h0b0a0988);            // key byte 8: 08 -> 88
+    expect_one(60, EXO_REASON_BAD_TAG, "another key");
+    load_key;
+    expect_one(60, EXO_REASON_ACCEPT, "the same frame, the key back");
+    expect_n5(64'd1001, 8'd0, 8'd4, "after ACCEPT");
+    build_frame(8'd1, 64'd1001, 8'd0, 8'd4, 1, 4, 1, flen, exo_len);
+    expect_one(flen, EXO_REASON_ACCEPT, "padding and a trailer");
+    build_frame(8'd2, 64'd1002, 8'd1, 8'd0, 2, 9, 0, flen, exo_len);
+    pkt[flen] = 8'hA5; flen = flen + 1;                       // one byte after the message
+    expect_one(flen, EXO_REASON_ACCEPT, "one trailing byte");
+    expect_n5(64'd1003, 8'd2, 8'd1, "after ACCEPT");
+    $display("exo_engine_tb: tag check: BAD_TAG after the codec and BAD_GROUP, before BAD_SENDER, STALE_EPOCH, HALTED; no pointer moves; padding, trailers outside the tag; CSR key");
+
+    // ---- random traffic: n = 5, back to back or with random tvalid gaps,
+    // every verdict checked in order; kinds: 0 valid (ACCEPT), 1 one bit
+    // of the message flipped (BAD_TAG), 2 truncated (MALFORMED or
+    // BAD_PAYLOAD), 3 the last accepted frame again (DUPLICATE), 4 other
+    // group and bad tag (BAD_GROUP), 5 sender 7, signed (BAD_SENDER),
+    // 6 a short garbage frame of 1..2 beats (MALFORMED or BAD_VERSION)
+    load_n5;
+    csr_write(EXO_REG_CTRL, 32'd1);
+    for (k = 0; k < 32; k = k + 1) rcounts[k] = 0;
+    for (k = 0; k < 7; k = k + 1) nkind[k] = 0;
+    app = 64'd1000; hist0 = 8'd4; hist1 = 8'd3; nacc = 0; dup_len = 0; nflush = 0;
+    exp_wr = 0; exp_rd = 0; exp_check = 1'b1;
+    nverd = verdicts;
+    t0 = cycle;
+    for (i = 0; i < RANDOM_FRAMES; i = i + 1) begin
+        urand(100, kind);
+        kind = (i == 0 || kind < 45) ? 0 : kind < 60 ? 1 : kind < 70 ? 2 : kind < 78 ? 3 :
+               kind < 85 ? 4 : kind < 92 ? 5 : 6;
+        if (kind == 3 && dup_len == 0) kind = 0;
+        nkind[kind] = nkind[kind] + 1;
+        sender = (hist0 + 8'd1) % 8'd5;
+        urand(5, nrec);
+        urand(8, maxrec);
+        maxrec = (maxrec == 0) ? 200 : 23;
+        urand(4, trailer);
+        trailer = trailer == 0;
+        build_frame((kind == 5) ? 8'd7 : sender, app, hist0, hist1, nrec, maxrec, trailer, flen, exo_len);
+        want_reason = EXO_REASON_ACCEPT;
+        case (kind)
+            1: begin
+                // a byte the codec and BAD_GROUP do not read: sender,
+                // epoch, seq, tag, or a data byte of the first record
+                rl = (exo_len > 34) ? {pkt[14 + 34], pkt[14 + 35]} : 0;
+                urand(4, pos);
+                if (pos == 0) begin
+                    pos = EXO_OFF_SENDER;
+                end else if (pos == 1) begin
+                    urand(4, pos);
+                    pos = EXO_OFF_EPOCH + pos;
+                end else if (pos == 2 || rl == 0) begin
+                    urand(16, pos);
+                    pos = EXO_OFF_SEQ + pos;   // seq or tag
+                end else begin
+                    urand(rl, pos);
+                    pos = 36 + pos;
+                end
+                urand(8, flip);
+                pkt[14 + pos] = pkt[14 + pos] ^ (8'd1 << flip);
+                want_reason = EXO_REASON_BAD_TAG;
+            end
+            2: begin
+                urand(14 + exo_len - 1, flen);
+                flen = flen + 1;
+                want_reason = (flen < 14 + EXO_OFF_HISTORY + 2) ? EXO_REASON_MALFORMED : EXO_REASON_BAD_PAYLOAD;
+            end
+            3: begin
+                for (k = 0; k < dup_len; k = k + 1) pkt[k] = dup[k];
+                flen = dup_len;
+                want_reason = EXO_REASON_DUPLICATE;
+            end
+            4: begin
+                pkt[14 + EXO_OFF_GROUP] = 8'h80;
+                want_reason = EXO_REASON_BAD_GROUP;
+            end
+            5: want_reason = EXO_REASON_BAD_SENDER;
+            6: begin
+                urand(16, flen);
+                flen = flen + 1;
+                for (k = 0; k < flen; k = k + 1) begin
+                    urand(256, rl);
+                    pkt[k] = rl;
+                end
+                want_reason = (flen > 14 && pkt[14] != EXO_VERSION) ? EXO_REASON_BAD_VERSION : EXO_REASON_MALFORMED;
+            end
+            default: ;
+        endcase
+        if (want_reason == EXO_REASON_ACCEPT) begin
+            // the frame ends one beat before its final block (exo_tag's flush)
+            if (flen == 14 + exo_len && (exo_len - 8) % 8 <= 2) nflush = nflush + 1;
+            for (k = 0; k < flen; k = k + 1) dup[k] = pkt[k];
+            dup_len = flen;
+            app = app + 1; hist1 = hist0; hist0 = sender; nacc = nacc + 1;
+        end
+        exp_reason[exp_wr % 4096] = want_reason;
+        exp_wr = exp_wr + 1;
+        rcounts[want_reason] = rcounts[want_reason] + 1;
+        urand(2, gaps);
+        if (gaps != 0) urand(40, gaps);
+        stream(flen, gaps);
+    end
+    stream_end;
+    t1 = cycle;
+    while (exp_rd != exp_wr) begin
+        @(negedge clk);
+        if (cycle - t1 > 100) $fatal(1, "random traffic: %0d verdicts of %0d", exp_rd, exp_wr);
+    end
+    exp_check = 1'b0;
+    if (verdicts != nverd + RANDOM_FRAMES) $fatal(1, "random traffic: %0d verdicts for %0d frames", verdicts - nverd, RANDOM_FRAMES);
+    expect_n5(app, hist0, hist1, "random traffic");
+    for (k = 0; k < EXO_NUM_REASONS; k = k + 1) begin
+        csr_read(EXO_REG_COUNTER_BASE + 4*k, r32);
+        if (r32 != rcounts[k]) $fatal(1, "random traffic: counter[%0d] = %0d, want %0d", k, r32, rcounts[k]);
+    end
+    $display("exo_engine_tb: random traffic: %0d frames in %0d cycles (half back to back, half 0-39%% tvalid gaps): %0d valid ACCEPT (%0d ending in the beat before their final SipHash block), %0d bit flips BAD_TAG, %0d truncated, %0d duplicates, %0d BAD_GROUP, %0d BAD_SENDER, %0d garbage; every verdict in order, counters and pointers match",
+             RANDOM_FRAMES, t1 - t0, nkind[0], nflush, nkind[1], nkind[2], nkind[3], nkind[4], nkind[5], nkind[6]);
 
     // roster MAC check (ctrl.mac_check; not in the vectors, which carry no MAC)
     load_n5;

@@ -23,9 +23,10 @@ localparam EXO_REG_MAP_VERSION = 1;
 
 // Register block type of the Exo engine (ASCII "EXO\0"), read at rb_type.
 localparam [31:0] EXO_REG_RB_TYPE_EXO = 32'h45584F00;
-// Register block version 1.0 (major in bits 15:8, minor in bits 7:0), read
-// at rb_version.
-localparam [31:0] EXO_REG_RB_VERSION_EXO = 32'h00000100;
+// Register block version 1.1 (major in bits 15:8, minor in bits 7:0), read
+// at rb_version. 1.1: the key array is used, every frame's tag is checked
+// (BAD_TAG); same registers as 1.0.
+localparam [31:0] EXO_REG_RB_VERSION_EXO = 32'h00000101;
 // Words of the history array: 4 ids per word, 128 ids (EXO_MAX_HISTORY).
 localparam EXO_REG_MAX_HISTORY_WORDS = 32;
 // Words of the counter array: one per reason code 0..31 (19 used by layout
@@ -38,7 +39,7 @@ localparam EXO_REG_ROSTER_ENTRIES = 256;
 localparam [11:0] EXO_REG_RB_TYPE = 12'h000; // ro
 localparam [31:0] EXO_REG_RB_TYPE_RESET = 32'h45584F00;
 localparam [11:0] EXO_REG_RB_VERSION = 12'h004; // ro
-localparam [31:0] EXO_REG_RB_VERSION_RESET = 32'h00000100;
+localparam [31:0] EXO_REG_RB_VERSION_RESET = 32'h00000101;
 localparam [11:0] EXO_REG_RB_NEXT_PTR = 12'h008; // ro
 localparam [31:0] EXO_REG_RB_NEXT_PTR_RESET = 32'h00000000;
 localparam [11:0] EXO_REG_CAPS = 12'h00C; // ro

@@ -22,9 +22,10 @@ const MapVersion = 1
 const (
 	// Register block type of the Exo engine (ASCII "EXO\0"), read at rb_type.
 	RbTypeExo = 0x45584F00
-	// Register block version 1.0 (major in bits 15:8, minor in bits 7:0), read
-	// at rb_version.
-	RbVersionExo = 0x00000100
+	// Register block version 1.1 (major in bits 15:8, minor in bits 7:0), read
+	// at rb_version. 1.1: the key array is used, every frame's tag is checked
+	// (BAD_TAG); same registers as 1.0.
+	RbVersionExo = 0x00000101
 	// Words of the history array: 4 ids per word, 128 ids (EXO_MAX_HISTORY).
 	MaxHistoryWords = 32
 	// Words of the counter array: one per reason code 0..31 (19 used by layout
@@ -93,7 +94,7 @@ const (
 // Reset values of the registers that have a plain one.
 const (
 	RbTypeReset         = 0x45584F00
-	RbVersionReset      = 0x00000100
+	RbVersionReset      = 0x00000101
 	RbNextPtrReset      = 0x00000000
 	CtrlReset           = 0x00000000
 	GroupReset          = 0x00000000
@@ -134,8 +135,8 @@ const (
 	// every frame is HALTED (slow path) until hosts is fixed.
 	StatusCfgErrShift = 0
 	StatusCfgErrMask  = 0x00000001
-	// status.busy: A frame is being received (between its first beat and its
-	// verdict).
+	// status.busy: A frame is being received or decided (between its first
+	// beat and its verdict, which comes 5 cycles after its last beat).
 	StatusBusyShift = 1
 	StatusBusyMask  = 0x00000002
 	// last_verdict.reason: Reason code (hw/wire.json enum reason).
@@ -148,8 +149,16 @@ const (
 
 // Register arrays: element i is at Base + i*Stride.
 const (
-	// key (wo): Reserved for the SipHash-2-4 key (128 bits, word 0 = bits
-	// 31:0). Not used by the engine yet (BAD_TAG is not checked); reads 0.
+	// key (wo): The 16-byte SipHash-2-4 key of the frame tag check: word i is
+	// the little-endian uint32 of key bytes 4i..4i+3 (word 0 = key bits 31:0,
+	// key[0] in bits 7:0), so SipHash k0 = {word 1, word 0} and k1 = {word 3,
+	// word 2}. Every frame is checked: tag = SipHash-2-4(k, exo[0:24] ||
+	// exo[32 : 32+hist_len+payload_len]), held big-endian in exo[24:32]
+	// (docs/wire.md, docs/hdl.md); a mismatch is BAD_TAG, after the codec
+	// checks and BAD_GROUP, before every other check, and moves no pointer. 0
+	// at reset. A frame uses the key as it is at its third 64-bit beat (where
+	// its SipHash starts): write the key while halted (halted = 1).
+	// Write-only: reads 0.
 	KeyBase   = 0x060
 	KeyCount  = 4
 	KeyStride = 4
