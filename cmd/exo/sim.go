@@ -32,6 +32,7 @@ type simOptions struct {
 	Partitions bool
 	Crashes    bool
 	Amnesia    float64
+	Forge      float64
 	Propose    float64
 	Workers    int
 	JSON       bool
@@ -57,6 +58,7 @@ type simReport struct {
 	Proposed       uint64   `json:"proposed"`
 	AgreedEntries  uint64   `json:"agreed_entries_delivered"`
 	Dropped        uint64   `json:"dropped_reported"`
+	Forged         uint64   `json:"forged_copies"`
 	ViewChanges    uint64   `json:"view_changes"`
 	Takeovers      uint64   `json:"takeovers"`
 	Crashes        uint64   `json:"crashes"`
@@ -114,6 +116,7 @@ is agreed once) and liveness (after the faults stop the rack converges within
 	f.BoolVar(&o.Partitions, "partitions", true, "partition and heal the rack at random")
 	f.BoolVar(&o.Crashes, "crashes", true, "crash and restart hosts at random")
 	f.Float64Var(&o.Amnesia, "amnesia", 0, "probability that a restart also loses the durable state")
+	f.Float64Var(&o.Forge, "forge", 0, "probability per frame that an attacker without the key also delivers a forged copy (changed tag, or changed fields under the old tag); every copy must be BAD_TAG")
 	f.Float64Var(&o.Propose, "propose", def.ProposeP, "per-tick probability that a client publishes at a host")
 	f.IntVar(&o.Workers, "workers", runtime.GOMAXPROCS(0), "seeds run in parallel")
 	f.BoolVar(&o.JSON, "json", false, "print one JSON report per rack size")
@@ -132,8 +135,8 @@ func (o *simOptions) validate() error {
 		return fmt.Errorf("--seeds: %d must be at least 1", o.Seeds)
 	case o.Ticks < 0 || o.Quiet < 1:
 		return fmt.Errorf("--ticks must be >= 0 and --quiet >= 1")
-	case o.Drop < 0 || o.Drop >= 1, o.Dup < 0 || o.Dup >= 1, o.Amnesia < 0 || o.Amnesia > 1, o.Propose < 0 || o.Propose > 1:
-		return fmt.Errorf("--drop and --dup must be in [0,1), --amnesia and --propose in [0,1]")
+	case o.Drop < 0 || o.Drop >= 1, o.Dup < 0 || o.Dup >= 1, o.Amnesia < 0 || o.Amnesia > 1, o.Propose < 0 || o.Propose > 1, o.Forge < 0 || o.Forge > 1:
+		return fmt.Errorf("--drop and --dup must be in [0,1), --amnesia, --forge and --propose in [0,1]")
 	case o.Delay < 0:
 		return fmt.Errorf("--delay: %d must not be negative", o.Delay)
 	case o.Workers < 1:
@@ -147,6 +150,7 @@ func (o *simOptions) options(hosts int, seed uint64) sim.Options {
 	s.Ticks, s.Quiet = o.Ticks, o.Quiet
 	s.Drop, s.Dup, s.MaxDelay = o.Drop, o.Dup, o.Delay
 	s.Partitions, s.Crashes, s.Amnesia, s.ProposeP = o.Partitions, o.Crashes, o.Amnesia, o.Propose
+	s.Forge = o.Forge
 	return s
 }
 
@@ -166,6 +170,7 @@ func (o *simOptions) replay(hosts int, seed uint64) string {
 	add(o.Faults && !o.Partitions, "--partitions=false")
 	add(o.Faults && !o.Crashes, "--crashes=false")
 	add(o.Amnesia != 0, fmt.Sprintf("--amnesia %g", o.Amnesia))
+	add(o.Forge != 0, fmt.Sprintf("--forge %g", o.Forge))
 	add(o.Propose != def.ProposeP, fmt.Sprintf("--propose %g", o.Propose))
 	add(o.Ticks != def.Ticks, fmt.Sprintf("--ticks %d", o.Ticks))
 	add(o.Quiet != def.Quiet, fmt.Sprintf("--quiet %d", o.Quiet))
@@ -199,8 +204,12 @@ func runSim(ctx context.Context, o *simOptions) error {
 		}
 		fmt.Fprintf(o.Out, "hosts=%d seeds=%d..%d: %d violations, %d stalled after amnesia (%d on an ambiguous fork)\n",
 			hosts, rep.FirstSeed, rep.FirstSeed+uint64(rep.Seeds)-1, rep.Violations, rep.Stalled, rep.StalledAmbig)
-		fmt.Fprintf(o.Out, "  frames=%d oob=%d proposed=%d delivered-entries=%d dropped-reported=%d\n",
+		fmt.Fprintf(o.Out, "  frames=%d oob=%d proposed=%d delivered-entries=%d dropped-reported=%d",
 			rep.Frames, rep.Messages, rep.Proposed, rep.AgreedEntries, rep.Dropped)
+		if rep.Forged > 0 {
+			fmt.Fprintf(o.Out, " forged=%d (every one BAD_TAG: checked)", rep.Forged)
+		}
+		fmt.Fprintln(o.Out)
 		fmt.Fprintf(o.Out, "  view-changes=%d takeovers=%d crashes=%d partitions=%d converge-ticks p50=%d max=%d\n",
 			rep.ViewChanges, rep.Takeovers, rep.Crashes, rep.Partitions, rep.ConvergeP50, rep.ConvergeMax)
 		fmt.Fprintf(o.Out, "  %.1fs, %.0f simulated frames/s\n", rep.Seconds, rep.FramesPerSec)
@@ -279,6 +288,7 @@ feed:
 		rep.Proposed += st.Proposed
 		rep.AgreedEntries += st.Agreed
 		rep.Dropped += st.Dropped
+		rep.Forged += st.Forged
 		rep.ViewChanges += st.ViewChanges
 		rep.Takeovers += st.Takeovers
 		rep.Crashes += st.Crashes
