@@ -91,9 +91,22 @@ func TestRack100kXDP(t *testing.T) {
 	rack100k(t, "xdp")
 }
 
-// withOffload is a config hook that sets the offload mode.
+// TestRack100kAFXDP is TestRack100k with offload "xdp" delivering the
+// passed frames through AF_XDP sockets (xdp_delivery "afxdp").
+func TestRack100kAFXDP(t *testing.T) {
+	requireXDP(t)
+	rack100k(t, "xdp-afxdp")
+}
+
+// withOffload is a config hook that sets the offload mode; "xdp-afxdp" is
+// offload "xdp" with xdp_delivery "afxdp".
 func withOffload(mode string) func(*daemon.Config) {
-	return func(c *daemon.Config) { c.Offload = mode }
+	return func(c *daemon.Config) {
+		c.Offload = mode
+		if mode == "xdp-afxdp" {
+			c.Offload, c.XDPDelivery = "xdp", "afxdp"
+		}
+	}
 }
 
 // requireXDP skips, saying why, when this kernel cannot load the XDP
@@ -121,6 +134,13 @@ func checkOffloadWorked(t *testing.T, c *Cluster, n int) {
 		}
 		if st.Offload == nil {
 			t.Fatalf("host %d reports no offload", i)
+		}
+		if c.opt.Config != nil {
+			var probe daemon.Config
+			c.opt.Config(&probe)
+			if probe.XDPDelivery == "afxdp" && st.Offload.Counters["AFXDP_FRAMES"] == 0 {
+				t.Fatalf("host %d: no frame came through the AF_XDP sockets: %+v", i, st.Offload)
+			}
 		}
 		if st.Offload.Counters["ACCEPT"] == 0 {
 			t.Fatalf("host %d: the %s fast path accepted no frame: %+v", i, st.Offload.Mode, st.Offload)

@@ -20,6 +20,13 @@ func TestRackSeedPartitionXDP(t *testing.T) {
 	seedPartition(t, "xdp")
 }
 
+// TestRackSeedPartitionAFXDP is TestRackSeedPartition with offload "xdp"
+// and AF_XDP delivery.
+func TestRackSeedPartitionAFXDP(t *testing.T) {
+	requireXDP(t)
+	seedPartition(t, "xdp-afxdp")
+}
+
 // TestRackSeedPartitionFPGASim is TestRackSeedPartition with offload
 // "fpga-sim".
 func TestRackSeedPartitionFPGASim(t *testing.T) {

@@ -44,6 +44,10 @@ type Config struct {
 	// mode on a veth, where it measured faster; elsewhere native driver
 	// mode, else generic with a log line), "native" or "generic".
 	XDPMode string `json:"xdp_mode,omitempty"`
+	// XDPDelivery is how offload "xdp" hands passed frames to the daemon:
+	// "afpacket" (default: XDP_PASS to the AF_PACKET socket) or "afxdp"
+	// (redirected to AF_XDP sockets, with the program's verdict).
+	XDPDelivery string `json:"xdp_delivery,omitempty"`
 	// APISocket is the local API's Unix socket path.
 	APISocket string `json:"api_socket"`
 	// MetricsAddr serves /metrics when set (e.g. 127.0.0.1:9477).
@@ -173,6 +177,8 @@ func (c *Config) Validate() error {
 		return fieldErr("offload", "%q is none of software, xdp, auto, fpga-sim", c.Offload)
 	case c.XDPMode != "" && c.XDPMode != "auto" && c.XDPMode != "native" && c.XDPMode != "generic":
 		return fieldErr("xdp_mode", "%q is none of auto, native, generic", c.XDPMode)
+	case c.XDPDelivery != "" && c.XDPDelivery != "afpacket" && c.XDPDelivery != "afxdp":
+		return fieldErr("xdp_delivery", "%q is neither afpacket nor afxdp", c.XDPDelivery)
 	case c.Tick < 10*time.Microsecond || c.Tick > time.Second:
 		return fieldErr("tick", "%v is outside 10us..1s", c.Tick)
 	case c.MaxMessage < 1 || c.MaxMessage > 64<<20:

@@ -136,8 +136,8 @@ Needs root.`,
 				return &exitError{code: 2, err: fmt.Errorf("--rounds: %d, need at least 1", o.Rounds)}
 			}
 			for _, m := range o.Offloads {
-				if m != "software" && m != "xdp" && m != "xdp-native" && m != "xdp-generic" && m != "fpga-sim" {
-					return &exitError{code: 2, err: fmt.Errorf("--offload: %q is none of software, xdp, xdp-native, xdp-generic, fpga-sim", m)}
+				if m != "software" && m != "xdp" && m != "xdp-native" && m != "xdp-generic" && m != "xdp-afxdp" && m != "fpga-sim" {
+					return &exitError{code: 2, err: fmt.Errorf("--offload: %q is none of software, xdp, xdp-native, xdp-generic, xdp-afxdp, fpga-sim", m)}
 				}
 			}
 			if o.Hosts < 2 {
@@ -154,7 +154,7 @@ Needs root.`,
 	cmd.Flags().StringVar(&o.FloodKind, "attack", "", "also measure the batched rate under a flood of bad frames of this kind (foreign-group, garbage, bad-version, forged-sender) sent as fast as one thread can from the last host's namespace")
 	cmd.Flags().IntVar(&o.Rounds, "rounds", 1, "measure every offload mode this many times, interleaved, and report the medians")
 	cmd.Flags().DurationVar(&o.RunTimeout, "run-timeout", 3*time.Minute, "limit of each daemon run")
-	cmd.Flags().StringSliceVar(&o.Offloads, "offload", []string{"software"}, "offload modes to measure side by side, the first is the baseline (software; xdp: the daemon's default attach mode; xdp-native; xdp-generic; fpga-sim, in a binary built with -tags fpgasim)")
+	cmd.Flags().StringSliceVar(&o.Offloads, "offload", []string{"software"}, "offload modes to measure side by side, the first is the baseline (software; xdp: the daemon's default attach mode; xdp-native; xdp-generic; xdp-afxdp: AF_XDP delivery; fpga-sim, in a binary built with -tags fpgasim)")
 	cmd.Flags().BoolVar(&o.JSON, "json", false, "print the report as JSON")
 	return cmd
 }
@@ -324,6 +324,8 @@ func benchAgreement(ctx context.Context, o *benchOptions, mode, prefix string,
 				c.Offload, c.XDPMode = "xdp", "native"
 			case "xdp-generic":
 				c.Offload, c.XDPMode = "xdp", "generic"
+			case "xdp-afxdp":
+				c.Offload, c.XDPDelivery = "xdp", "afxdp"
 			}
 			if edit != nil {
 				edit(c)

@@ -80,19 +80,33 @@ func newLogger(level, format string) (*slog.Logger, error) {
 }
 
 func runDaemon(ctx context.Context, cfg *daemon.Config, log *slog.Logger) error {
-	conn, err := broadcast.Listen(cfg.Interface, broadcast.Options{ReadBuffer: 8 << 20})
-	if err != nil {
-		switch {
-		case errors.Is(err, broadcast.ErrPermission):
-			return fmt.Errorf("%w (the daemon opens a raw AF_PACKET socket)", err)
-		case errors.Is(err, broadcast.ErrInterfaceNotFound):
-			return fmt.Errorf("%w: check \"interface\" in the config, or run the daemon in the host's network namespace (ip netns exec ...)", err)
+	// With AF_XDP delivery the program is loaded first: the daemon's conn
+	// is made of its sockets.
+	var pre *xdpOffload
+	var conn daemon.FrameConn
+	var err error
+	if (cfg.Offload == "xdp" || cfg.Offload == "auto") && cfg.XDPDelivery == "afxdp" {
+		pre, conn, err = openXSK(cfg)
+		if err != nil {
+			if cfg.Offload == "xdp" {
+				return fmt.Errorf("offload xdp, delivery afxdp: %w", err)
+			}
+			log.Warn("offload auto: XDP with AF_XDP delivery unavailable, using the software path", "err", err)
+			cfg.Offload, pre, conn = "software", nil, nil
 		}
+	}
+	if conn == nil {
+		conn, err = listenPacket(cfg)
+	}
+	if err != nil {
 		return err
 	}
 	key, err := daemon.ReadKey(cfg.KeyFile)
 	if err != nil {
 		conn.Close()
+		if pre != nil {
+			pre.Close()
+		}
 		return err
 	}
 	peers := map[uint8]string{}
@@ -102,18 +116,26 @@ func runDaemon(ctx context.Context, cfg *daemon.Config, log *slog.Logger) error 
 	tr, err := oob.New(oob.Config{ID: uint8(cfg.ID), Group: cfg.Group, Listen: cfg.Roster[cfg.ID].OOB, Peers: peers, Key: key, Logger: log})
 	if err != nil {
 		conn.Close()
+		if pre != nil {
+			pre.Close()
+		}
 		return err
 	}
 	d, err := daemon.New(cfg, conn, tr, log)
 	if err != nil {
 		conn.Close()
+		if pre != nil {
+			pre.Close()
+		}
 		return err
 	}
-	detach, err := setupOffload(cfg, d, log)
+	detach, err := setupOffload(cfg, d, pre, log)
 	if err != nil {
 		conn.Close()
 		return err
 	}
+	// The daemon closes conn when it stops; the program (and with AF_XDP
+	// its XSKMAP) goes after it.
 	defer detach()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -124,4 +146,20 @@ func runDaemon(ctx context.Context, cfg *daemon.Config, log *slog.Logger) error 
 	cancel()
 	wg.Wait()
 	return err
+}
+
+// listenPacket opens the daemon's AF_PACKET socket, with errors that say
+// what to do.
+func listenPacket(cfg *daemon.Config) (daemon.FrameConn, error) {
+	conn, err := broadcast.Listen(cfg.Interface, broadcast.Options{ReadBuffer: 8 << 20})
+	if err != nil {
+		switch {
+		case errors.Is(err, broadcast.ErrPermission):
+			return nil, fmt.Errorf("%w (the daemon opens a raw AF_PACKET socket)", err)
+		case errors.Is(err, broadcast.ErrInterfaceNotFound):
+			return nil, fmt.Errorf("%w: check \"interface\" in the config, or run the daemon in the host's network namespace (ip netns exec ...)", err)
+		}
+		return nil, err
+	}
+	return conn, nil
 }

@@ -7,6 +7,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/exo-rack/exo/broadcast"
 	"github.com/exo-rack/exo/daemon"
 	"github.com/exo-rack/exo/driver/fpga"
 	"github.com/exo-rack/exo/driver/xdp"
@@ -20,6 +21,7 @@ import (
 type xdpOffload struct {
 	prog *xdp.Program
 	att  *xdp.Attachment
+	xsk  *xdp.XSKConn // the AF_XDP sockets (xdp_delivery "afxdp"), or nil
 }
 
 func (x *xdpOffload) Name() string { return "xdp" }
@@ -32,7 +34,13 @@ func (x *xdpOffload) Counters() ([exo.NumReasons]uint64, error) { return x.prog.
 // another MAC) to the status.
 func (x *xdpOffload) ExtraCounters() (map[string]uint64, error) {
 	n, err := x.prog.ForeignMACs()
-	return map[string]uint64{"FOREIGN_MAC": n}, err
+	m := map[string]uint64{"FOREIGN_MAC": n}
+	if x.xsk != nil { // frames that came through the AF_XDP sockets
+		for _, s := range x.xsk.Sockets() {
+			m["AFXDP_FRAMES"] += s.Frames()
+		}
+	}
+	return m, err
 }
 
 func (x *xdpOffload) Close() error {
@@ -117,16 +125,35 @@ func (x *xdpOffload) attach(ifname, mode string, log *slog.Logger) error {
 	return nil
 }
 
-// setupOffload builds the fast path the config asks for and puts it in
-// front of d. It returns a function that detaches it, or an error that
+// openXSK loads the XDP program and opens the AF_XDP sockets the daemon
+// reads from (xdp_delivery "afxdp"); setupOffload attaches the program.
+func openXSK(cfg *daemon.Config) (*xdpOffload, daemon.FrameConn, error) {
+	x, err := loadXDP(cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	conn, err := xdp.NewXSKConn(x.prog, cfg.Interface, xdp.XSKOptions{Conn: broadcast.Options{ReadBuffer: 8 << 20}})
+	if err != nil {
+		x.Close()
+		return nil, nil, err
+	}
+	x.xsk = conn
+	return x, conn, nil
+}
+
+// setupOffload builds the fast path the config asks for (or takes pre,
+// already loaded for AF_XDP delivery) and puts it in front of d. It returns a function that detaches it, or an error that
 // stops the daemon (offload "xdp" that cannot load). "auto" falls back to
 // the software path with one log line.
-func setupOffload(cfg *daemon.Config, d *daemon.Daemon, log *slog.Logger) (func(), error) {
+func setupOffload(cfg *daemon.Config, d *daemon.Daemon, pre *xdpOffload, log *slog.Logger) (func(), error) {
 	switch cfg.Offload {
 	case "software":
 		return func() {}, nil
 	case "xdp", "auto":
-		x, err := loadXDP(cfg)
+		x, err := pre, error(nil)
+		if x == nil {
+			x, err = loadXDP(cfg)
+		}
 		if err == nil {
 			if err = d.SetOffload(x); err == nil {
 				err = x.attach(cfg.Interface, cfg.XDPMode, log)

@@ -3,13 +3,18 @@
 // classifies them against the pointer state exactly as exo.Frame.UnmarshalBinary,
 // exo.Pointers.Classify and exo.Pointers.Accept do, updates the state in a
 // BPF map on ACCEPT, counts every verdict per CPU, passes ACCEPT and the
-// slow-path verdicts (GAP, DIVERGENCE, FUTURE_EPOCH, HALTED) to the stack
-// with the verdict in the XDP metadata area, and drops everything else.
+// slow-path verdicts (GAP, DIVERGENCE, FUTURE_EPOCH, SEQ_TOO_FAR, HALTED)
+// with the verdict in the XDP metadata area, and drops everything else. A
+// passed frame goes to the AF_XDP socket registered for its RX queue in
+// the program's XSKMAP, else to the stack (AF_PACKET).
 //
 // Load loads it; SetState and State write and read the pointer state;
-// Counters reads the per-reason counters; Run runs one frame through the
-// program with BPF_PROG_TEST_RUN (no network needed); Attach attaches it to
-// an interface. See docs/xdp.md.
+// SetKey and SetRoster load the tag key and the roster MACs; Counters
+// reads the per-reason counters; Run runs one frame through the program
+// with BPF_PROG_TEST_RUN (no network needed); Attach attaches it to an
+// interface; NewXSKConn opens the AF_XDP sockets, registers them
+// (RegisterXSK) and reads the passed frames with their verdicts. See
+// docs/xdp.md.
 //
 // The package needs Linux; Load needs CAP_BPF and CAP_NET_ADMIN (root).
 package xdp

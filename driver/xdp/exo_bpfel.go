@@ -59,6 +59,7 @@ const (
 	exoMapExoRoster          = "exo_roster"
 	exoMapExoScratch         = "exo_scratch"
 	exoMapExoStateMap        = "exo_state_map"
+	exoMapExoXsks            = "exo_xsks"
 	exoProgExoXdp            = "exo_xdp"
 	exoVarExoBenchUndoAccept = "exo_bench_undo_accept"
 )
@@ -117,6 +118,7 @@ type exoMapSpecs struct {
 	ExoRoster   *ebpf.MapSpec `ebpf:"exo_roster"`
 	ExoScratch  *ebpf.MapSpec `ebpf:"exo_scratch"`
 	ExoStateMap *ebpf.MapSpec `ebpf:"exo_state_map"`
+	ExoXsks     *ebpf.MapSpec `ebpf:"exo_xsks"`
 }
 
 // exoVariableSpecs contains global variables before they are loaded into the kernel.
@@ -151,6 +153,7 @@ type exoMaps struct {
 	ExoRoster   *ebpf.Map `ebpf:"exo_roster"`
 	ExoScratch  *ebpf.Map `ebpf:"exo_scratch"`
 	ExoStateMap *ebpf.Map `ebpf:"exo_state_map"`
+	ExoXsks     *ebpf.Map `ebpf:"exo_xsks"`
 }
 
 func (m *exoMaps) Close() error {
@@ -160,6 +163,7 @@ func (m *exoMaps) Close() error {
 		m.ExoRoster,
 		m.ExoScratch,
 		m.ExoStateMap,
+		m.ExoXsks,
 	)
 }
 

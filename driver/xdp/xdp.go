@@ -80,16 +80,28 @@ type Verdict struct {
 	// roster MAC of its sender (Reason is then BAD_SENDER; the frame is
 	// counted in CounterForeignMAC, not in the reason counters).
 	ForeignMAC bool
+	// Redirected: a passed frame (Action is ActionPass) that the program
+	// returned as XDP_REDIRECT, to the AF_XDP socket registered for its
+	// RX queue (RegisterXSK); a passed frame with no socket registered
+	// for its queue leaves as XDP_PASS, to the stack. Run sets it when
+	// a socket is registered for queue 0, the queue BPF_PROG_TEST_RUN
+	// runs the program on; XSKConn sets it on every frame read from an
+	// AF_XDP socket.
+	Redirected bool
 }
 
 func (v Verdict) String() string {
-	if !v.HasReason {
-		return v.Action.String()
+	s := v.Action.String()
+	if v.HasReason {
+		s += " " + v.Reason.String()
 	}
 	if v.ForeignMAC {
-		return fmt.Sprintf("%s %s (foreign MAC)", v.Action, v.Reason)
+		s += " (foreign MAC)"
 	}
-	return fmt.Sprintf("%s %s", v.Action, v.Reason)
+	if v.Redirected {
+		s += " (to AF_XDP)"
+	}
+	return s
 }
 
 // ParseMeta reads the struct exo_meta at the start of b (the bytes from
@@ -309,16 +321,55 @@ func (p *Program) Run(frame []byte) (Verdict, error) {
 		return Verdict{}, fmt.Errorf("xdp: run: %w", err)
 	}
 	v := Verdict{Action: Action(ret)}
+	// A passed frame is returned as XDP_REDIRECT when an AF_XDP socket is
+	// registered for queue 0 (the test run's queue): the test run reports
+	// the action and does not deliver the frame.
+	if v.Action == ActionRedir {
+		v = Verdict{Action: ActionPass, Redirected: true}
+	}
 	// data_out is data_meta..data_end: the metadata, if any, then the frame.
 	if len(opts.DataOut) == len(frame)+MetaLen {
 		if m, ok := ParseMeta(opts.DataOut); ok {
 			if m.Action != v.Action {
-				return v, fmt.Errorf("xdp: metadata says %s, program returned %s", m.Action, v.Action)
+				return v, fmt.Errorf("xdp: metadata says %s, program returned %s", m.Action, v)
 			}
+			m.Redirected = v.Redirected
 			v = m
 		}
 	}
 	return v, nil
+}
+
+// MaxXSKs is the number of RX queues the program can redirect to AF_XDP
+// sockets (the entries of its XSKMAP, exo_xsks): queues 0..MaxXSKs-1.
+const MaxXSKs = 64
+
+// RegisterXSK puts the AF_XDP socket fd (bound to RX queue queue of the
+// interface the program is attached to, with an RX ring) in the program's
+// XSKMAP: from then on the frames the program passes on that queue are
+// redirected to the socket instead of going to the stack. XSKConn does
+// it for its sockets; a socket that is closed leaves the map by itself.
+func (p *Program) RegisterXSK(queue, fd int) error {
+	if queue < 0 || queue >= MaxXSKs {
+		return fmt.Errorf("xdp: register AF_XDP socket: queue %d, the map holds queues 0..%d", queue, MaxXSKs-1)
+	}
+	if err := p.objs.ExoXsks.Update(uint32(queue), uint32(fd), ebpf.UpdateAny); err != nil {
+		return fmt.Errorf("xdp: register AF_XDP socket %d for queue %d: %w", fd, queue, err)
+	}
+	return nil
+}
+
+// UnregisterXSK removes the AF_XDP socket of RX queue queue from the
+// XSKMAP: the frames the program passes on that queue go to the stack
+// again. Removing a queue that has no socket is not an error.
+func (p *Program) UnregisterXSK(queue int) error {
+	if queue < 0 || queue >= MaxXSKs {
+		return nil
+	}
+	if err := p.objs.ExoXsks.Delete(uint32(queue)); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+		return fmt.Errorf("xdp: unregister the AF_XDP socket of queue %d: %w", queue, err)
+	}
+	return nil
 }
 
 // Bench runs frame repeat times in the kernel (BPF_PROG_TEST_RUN with

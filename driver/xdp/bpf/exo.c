@@ -5,7 +5,7 @@
  * Exo fast path as an XDP program: the C twin of exo.Frame.UnmarshalBinary
  * (the codec checks), exo.Pointers.ClassifyTagged (the group, the SipHash-2-4
  * frame tag, then exo.Pointers.Classify) and exo.Pointers.Accept.
- * docs/xdp.md describes it; driver/xdp/xdp_test.go replays every golden
+ * docs/xdp.md describes it; driver/xdp/vectors_test.go replays every golden
  * vector of testdata/vectors through it with BPF_PROG_TEST_RUN.
  *
  * Order of the checks (the first failing one is the verdict):
@@ -26,7 +26,9 @@
  *
  * Verdict per frame (EtherType 0x88B5, no VLAN; other frames pass untouched):
  *   ACCEPT and the slow-path reasons (GAP, DIVERGENCE, FUTURE_EPOCH, HALTED)
- *     -> XDP_PASS, with a struct exo_meta in the XDP metadata area;
+ *     -> passed, with a struct exo_meta in the XDP metadata area: redirected
+ *     to the AF_XDP socket of the frame's RX queue in exo_xsks if one is
+ *     registered (XDP_REDIRECT), else XDP_PASS to the stack (AF_PACKET);
  *   every other reason, and a foreign MAC -> XDP_DROP;
  *   every Exo frame counts once (per CPU): in exo_counters[reason], or in
  *   exo_counters[EXO_COUNTER_FOREIGN_MAC].
@@ -84,7 +86,7 @@ struct exo_state {
 struct exo_meta {
 	__u32 magic;  /* EXO_META_MAGIC */
 	__u8 reason;  /* enum exo_reason */
-	__u8 action;  /* XDP_PASS or XDP_DROP */
+	__u8 action;  /* XDP_PASS or XDP_DROP (a passed frame may leave as XDP_REDIRECT) */
 	__u16 flags;  /* EXO_META_FOREIGN_MAC, else 0 */
 };
 
@@ -153,6 +155,19 @@ struct {
 	__type(key, __u32);
 	__type(value, struct exo_scratch);
 } exo_scratch SEC(".maps");
+
+/* AF_XDP delivery: the socket of each RX queue (key: queue index, value:
+ * the socket's fd, written by user space: Program.RegisterXSK). A passed
+ * frame goes to the socket of its queue; with none registered,
+ * bpf_redirect_map returns its flags argument, XDP_PASS, and the frame
+ * goes to the stack as without the map. */
+#define EXO_MAX_XSKS 64
+struct {
+	__uint(type, BPF_MAP_TYPE_XSKMAP);
+	__uint(max_entries, EXO_MAX_XSKS);
+	__type(key, __u32);
+	__type(value, __u32);
+} exo_xsks SEC(".maps");
 
 /* Benchmark only (set at load time by driver/xdp, never in production):
  * undo every ACCEPT so that BPF_PROG_TEST_RUN with repeat can run the
@@ -477,6 +492,16 @@ static __always_inline void count(__u32 slot)
 		*c += 1;
 }
 
+/* deliver returns the action for a classified Exo frame: a passed frame
+ * goes to the AF_XDP socket of its RX queue if one is registered
+ * (XDP_REDIRECT), else to the stack (XDP_PASS); a dropped frame is dropped. */
+static __always_inline int deliver(struct xdp_md *ctx, __u32 action)
+{
+	if (action != XDP_PASS)
+		return action;
+	return bpf_redirect_map(&exo_xsks, ctx->rx_queue_index, XDP_PASS);
+}
+
 SEC("xdp")
 int exo_xdp(struct xdp_md *ctx)
 {
@@ -526,16 +551,19 @@ int exo_xdp(struct xdp_md *ctx)
 	count(counter);
 	action = (!flags && (reason == EXO_REASON_ACCEPT || exo_reason_slow_path(reason))) ? XDP_PASS : XDP_DROP;
 
+	/* A frame without its metadata is delivered all the same: the AF_XDP
+	 * reader finds no magic in front of it (it clears the metadata area of
+	 * every frame it hands back to the fill ring) and says so. */
 	if (bpf_xdp_adjust_meta(ctx, -(int)sizeof(struct exo_meta)) < 0) {
 		count(EXO_COUNTER_NO_META);
-		return action;
+		return deliver(ctx, action);
 	}
 	m = (void *)(long)ctx->data_meta;
 	if ((void *)(m + 1) > (void *)(long)ctx->data)
-		return action;
+		return deliver(ctx, action);
 	m->magic = EXO_META_MAGIC;
 	m->reason = reason;
 	m->action = action;
 	m->flags = flags;
-	return action;
+	return deliver(ctx, action);
 }
