@@ -56,6 +56,7 @@ type Message struct {
 	Start    uint64 // Promise/FetchResp/Install: position of Entries[0]
 	Agreed   uint64 // Promise/FetchResp/Install: agreement pointer known
 	Skipped  []uint8
+	Roster   []uint8 // Promise/FetchResp: the sender's roster (member ids); Install: the roster Skipped refers to
 	Amnesiac bool
 	Entries  []Entry
 }

@@ -1,6 +1,7 @@
 package exo
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"maps"
@@ -87,6 +88,9 @@ type HardState struct {
 	Agreed   uint64
 	Skipped  []uint8
 	Log      []Entry
+	// Roster is the configuration (member ids) in effect at Log[0]; nil: the
+	// rack's first roster 0..Config.Hosts-1.
+	Roster []uint8
 }
 
 // Node is the Exo protocol state machine of one host. It does no I/O, reads
@@ -128,6 +132,16 @@ type Node struct {
 	vc         *viewChange
 	vcFailures int // view changes of this host that timed out since the last install
 
+	// Membership (membership.go): stable member id, the configuration along
+	// the log, at the log's base, and a queued change.
+	uid          uint8
+	ms, baseMS   memberState
+	leaving      bool // a change that removes this host took effect in its log
+	notMember    bool // the current roster does not hold this host
+	pendingCfg   *ConfigChange
+	promisedBy   uint8 // member id the promise went to (promisedByOK)
+	promisedByOK bool
+
 	rd Ready
 }
 
@@ -142,6 +156,9 @@ func NewNode(cfg Config) (*Node, error) {
 	nd.k0, nd.k1 = sipKey(&cfg.TagKey)
 	nd.p = NewPointers(cfg.Group, cfg.Hosts, cfg.SeqWindow)
 	nd.held = make(map[uint64]Entry)
+	nd.uid = cfg.ID
+	nd.ms = memberState{roster: IdentityRoster(cfg.Hosts)}
+	nd.baseMS = nd.ms
 	return nd, nil
 }
 
@@ -169,6 +186,11 @@ func RestartNode(cfg Config, hs HardState) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
+	if hs.Roster != nil {
+		nd.ms = memberState{roster: slices.Clone(hs.Roster)}
+		nd.baseMS = nd.ms
+		nd.applyRoster(true)
+	}
 	nd.p.Epoch = hs.Epoch
 	nd.promised = max(hs.Promised, hs.Epoch)
 	nd.maxEpochSeen = nd.promised
@@ -192,6 +214,10 @@ func RestartNode(cfg Config, hs HardState) (*Node, error) {
 		nd.pushEntry(hs.Log[i])
 	}
 	nd.delivered = nd.base
+	if nd.ms.hasNext && nd.p.Append >= nd.ms.nextAt && nd.p.Epoch > nd.ms.pendEpoch {
+		nd.ms.switchNow()
+		nd.applyRoster(true)
+	}
 	clear(nd.skipped[:])
 	for _, id := range hs.Skipped {
 		if int(id) < nd.n {
@@ -200,7 +226,7 @@ func RestartNode(cfg Config, hs HardState) (*Node, error) {
 	}
 	nd.p.EpochStart = epochStart
 	nd.p.Agreed = max(nd.p.Agreed, min(hs.Agreed, nd.p.Append))
-	nd.p.Halted = nd.promised > nd.p.Epoch
+	nd.p.Halted = nd.promised > nd.p.Epoch || nd.switchPending()
 	nd.rd = Ready{}
 	nd.deliver()
 	return nd, nil
@@ -216,7 +242,8 @@ func (nd *Node) HardState() HardState {
 // HardStateMeta returns the durable state without the log: a durable host
 // keeps the log itself by applying Ready.Truncate and Ready.Appended.
 func (nd *Node) HardStateMeta() HardState {
-	return HardState{Amnesiac: nd.amnesiac, Epoch: nd.p.Epoch, Promised: nd.promised, Agreed: nd.p.Agreed, Skipped: nd.skippedList()}
+	return HardState{Amnesiac: nd.amnesiac, Epoch: nd.p.Epoch, Promised: nd.promised, Agreed: nd.p.Agreed, Skipped: nd.skippedList(),
+		Roster: nd.baseMS.roster}
 }
 
 // ID returns this host's id.
@@ -267,6 +294,7 @@ func (nd *Node) Compact(upTo uint64) {
 	if upTo <= nd.base {
 		return
 	}
+	nd.baseMS = nd.memberAt(upTo)
 	k := upTo - nd.base
 	if k*2 >= uint64(len(nd.log)) {
 		nd.log = slices.Clone(nd.log[k:]) // release the old array
@@ -296,11 +324,15 @@ func (nd *Node) Pending() int { return len(nd.pending) - nd.pendHead }
 // send); when every such host is skipped, the first one not in the history.
 func (nd *Node) Holder() uint8 {
 	last := uint8(nd.n - 1)
-	if len(nd.log) > 0 {
+	if len(nd.log) > 0 && !nd.freshRoster() {
 		last = nd.log[len(nd.log)-1].Sender
 	}
 	return nd.after(last)
 }
+
+// freshRoster reports whether the log ends right at a configuration switch:
+// the first frame of the new roster may come from any host.
+func (nd *Node) freshRoster() bool { return nd.ms.from > 0 && nd.p.Append == nd.ms.from }
 
 func (nd *Node) after(last uint8) uint8 {
 	for pass := 0; pass < 2; pass++ {
@@ -350,6 +382,9 @@ func (nd *Node) Advance() {
 // Propose queues a payload for broadcast; it goes out in the next frame this
 // host sends with the token, batched with other queued payloads.
 func (nd *Node) Propose(payload []byte) error {
+	if bytes.HasPrefix(payload, ConfigMagic) {
+		return ErrReserved
+	}
 	if len(payload)+2 > nd.cfg.MaxBatchBytes {
 		return fmt.Errorf("%w: %d bytes, at most %d", ErrTooLarge, len(payload), nd.cfg.MaxBatchBytes-2)
 	}
@@ -473,11 +508,17 @@ func (nd *Node) event(k EventKind, epoch uint32, seq uint64, peer uint8) {
 // pointers, the skip set and the idle-pass counter. It is the only place the
 // log grows.
 func (nd *Node) pushEntry(e Entry) {
+	if nd.ms.hasNext && e.Seq >= nd.ms.nextAt {
+		// The first entry of the next configuration (it came with an
+		// install or a fetch of a later epoch).
+		nd.ms.switchNow()
+		nd.applyRoster(true)
+	}
 	// Token order: the expected sender is the holder (see Holder); hosts
 	// passed over by a takeover are skipped until a view change re-admits
 	// them, or they send again.
 	// The first frame of a new rack may come from any host.
-	for x := nd.Holder(); len(nd.log) > 0 && x != e.Sender; x = uint8((int(x) + 1) % nd.n) {
+	for x := nd.Holder(); len(nd.log) > 0 && !nd.freshRoster() && x != e.Sender; x = uint8((int(x) + 1) % nd.n) {
 		if !nd.p.InHistory(x) {
 			nd.skipped[x] = true
 		}
@@ -492,6 +533,14 @@ func (nd *Node) pushEntry(e Entry) {
 	e.Payload = nd.arena.copy(e.Payload)
 	nd.log = append(nd.log, e)
 	nd.p.Accept(e.Sender, e.Seq)
+	if nd.ms.observe(&nd.log[len(nd.log)-1]) {
+		// The change took effect: this epoch ends here; a view change
+		// installs the next one under the new roster.
+		nd.p.Halted = true
+		nd.haltedTicks = 0
+		_, stays := slices.BinarySearch(nd.ms.next, nd.uid)
+		nd.leaving = !stays
+	}
 	if e.Count == 0 {
 		nd.emptyRun++
 	} else {
@@ -542,7 +591,7 @@ func (nd *Node) fetch(peer uint8, lo, hi uint64) {
 	nd.fetching = true
 	nd.fetchTicks = 0
 	nd.fetchPeer = peer
-	nd.rd.Messages = append(nd.rd.Messages, Message{Type: MsgFetch, From: nd.id, To: peer,
+	nd.rd.Messages = append(nd.rd.Messages, Message{Type: MsgFetch, From: nd.uid, To: nd.uidOf(peer),
 		Epoch: nd.p.Epoch, Lo: lo, Hi: hi})
 }
 
@@ -578,7 +627,7 @@ func (nd *Node) drainHeld() {
 
 // canSend reports whether this host may put a frame on the wire now.
 func (nd *Node) canSend() bool {
-	return !nd.p.Halted && !nd.amnesiac && (brokenDistinct || !nd.p.InHistory(nd.id))
+	return !nd.p.Halted && !nd.amnesiac && !nd.Removed() && (brokenDistinct || !nd.p.InHistory(nd.id))
 }
 
 // Broadcast makes this host send a frame now, as a token takeover does: with
@@ -631,7 +680,14 @@ func (nd *Node) send() {
 	var payload []byte
 	var count uint16
 	size := 0
-	for nd.pendHead < len(nd.pending) && count < 65535 {
+	if nd.pendingCfg != nil && !nd.ms.pend && !nd.ms.hasNext {
+		// A configuration entry goes alone in its frame.
+		payload, _ = AppendRecord(nil, nd.pendingCfg.Record())
+		count = 1
+		nd.pendingCfg = nil
+		size = nd.cfg.MaxBatchBytes
+	}
+	for size < nd.cfg.MaxBatchBytes && nd.pendHead < len(nd.pending) && count < 65535 {
 		rec := nd.pending[nd.pendHead]
 		if size+2+len(rec) > nd.cfg.MaxBatchBytes {
 			break
@@ -656,6 +712,9 @@ func (nd *Node) send() {
 	nd.appendEntry(e)
 	last := &nd.log[len(nd.log)-1]
 	nd.rd.Frames = append(nd.rd.Frames, nd.frameOf(last))
+	if nd.switchPending() && !nd.leaving {
+		nd.startViewChange()
+	}
 }
 
 // Tick advances the host's clock by one tick: idle passes, retransmissions,
@@ -684,9 +743,9 @@ func (nd *Node) Tick() {
 		nd.skippedTicks++
 		if nd.skippedTicks >= nd.cfg.RejoinTicks {
 			nd.skippedTicks = 0
-			for i := 0; i < nd.n; i++ {
-				if uint8(i) != nd.id {
-					nd.rd.Messages = append(nd.rd.Messages, Message{Type: MsgRejoin, From: nd.id, To: uint8(i), Epoch: nd.p.Epoch})
+			for _, u := range nd.ms.roster {
+				if u != nd.uid {
+					nd.rd.Messages = append(nd.rd.Messages, Message{Type: MsgRejoin, From: nd.uid, To: u, Epoch: nd.p.Epoch})
 				}
 			}
 		}
@@ -694,7 +753,7 @@ func (nd *Node) Tick() {
 		nd.skippedTicks = 0
 	}
 	holder := nd.Holder()
-	if len(nd.log) > 0 && nd.log[len(nd.log)-1].Sender == nd.id && nd.idle%nd.cfg.RetransmitTicks == 0 {
+	if len(nd.log) > 0 && !nd.freshRoster() && nd.log[len(nd.log)-1].Sender == nd.id && nd.idle%nd.cfg.RetransmitTicks == 0 {
 		last := &nd.log[len(nd.log)-1]
 		nd.rd.Frames = append(nd.rd.Frames, nd.frameOf(last))
 		nd.event(EventRetransmit, last.Epoch, last.Seq, nd.id)

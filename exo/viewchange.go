@@ -51,6 +51,7 @@ func (nd *Node) startViewChange() {
 	}
 	e := nd.nextEpoch(floor)
 	nd.promised = e
+	nd.promisedBy, nd.promisedByOK = nd.uid, true
 	nd.maxEpochSeen = max(nd.maxEpochSeen, e)
 	nd.p.Halted = true
 	nd.haltedTicks = 0
@@ -59,12 +60,10 @@ func (nd *Node) startViewChange() {
 		lo = 0
 	}
 	nd.vc = &viewChange{epoch: e, lo: lo, promises: make(map[uint8]Message)}
-	nd.vc.promises[nd.id] = nd.promise(e, lo)
+	nd.vc.promises[nd.uid] = nd.promise(e, lo)
 	nd.event(EventViewChange, e, nd.p.Append, nd.id)
-	for i := 0; i < nd.n; i++ {
-		if uint8(i) != nd.id {
-			nd.rd.Messages = append(nd.rd.Messages, Message{Type: MsgPrepare, From: nd.id, To: uint8(i), Epoch: e, Lo: lo})
-		}
+	for _, u := range nd.peers() {
+		nd.rd.Messages = append(nd.rd.Messages, Message{Type: MsgPrepare, From: nd.uid, To: u, Epoch: e, Lo: lo})
 	}
 	nd.tryResolve()
 }
@@ -72,8 +71,8 @@ func (nd *Node) startViewChange() {
 // promise builds this host's answer to a Prepare of epoch e.
 func (nd *Node) promise(e uint32, lo uint64) Message {
 	start := max(min(lo, nd.p.Agreed, nd.p.Append), nd.base)
-	m := Message{Type: MsgPromise, From: nd.id, Epoch: e, LogEpoch: nd.p.Epoch,
-		Agreed: nd.p.Agreed, Start: start, Amnesiac: nd.amnesiac, Skipped: nd.skippedList()}
+	m := Message{Type: MsgPromise, From: nd.uid, Epoch: e, LogEpoch: nd.p.Epoch,
+		Agreed: nd.p.Agreed, Start: start, Amnesiac: nd.amnesiac, Skipped: nd.skippedList(), Roster: nd.ms.roster}
 	if nd.amnesiac {
 		m.Start, m.Agreed, m.LogEpoch = 0, 0, 0
 	} else {
@@ -97,6 +96,9 @@ func (nd *Node) vcTimeout() int {
 
 func (nd *Node) tickHalted() {
 	nd.haltedTicks++
+	if nd.Removed() && nd.vc == nil {
+		return // out of the roster: it answers, it does not lead
+	}
 	if nd.vc != nil {
 		nd.vc.ticks++
 		if nd.vc.ticks >= nd.vcTimeout() {
@@ -129,8 +131,8 @@ func (nd *Node) Step(m Message) {
 			end = m.Hi
 		}
 		end = min(end, start+maxFetchEntries)
-		nd.rd.Messages = append(nd.rd.Messages, Message{Type: MsgFetchResp, From: nd.id, To: m.From,
-			LogEpoch: nd.p.Epoch, Agreed: nd.p.Agreed, Start: start, Skipped: nd.skippedList(),
+		nd.rd.Messages = append(nd.rd.Messages, Message{Type: MsgFetchResp, From: nd.uid, To: m.From,
+			LogEpoch: nd.p.Epoch, Agreed: nd.p.Agreed, Start: start, Skipped: nd.skippedList(), Roster: nd.ms.roster,
 			Entries: slices.Clone(nd.log[start-nd.base : end-nd.base])})
 	case MsgFetchResp:
 		nd.stepFetchResp(m)
@@ -138,14 +140,19 @@ func (nd *Node) Step(m Message) {
 		if m.Epoch > nd.maxEpochSeen {
 			nd.maxEpochSeen = m.Epoch
 		}
-		if m.Epoch < nd.promised || m.Epoch <= nd.p.Epoch {
-			nd.rd.Messages = append(nd.rd.Messages, Message{Type: MsgNack, From: nd.id, To: m.From, Epoch: nd.promised})
+		// A promise of epoch e goes to one initiator only: with roster
+		// changes, epoch ownership (epoch mod n == position) is unique only
+		// within one configuration.
+		sameOwner := nd.promisedByOK && nd.promisedBy == m.From
+		if m.Epoch < nd.promised || m.Epoch <= nd.p.Epoch || (m.Epoch == nd.promised && !sameOwner) {
+			nd.rd.Messages = append(nd.rd.Messages, Message{Type: MsgNack, From: nd.uid, To: m.From, Epoch: nd.promised})
 			return
 		}
 		if nd.vc != nil && nd.vc.epoch < m.Epoch {
 			nd.vc = nil
 		}
 		nd.promised = m.Epoch
+		nd.promisedBy, nd.promisedByOK = m.From, true
 		nd.p.Halted = true
 		nd.haltedTicks = 0
 		p := nd.promise(m.Epoch, m.Lo)
@@ -167,18 +174,21 @@ func (nd *Node) Step(m Message) {
 			nd.haltedTicks = 0
 		}
 	case MsgRejoin:
-		if int(m.From) < nd.n && nd.skipped[m.From] {
-			nd.readmit[m.From] = true
+		if pos, ok := nd.posOf(m.From); ok && nd.skipped[pos] {
+			nd.readmit[pos] = true
 		}
 	case MsgInstall:
 		if m.Epoch >= nd.promised && m.Epoch > nd.p.Epoch {
+			if m.Epoch == nd.promised && nd.promisedByOK && nd.promisedBy != m.From {
+				return // promised to another initiator of the same epoch
+			}
 			if nd.amnesiac {
 				// A host that lost its state rejoins only through a view
 				// change of its own: its epoch is above every promise of a
 				// majority, so above any epoch it sent frames in before.
 				return
 			}
-			nd.adopt(m.Epoch, m.Start, m.Entries, m.Agreed, m.Skipped)
+			nd.adopt(m.Epoch, m.Start, m.Entries, m.Agreed, m.Skipped, m.Roster)
 		}
 	}
 }
@@ -223,12 +233,15 @@ func (nd *Node) stepFetchResp(m Message) {
 			nd.fetch(m.From, nd.p.Agreed, 0)
 			return
 		}
-		nd.adopt(m.LogEpoch, m.Start, m.Entries, m.Agreed, m.Skipped)
+		nd.adopt(m.LogEpoch, m.Start, m.Entries, m.Agreed, m.Skipped, m.Roster)
 	}
 }
 
 // adopt replaces the log from start on with entries, in epoch epoch.
-func (nd *Node) adopt(epoch uint32, start uint64, entries []Entry, agreed uint64, skipped []uint8) {
+//
+// skipRoster is the roster the skip set's positions refer to (nil: this
+// host's); the skip set is ignored when this host ends under another one.
+func (nd *Node) adopt(epoch uint32, start uint64, entries []Entry, agreed uint64, skipped []uint8, skipRoster []uint8) {
 	oldEnd := nd.p.Append
 	if start > oldEnd || start > nd.p.Agreed || start < nd.base {
 		return
@@ -258,9 +271,21 @@ func (nd *Node) adopt(epoch uint32, start uint64, entries []Entry, agreed uint64
 	}
 	// Cut the log back to start. The history there is the one the entry at
 	// start carries (positions below start are common to both logs).
+	if start < oldEnd {
+		// The configuration at start (the log below it is kept).
+		ms := nd.memberAt(start)
+		changed := !slices.Equal(ms.roster, nd.ms.roster)
+		nd.ms = ms
+		if changed {
+			nd.applyRoster(false)
+		}
+	}
 	var hist [MaxHistory]uint8
 	copy(hist[:], nd.p.History[:])
 	if start < oldEnd {
+		for i := range hist {
+			hist[i] = HistoryNone
+		}
 		copy(hist[:nd.h], nd.log[start-nd.base].History)
 	}
 	nd.log = nd.log[:start-nd.base]
@@ -273,6 +298,12 @@ func (nd *Node) adopt(epoch uint32, start uint64, entries []Entry, agreed uint64
 	for i := range entries {
 		nd.pushEntry(entries[i])
 	}
+	if nd.switchPending() {
+		// The log ends with an effective change: the new epoch runs under
+		// the new roster from here.
+		nd.ms.switchNow()
+		nd.applyRoster(true)
+	}
 	nd.p.EpochStart = nd.p.Append
 	nd.emptyRun = 0
 	for i := len(nd.log) - 1; i >= 0 && nd.log[i].Count == 0; i-- {
@@ -280,9 +311,11 @@ func (nd *Node) adopt(epoch uint32, start uint64, entries []Entry, agreed uint64
 	}
 	clear(nd.skipped[:])
 	clear(nd.readmit[:])
-	for _, id := range skipped {
-		if int(id) < nd.n {
-			nd.skipped[id] = true
+	if skipRoster == nil || slices.Equal(skipRoster, nd.ms.roster) {
+		for _, id := range skipped {
+			if int(id) < nd.n {
+				nd.skipped[id] = true
+			}
 		}
 	}
 	if !nd.rd.HasTruncate || start < nd.rd.Truncate {
@@ -297,6 +330,7 @@ func (nd *Node) adopt(epoch uint32, start uint64, entries []Entry, agreed uint64
 	nd.promised = max(nd.promised, epoch)
 	nd.maxEpochSeen = max(nd.maxEpochSeen, epoch)
 	nd.p.Halted = nd.promised > epoch
+	nd.leaving = false
 	nd.amnesiac = false
 	nd.vc = nil
 	nd.vcFailures = 0
@@ -315,7 +349,7 @@ func (nd *Node) tryResolve() {
 	ws := make([]Witness, 0, len(vc.promises))
 	for _, m := range vc.promises {
 		ws = append(ws, Witness{ID: m.From, LogEpoch: m.LogEpoch, Agreed: m.Agreed, Start: m.Start,
-			Entries: m.Entries, Amnesiac: m.Amnesiac})
+			Entries: m.Entries, Amnesiac: m.Amnesiac, Roster: m.Roster})
 	}
 	res, err := Resolve(nd.n, vc.lo, nd.base, nd.log, ws)
 	if err != nil {
@@ -328,20 +362,25 @@ func (nd *Node) tryResolve() {
 	// takeover).
 	var skipped []uint8
 	for i := 0; i < nd.n; i++ {
-		if _, ok := vc.promises[uint8(i)]; !ok && nd.skipped[i] {
+		if _, ok := vc.promises[nd.uidOf(uint8(i))]; !ok && nd.skipped[i] {
 			skipped = append(skipped, uint8(i))
 		}
 	}
-	for i := 0; i < nd.n; i++ {
-		if uint8(i) == nd.id {
+	// The installed log may change the roster (an effective change at its
+	// end, or inside it): the install goes to the members of both, and the
+	// skip set only applies when the roster stays.
+	final := finalRoster(nd.memberAt(res.Start), res.Entries)
+	skipRoster := nd.ms.roster
+	for _, u := range union(nd.ms.roster, nd.ms.next, final) {
+		if u == nd.uid {
 			continue
 		}
-		nd.rd.Messages = append(nd.rd.Messages, Message{Type: MsgInstall, From: nd.id, To: uint8(i),
-			Epoch: vc.epoch, Start: res.Start, Agreed: res.Agreed, Skipped: skipped, Entries: res.Entries})
+		nd.rd.Messages = append(nd.rd.Messages, Message{Type: MsgInstall, From: nd.uid, To: u,
+			Epoch: vc.epoch, Start: res.Start, Agreed: res.Agreed, Skipped: skipped, Roster: skipRoster, Entries: res.Entries})
 	}
 	// The initiator is a witness itself and promised below its own agreed
 	// pointer; it adopts like everyone else.
-	nd.adopt(vc.epoch, res.Start, res.Entries, res.Agreed, skipped)
+	nd.adopt(vc.epoch, res.Start, res.Entries, res.Agreed, skipped, skipRoster)
 }
 
 // Witness is one host's answer to a view change: its log from Start on.
@@ -352,6 +391,9 @@ type Witness struct {
 	Start    uint64
 	Entries  []Entry
 	Amnesiac bool
+	// Roster is the witness's configuration (member ids; nil: 0..n-1). The
+	// witnesses of the newest epoch share it.
+	Roster []uint8
 }
 
 // Resolution is the log a view change installs: Entries from Start on, of
@@ -394,7 +436,6 @@ var (
 //   - Witnesses whose log ends, or that hold another branch, drop out: they
 //     promised, so they will not append more in E.
 func Resolve(n int, lo, ownBase uint64, own []Entry, ws []Witness) (Resolution, error) {
-	h := HistoryLen(n)
 	var wit []*Witness
 	start := lo
 	for i := range ws {
@@ -403,9 +444,6 @@ func Resolve(n int, lo, ownBase uint64, own []Entry, ws []Witness) (Resolution, 
 		if !w.Amnesiac {
 			wit = append(wit, w)
 		}
-	}
-	if len(wit) < h+1 {
-		return Resolution{}, ErrNeedMore
 	}
 	if len(wit) == 0 {
 		return Resolution{}, errNoWitness
@@ -416,11 +454,27 @@ func Resolve(n int, lo, ownBase uint64, own []Entry, ws []Witness) (Resolution, 
 		top = max(top, w.LogEpoch)
 		agreed = max(agreed, w.Agreed)
 	}
-	isWitness := make([]bool, n)
+	// Majorities are those of the newest epoch's configuration: every fork
+	// the walk decides is among frames of that epoch (section 7).
+	roster := IdentityRoster(n)
 	for _, w := range wit {
-		if int(w.ID) < n {
-			isWitness[w.ID] = true
+		if w.LogEpoch == top && w.Roster != nil {
+			roster = w.Roster
+			break
 		}
+	}
+	n = len(roster)
+	h := HistoryLen(n)
+	isWitness := make([]bool, n)
+	members := 0
+	for _, w := range wit {
+		if pos, ok := slices.BinarySearch(roster, w.ID); ok && !isWitness[pos] {
+			isWitness[pos] = true
+			members++
+		}
+	}
+	if members < h+1 {
+		return Resolution{}, ErrNeedMore
 	}
 	if lo > ownBase+uint64(len(own)) || lo < ownBase {
 		return Resolution{}, errBadWitness
@@ -533,4 +587,31 @@ func Resolve(n int, lo, ownBase uint64, own []Entry, ws []Witness) (Resolution, 
 		return Resolution{}, ErrInconsist
 	}
 	return Resolution{Start: start, Agreed: agreed, Entries: out}, nil
+}
+
+// finalRoster returns the roster after entries, from member state m at their
+// first seq, an effective change at the end counted as applied.
+func finalRoster(m memberState, entries []Entry) []uint8 {
+	for i := range entries {
+		if m.hasNext && entries[i].Seq >= m.nextAt {
+			m.switchNow()
+		}
+		m.observe(&entries[i])
+	}
+	if m.hasNext {
+		m.switchNow()
+	}
+	return m.roster
+}
+
+// peers returns the member ids a view change asks: the current roster and,
+// while a change waits for its epoch, the next one.
+func (nd *Node) peers() []uint8 {
+	var out []uint8
+	for _, u := range union(nd.ms.roster, nd.ms.next) {
+		if u != nd.uid {
+			out = append(out, u)
+		}
+	}
+	return out
 }
