@@ -454,6 +454,16 @@ func (nd *Node) step(f *Frame) Reason {
 		nd.maxEpochSeen = f.Epoch
 	}
 	r := nd.p.Classify(f)
+	if f.Epoch > nd.p.Epoch && (r == ReasonBadSender || r == ReasonBadHistlen || r == ReasonBadHistoryID) &&
+		!nd.amnesiac && !nd.fetching {
+		// A frame of a later epoch under another roster (section 7): this
+		// host missed a configuration switch. Catch up from a member of its
+		// roster (the fetch retries rotate through them).
+		nd.reject(f, r)
+		peer := uint8((int(nd.id) + 1) % max(nd.n, 1))
+		nd.fetch(nd.uidOf(peer), nd.p.Agreed, 0)
+		return r
+	}
 	switch r {
 	case ReasonAccept:
 		nd.appendEntry(entryOf(f))
@@ -469,7 +479,7 @@ func (nd *Node) step(f *Frame) Reason {
 	case ReasonFutureEpoch:
 		nd.reject(f, r)
 		if !nd.amnesiac {
-			nd.fetch(f.Sender, nd.p.Agreed, 0)
+			nd.fetch(nd.uidOf(f.Sender), nd.p.Agreed, 0)
 		}
 	case ReasonSeqTooFar:
 		// Too far ahead to hold: this host fell behind. Catch up from the
@@ -477,7 +487,7 @@ func (nd *Node) step(f *Frame) Reason {
 		nd.reject(f, r)
 		if !nd.fetching {
 			nd.event(EventGap, f.Epoch, nd.p.Append, f.Sender)
-			nd.fetch(f.Sender, nd.p.Append, 0)
+			nd.fetch(nd.uidOf(f.Sender), nd.p.Append, 0)
 		}
 	default:
 		nd.reject(f, r)
@@ -583,15 +593,16 @@ func (nd *Node) hold(f *Frame) {
 	}
 	if !nd.fetching {
 		nd.event(EventGap, f.Epoch, nd.p.Append, f.Sender)
-		nd.fetch(f.Sender, nd.p.Append, f.Seq)
+		nd.fetch(nd.uidOf(f.Sender), nd.p.Append, f.Seq)
 	}
 }
 
+// fetch asks member peer (a member id) for its log from lo on.
 func (nd *Node) fetch(peer uint8, lo, hi uint64) {
 	nd.fetching = true
 	nd.fetchTicks = 0
 	nd.fetchPeer = peer
-	nd.rd.Messages = append(nd.rd.Messages, Message{Type: MsgFetch, From: nd.uid, To: nd.uidOf(peer),
+	nd.rd.Messages = append(nd.rd.Messages, Message{Type: MsgFetch, From: nd.uid, To: peer,
 		Epoch: nd.p.Epoch, Lo: lo, Hi: hi})
 }
 
@@ -729,11 +740,12 @@ func (nd *Node) Tick() {
 	if nd.fetching {
 		nd.fetchTicks++
 		if nd.fetchTicks >= nd.cfg.FetchTicks {
-			peer := uint8((int(nd.fetchPeer) + 1) % nd.n)
+			pos, _ := nd.posOf(nd.fetchPeer)
+			peer := uint8((int(pos) + 1) % nd.n)
 			if peer == nd.id {
 				peer = uint8((int(peer) + 1) % nd.n)
 			}
-			nd.fetch(peer, nd.p.Append, 0)
+			nd.fetch(nd.uidOf(peer), nd.p.Append, 0)
 		}
 	}
 	if nd.skipped[nd.id] {

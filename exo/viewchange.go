@@ -45,6 +45,9 @@ func (nd *Node) nextEpoch(floor uint32) uint32 {
 }
 
 func (nd *Node) startViewChange() {
+	if nd.Removed() {
+		return // out of the roster: it follows (and answers), it does not lead
+	}
 	floor := max(nd.promised, nd.p.Epoch, nd.maxEpochSeen)
 	if nd.vc != nil {
 		floor = max(floor, nd.vc.epoch)
@@ -318,8 +321,14 @@ func (nd *Node) adopt(epoch uint32, start uint64, entries []Entry, agreed uint64
 			}
 		}
 	}
-	if !nd.rd.HasTruncate || start < nd.rd.Truncate {
-		nd.rd.Truncate = start
+	// Entries appended earlier in this Ready below start are not persisted
+	// yet: cut there too, so that Appended carries them again.
+	cut := start
+	if len(nd.rd.Appended) > 0 {
+		cut = min(cut, nd.rd.Appended[0].Seq)
+	}
+	if !nd.rd.HasTruncate || cut < nd.rd.Truncate {
+		nd.rd.Truncate = cut
 	}
 	nd.rd.HasTruncate = true
 	// Appended restarts at the Ready's truncation point (several adopts

@@ -33,6 +33,7 @@ type simOptions struct {
 	Crashes    bool
 	Amnesia    float64
 	Forge      float64
+	Roster     float64
 	Propose    float64
 	Workers    int
 	JSON       bool
@@ -59,6 +60,7 @@ type simReport struct {
 	AgreedEntries  uint64   `json:"agreed_entries_delivered"`
 	Dropped        uint64   `json:"dropped_reported"`
 	Forged         uint64   `json:"forged_copies"`
+	RosterSwitches uint64   `json:"roster_switches"`
 	ViewChanges    uint64   `json:"view_changes"`
 	Takeovers      uint64   `json:"takeovers"`
 	Crashes        uint64   `json:"crashes"`
@@ -117,6 +119,7 @@ is agreed once) and liveness (after the faults stop the rack converges within
 	f.BoolVar(&o.Crashes, "crashes", true, "crash and restart hosts at random")
 	f.Float64Var(&o.Amnesia, "amnesia", 0, "probability that a restart also loses the durable state")
 	f.Float64Var(&o.Forge, "forge", 0, "probability per frame that an attacker without the key also delivers a forged copy (changed tag, or changed fields under the old tag); every copy must be BAD_TAG")
+	f.Float64Var(&o.Roster, "roster-changes", 0, "per-tick probability that a member proposes a membership change (remove a host, add one back, add a spare host); the checker checks the switch points and that consecutive rosters differ by one host")
 	f.Float64Var(&o.Propose, "propose", def.ProposeP, "per-tick probability that a client publishes at a host")
 	f.IntVar(&o.Workers, "workers", runtime.GOMAXPROCS(0), "seeds run in parallel")
 	f.BoolVar(&o.JSON, "json", false, "print one JSON report per rack size")
@@ -135,7 +138,7 @@ func (o *simOptions) validate() error {
 		return fmt.Errorf("--seeds: %d must be at least 1", o.Seeds)
 	case o.Ticks < 0 || o.Quiet < 1:
 		return fmt.Errorf("--ticks must be >= 0 and --quiet >= 1")
-	case o.Drop < 0 || o.Drop >= 1, o.Dup < 0 || o.Dup >= 1, o.Amnesia < 0 || o.Amnesia > 1, o.Propose < 0 || o.Propose > 1, o.Forge < 0 || o.Forge > 1:
+	case o.Drop < 0 || o.Drop >= 1, o.Dup < 0 || o.Dup >= 1, o.Amnesia < 0 || o.Amnesia > 1, o.Propose < 0 || o.Propose > 1, o.Forge < 0 || o.Forge > 1, o.Roster < 0 || o.Roster > 1:
 		return fmt.Errorf("--drop and --dup must be in [0,1), --amnesia, --forge and --propose in [0,1]")
 	case o.Delay < 0:
 		return fmt.Errorf("--delay: %d must not be negative", o.Delay)
@@ -151,6 +154,7 @@ func (o *simOptions) options(hosts int, seed uint64) sim.Options {
 	s.Drop, s.Dup, s.MaxDelay = o.Drop, o.Dup, o.Delay
 	s.Partitions, s.Crashes, s.Amnesia, s.ProposeP = o.Partitions, o.Crashes, o.Amnesia, o.Propose
 	s.Forge = o.Forge
+	s.RosterChanges = o.Roster
 	return s
 }
 
@@ -171,6 +175,7 @@ func (o *simOptions) replay(hosts int, seed uint64) string {
 	add(o.Faults && !o.Crashes, "--crashes=false")
 	add(o.Amnesia != 0, fmt.Sprintf("--amnesia %g", o.Amnesia))
 	add(o.Forge != 0, fmt.Sprintf("--forge %g", o.Forge))
+	add(o.Roster != 0, fmt.Sprintf("--roster-changes %g", o.Roster))
 	add(o.Propose != def.ProposeP, fmt.Sprintf("--propose %g", o.Propose))
 	add(o.Ticks != def.Ticks, fmt.Sprintf("--ticks %d", o.Ticks))
 	add(o.Quiet != def.Quiet, fmt.Sprintf("--quiet %d", o.Quiet))
@@ -208,6 +213,9 @@ func runSim(ctx context.Context, o *simOptions) error {
 			rep.Frames, rep.Messages, rep.Proposed, rep.AgreedEntries, rep.Dropped)
 		if rep.Forged > 0 {
 			fmt.Fprintf(o.Out, " forged=%d (every one BAD_TAG: checked)", rep.Forged)
+		}
+		if o.Roster > 0 {
+			fmt.Fprintf(o.Out, " roster-switches=%d (switch points and one-host steps: checked)", rep.RosterSwitches)
 		}
 		fmt.Fprintln(o.Out)
 		fmt.Fprintf(o.Out, "  view-changes=%d takeovers=%d crashes=%d partitions=%d converge-ticks p50=%d max=%d\n",
@@ -289,6 +297,7 @@ feed:
 		rep.AgreedEntries += st.Agreed
 		rep.Dropped += st.Dropped
 		rep.Forged += st.Forged
+		rep.RosterSwitches += st.RosterChanges
 		rep.ViewChanges += st.ViewChanges
 		rep.Takeovers += st.Takeovers
 		rep.Crashes += st.Crashes

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/exo-rack/exo/exo"
@@ -29,6 +30,7 @@ type Checker struct {
 	origin     map[uint64][2]int // payload id -> (host, incarnation) that published it
 	agreedAt   map[uint64]uint64 // payload id -> seq
 	dropped    map[uint64]bool
+	entries    []exo.Entry // the agreed entries, by seq (first agreement of each)
 	open       map[uint64]bool // published, not yet agreed, dropped or lost
 	byInc      map[[2]int][]uint64
 	maxSeq     uint64 // highest seq holding a payload
@@ -36,13 +38,20 @@ type Checker struct {
 	// QuietTicks is how long the rack took to converge after the faults
 	// stopped (set by Final).
 	QuietTicks int
+	// Switches is how many configuration switches the agreed log holds.
+	Switches int
+
+	// Membership: the switches hosts report (seq -> roster), checked
+	// against the rosters the checker computes from the agreed entries.
+	switches map[uint64]string
+	switchBy map[uint64]int
 }
 
 // NewChecker returns a checker for n hosts.
 func NewChecker(n int) *Checker {
 	return &Checker{n: n, agreed: map[uint64]string{}, streams: map[[2]int]uint64{},
 		origin: map[uint64][2]int{}, agreedAt: map[uint64]uint64{}, dropped: map[uint64]bool{},
-		open: map[uint64]bool{}, byInc: map[[2]int][]uint64{}}
+		open: map[uint64]bool{}, byInc: map[[2]int][]uint64{}, switches: map[uint64]string{}, switchBy: map[uint64]int{}}
 }
 
 func (c *Checker) violation(format string, args ...any) {
@@ -107,6 +116,10 @@ func (c *Checker) Agreed(host, inc int, e exo.Entry) {
 		return
 	}
 	c.agreed[e.Seq] = id
+	c.entries = append(c.entries, e.Clone()) // filled densely: seqs are delivered in order
+	if _, ok := exo.ParseConfigEntry(&e); ok {
+		return
+	}
 	ids, err := payloadIDs(e)
 	if err != nil {
 		c.violation("seq %d: bad payload: %v", e.Seq, err)
@@ -136,6 +149,9 @@ func short(s string) string {
 
 // Dropped records an entry a host reported as dropped by a view change.
 func (c *Checker) Dropped(host int, e exo.Entry) {
+	if _, ok := exo.ParseConfigEntry(&e); ok {
+		return
+	}
 	ids, _ := payloadIDs(e)
 	for _, p := range ids {
 		if s, ok := c.agreedAt[p]; ok {
@@ -192,4 +208,99 @@ func (c *Checker) Final(nodes []*exo.Node, used, limit int) {
 	}
 	c.violation("liveness: not converged %d ticks after the faults stopped (%d payloads outstanding, need agreed > %d): %s",
 		limit, len(c.open), c.maxSeq, strings.Join(st, " "))
+}
+
+// Switched records that a host switched to roster at seq.
+func (c *Checker) Switched(host int, seq uint64, roster []uint8) {
+	r := fmt.Sprint(roster)
+	if prev, ok := c.switches[seq]; ok && prev != r {
+		c.violation("membership: host %d switched to %s at seq %d, host %d to %s", host, r, seq, c.switchBy[seq], prev)
+		return
+	}
+	c.switches[seq] = r
+	c.switchBy[seq] = host
+}
+
+// FinalRoster checks the membership properties on the agreed log, with its
+// own reading of the rule (docs/protocol.md section 7): the configuration
+// entry at c, of epoch E, under a roster of history length h, takes effect at
+// c+h+1 iff c+h is of epoch E; every agreed entry is recorded with the roster
+// in effect at its seq. Checked: consecutive rosters differ by exactly one
+// host (so any two majorities of consecutive rosters intersect), every
+// reported switch is one of these points with this roster, and every switch
+// point that the agreed log passed was reported with it.
+func (c *Checker) FinalRoster() {
+	roster := exo.IdentityRoster(c.n)
+	points := map[uint64]string{}
+	var pend *exo.Entry
+	var pendC exo.ConfigChange
+	var h int
+	var nextAt uint64
+	var next []uint8
+	for k := range c.entries {
+		e := &c.entries[k]
+		if e.Seq != uint64(k) {
+			break // only the dense prefix
+		}
+		if next != nil && e.Seq == nextAt {
+			if d := diff(roster, next); d != 1 {
+				c.violation("membership: rosters %v and %v (seq %d) differ by %d hosts", roster, next, e.Seq, d)
+			}
+			roster, next = next, nil
+			points[e.Seq] = fmt.Sprint(roster)
+		}
+		if next != nil {
+			continue
+		}
+		if pend != nil {
+			if e.Epoch != pend.Epoch {
+				pend = nil
+			} else if e.Seq == pend.Seq+uint64(h) {
+				next, _ = pendC.Apply(roster)
+				nextAt = e.Seq + 1
+				pend = nil
+			}
+			continue
+		}
+		if cc, ok := exo.ParseConfigEntry(e); ok {
+			if _, ok := cc.Apply(roster); ok {
+				pend, pendC, h = e, cc, len(roster)/2
+				if h == 0 {
+					next, _ = pendC.Apply(roster)
+					nextAt = e.Seq + 1
+					pend = nil
+				}
+			}
+		}
+	}
+	agreedEnd := uint64(len(c.entries))
+	for seq, r := range c.switches {
+		if seq == 0 || seq >= agreedEnd {
+			continue // not agreed that far: nothing to compare with
+		}
+		if want, ok := points[seq]; !ok || want != r {
+			c.violation("membership: host %d switched to %s at seq %d; the agreed log switches there to %q", c.switchBy[seq], r, seq, want)
+		}
+	}
+	for seq, r := range points {
+		if _, ok := c.switches[seq]; !ok {
+			c.violation("membership: the agreed log switches to %s at seq %d, no host reported it", r, seq)
+		}
+	}
+	c.Switches = len(points)
+}
+
+func diff(a, b []uint8) int {
+	d := 0
+	for _, x := range a {
+		if !slices.Contains(b, x) {
+			d++
+		}
+	}
+	for _, x := range b {
+		if !slices.Contains(a, x) {
+			d++
+		}
+	}
+	return d
 }

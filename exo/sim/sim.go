@@ -13,6 +13,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 
 	"github.com/exo-rack/exo/exo"
 )
@@ -44,6 +45,13 @@ type Options struct {
 	// copy must be rejected as BAD_TAG (a violation otherwise). 0 draws
 	// nothing, so runs without it are those of a build without it.
 	Forge float64
+	// RosterChanges is the per-tick probability that a member proposes a
+	// membership change (docs/protocol.md section 7): remove a member, add
+	// a non-member back, or add the spare host (member id Hosts, which
+	// follows the log as a non-member from the start). The roster stays
+	// within Hosts-1..Hosts+1; a replace is a remove followed by an add. 0
+	// draws nothing and adds no spare host.
+	RosterChanges float64
 
 	// Config is the protocol configuration (ID and Hosts are set per host).
 	Config exo.Config
@@ -98,6 +106,8 @@ type host struct {
 	durable exo.HardState // persisted by every Ready
 	downFor int
 	inc     int // incarnation, for the checker's delivery streams
+	removed bool
+	switch_ uint64 // the last configuration switch seq reported to the checker
 }
 
 // Sim is one simulated rack.
@@ -127,6 +137,7 @@ type Stats struct {
 	ViewChanges, Takeovers, Crashes      uint64
 	Partitions                           uint64
 	Forged                               uint64 // forged copies sent (Options.Forge)
+	RosterChanges                        uint64 // configuration switches seen (max over hosts)
 	Rejects                              [exo.NumReasons]uint64
 	MaxAgreed                            uint64
 	// Stalled is set when a run with amnesiac restarts did not converge:
@@ -148,16 +159,29 @@ func New(opt Options) (*Sim, error) {
 	}
 	s := &Sim{opt: opt, rng: rand.New(rand.NewPCG(opt.Seed, opt.Seed^0x9e3779b97f4a7c15))}
 	s.chk = NewChecker(opt.Hosts)
-	s.cut = make([][]bool, opt.Hosts)
-	for i := range s.cut {
-		s.cut[i] = make([]bool, opt.Hosts)
+	total := opt.Hosts
+	if opt.RosterChanges > 0 {
+		total++ // the spare host
 	}
-	for i := 0; i < opt.Hosts; i++ {
-		nd, err := exo.NewNode(s.config(i))
+	s.cut = make([][]bool, total)
+	for i := range s.cut {
+		s.cut[i] = make([]bool, total)
+	}
+	for i := 0; i < total; i++ {
+		var nd *exo.Node
+		var err error
+		var hs exo.HardState
+		if i < opt.Hosts {
+			nd, err = exo.NewNode(s.config(i))
+		} else {
+			// A joiner with a log: it follows the rack as a non-member.
+			hs = exo.HardState{Roster: exo.IdentityRoster(opt.Hosts)}
+			nd, err = exo.RestartNode(s.config(i), hs)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("sim: host %d: %w", i, err)
 		}
-		s.hosts = append(s.hosts, &host{node: nd, up: true})
+		s.hosts = append(s.hosts, &host{node: nd, up: true, durable: hs})
 	}
 	return s, nil
 }
@@ -174,7 +198,7 @@ func (s *Sim) tracef(format string, args ...any) {
 func (s *Sim) config(i int) exo.Config {
 	c := s.opt.Config
 	c.ID = uint8(i)
-	c.Hosts = s.opt.Hosts
+	c.Hosts = max(s.opt.Hosts, i+1)
 	return c
 }
 
@@ -203,10 +227,41 @@ func (s *Sim) Run() error {
 		}
 		s.chk.QuietTicks = s.tick - s.opt.Ticks
 	} else {
-		s.chk.Final(s.nodes(), s.tick-s.opt.Ticks, s.opt.Quiet)
+		s.chk.Final(s.members(), s.tick-s.opt.Ticks, s.opt.Quiet)
 	}
+	s.chk.FinalRoster()
+	s.Stats.RosterChanges = uint64(s.chk.Switches)
 	s.Stats.Steps = s.now
 	return s.chk.Err()
+}
+
+// members returns the nodes of the current roster: the one of the host
+// furthest ahead (newest epoch, then longest log) that is a member. Without
+// roster changes, every node.
+func (s *Sim) members() []*exo.Node {
+	if s.opt.RosterChanges == 0 {
+		return s.nodes()
+	}
+	var ref *exo.Node
+	for _, h := range s.hosts {
+		nd := h.node
+		if nd.Removed() || nd.Amnesiac() {
+			continue
+		}
+		if ref == nil || nd.Epoch() > ref.Epoch() || (nd.Epoch() == ref.Epoch() && nd.Pointers().Append > ref.Pointers().Append) {
+			ref = nd
+		}
+	}
+	if ref == nil {
+		return s.nodes()
+	}
+	var out []*exo.Node
+	for _, u := range ref.Roster() {
+		if int(u) < len(s.hosts) {
+			out = append(out, s.hosts[u].node)
+		}
+	}
+	return out
 }
 
 func (s *Sim) nodes() []*exo.Node {
@@ -364,6 +419,9 @@ func (s *Sim) ready(i int) {
 	h.durable.Log = log
 	if cur := nd.Log(); len(cur) != len(log) || (len(log) > 0 && !cur[len(cur)-1].Equal(&log[len(log)-1])) {
 		s.chk.violation("host %d: Ready.Truncate/Appended do not reproduce the log (%d vs %d entries)", i, len(log), len(cur))
+		if debugReady != nil {
+			debugReady(i, rd, cur, log)
+		}
 	}
 	for fi := range rd.Frames {
 		f := rd.Frames[fi]
@@ -383,6 +441,19 @@ func (s *Sim) ready(i int) {
 		s.chk.Agreed(i, h.inc, e)
 		s.Stats.Agreed++
 	}
+	if sw := nd.ConfigSwitch(); sw != h.switch_ {
+		h.switch_ = sw
+		s.chk.Switched(i, sw, nd.Roster())
+		s.tracef("host %d switched at seq %d to roster %v", i, sw, nd.Roster())
+	}
+	if nd.Removed() != h.removed {
+		h.removed = nd.Removed()
+		if h.removed {
+			// Out of the roster: what it published and did not see agreed
+			// will not be sent (its publishers are told).
+			s.chk.Crashed(i, nd)
+		}
+	}
 	for _, e := range rd.Dropped {
 		s.tracef("host %d dropped its entry seq %d epoch %d", i, e.Seq, e.Epoch)
 		s.chk.Dropped(i, e)
@@ -390,6 +461,8 @@ func (s *Sim) ready(i int) {
 	}
 	nd.Advance()
 }
+
+var debugReady func(i int, rd exo.Ready, cur, log []exo.Entry)
 
 // faults injects partitions, heals, crashes and restarts at random.
 func (s *Sim) faults() {
@@ -437,6 +510,9 @@ func (s *Sim) faults() {
 		}
 	} else if s.rng.Float64() < 0.02 {
 		s.heal()
+	}
+	if s.opt.RosterChanges > 0 && s.rng.Float64() < s.opt.RosterChanges {
+		s.rosterChange()
 	}
 	if !s.opt.Crashes {
 		return
@@ -499,10 +575,43 @@ func (s *Sim) restart(i int) {
 	s.ready(i)
 }
 
+// rosterChange has a random live member propose one membership change.
+func (s *Sim) rosterChange() {
+	i := s.rng.IntN(len(s.hosts))
+	h := s.hosts[i]
+	if !h.up || h.node.Removed() || h.node.Amnesiac() {
+		return
+	}
+	roster := h.node.Roster()
+	var c exo.ConfigChange
+	var out []uint8
+	for u := range s.hosts {
+		if !slices.Contains(roster, uint8(u)) {
+			out = append(out, uint8(u))
+		}
+	}
+	switch {
+	case len(roster) >= s.opt.Hosts+1 || (len(roster) >= s.opt.Hosts && (len(out) == 0 || s.rng.IntN(2) == 0)):
+		if len(roster) <= 1 {
+			return
+		}
+		c = exo.ConfigChange{Op: exo.ChangeRemove, Member: roster[s.rng.IntN(len(roster))]}
+	case len(out) > 0:
+		c = exo.ConfigChange{Op: exo.ChangeAdd, Member: out[s.rng.IntN(len(out))]}
+	default:
+		return
+	}
+	if err := h.node.ProposeConfig(c); err != nil {
+		return
+	}
+	s.tracef("host %d proposes %s (roster %v)", i, c, roster)
+	s.ready(i)
+}
+
 // clients publish payloads that carry a unique id.
 func (s *Sim) clients() {
 	for i, h := range s.hosts {
-		if h.up && s.rng.Float64() < s.opt.ProposeP {
+		if h.up && !h.node.Removed() && s.rng.Float64() < s.opt.ProposeP {
 			s.propose(i)
 		}
 	}
@@ -532,8 +641,10 @@ func (s *Sim) beginQuiet() {
 			s.restart(i)
 		}
 	}
-	for i := range s.hosts {
-		s.propose(i)
+	for i, h := range s.hosts {
+		if !h.node.Removed() {
+			s.propose(i)
+		}
 	}
 	s.chk.QuietStart(s.nodes())
 }
@@ -541,5 +652,5 @@ func (s *Sim) beginQuiet() {
 // settled reports whether every host is in one epoch, halted nowhere, and
 // has delivered everything published that was not dropped.
 func (s *Sim) settled() bool {
-	return s.chk.converged(s.nodes())
+	return s.chk.converged(s.members())
 }
