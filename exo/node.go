@@ -141,6 +141,7 @@ type Node struct {
 	pendingCfg   *ConfigChange
 	promisedBy   uint8 // member id the promise went to (promisedByOK)
 	promisedByOK bool
+	futureTries  int // catch-up fetches since the last install (catchUpPeer)
 
 	rd Ready
 }
@@ -454,14 +455,12 @@ func (nd *Node) step(f *Frame) Reason {
 		nd.maxEpochSeen = f.Epoch
 	}
 	r := nd.p.Classify(f)
-	if f.Epoch > nd.p.Epoch && (r == ReasonBadSender || r == ReasonBadHistlen || r == ReasonBadHistoryID) &&
-		!nd.amnesiac && !nd.fetching {
+	if f.Epoch > nd.p.Epoch && (r == ReasonBadSender || r == ReasonBadHistlen || r == ReasonBadHistoryID) && !nd.amnesiac {
 		// A frame of a later epoch under another roster (section 7): this
-		// host missed a configuration switch. Catch up from a member of its
-		// roster (the fetch retries rotate through them).
+		// host missed a configuration switch. Catch up as from any frame of
+		// a later epoch.
 		nd.reject(f, r)
-		peer := uint8((int(nd.id) + 1) % max(nd.n, 1))
-		nd.fetch(nd.uidOf(peer), nd.p.Agreed, 0)
+		nd.fetch(nd.catchUpPeer(f.Sender), nd.p.Agreed, 0)
 		return r
 	}
 	switch r {
@@ -479,7 +478,7 @@ func (nd *Node) step(f *Frame) Reason {
 	case ReasonFutureEpoch:
 		nd.reject(f, r)
 		if !nd.amnesiac {
-			nd.fetch(nd.uidOf(f.Sender), nd.p.Agreed, 0)
+			nd.fetch(nd.catchUpPeer(f.Sender), nd.p.Agreed, 0)
 		}
 	case ReasonSeqTooFar:
 		// Too far ahead to hold: this host fell behind. Catch up from the
@@ -829,3 +828,20 @@ func (nd *Node) Clone() *Node {
 
 // Delivered returns how many entries have been handed to Ready.Agreed.
 func (nd *Node) Delivered() uint64 { return nd.delivered }
+
+// catchUpPeer returns the member to fetch a later epoch from, after a frame
+// of that epoch from position pos: the host at pos in this host's roster for
+// the first tries (the frame's sender when the roster did not change), then
+// the other members in turn (after a roster change, positions of a later
+// epoch may name other hosts, or this one).
+func (nd *Node) catchUpPeer(pos uint8) uint8 {
+	nd.futureTries++
+	k := max(nd.futureTries-3, 0)
+	n := len(nd.ms.roster)
+	for i := 0; i < n; i++ {
+		if u := nd.ms.roster[(int(pos)+k+i)%n]; u != nd.uid {
+			return u
+		}
+	}
+	return nd.uidOf(pos)
+}

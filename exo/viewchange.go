@@ -340,6 +340,7 @@ func (nd *Node) adopt(epoch uint32, start uint64, entries []Entry, agreed uint64
 	nd.maxEpochSeen = max(nd.maxEpochSeen, epoch)
 	nd.p.Halted = nd.promised > epoch
 	nd.leaving = false
+	nd.futureTries = 0
 	nd.amnesiac = false
 	nd.vc = nil
 	nd.vcFailures = 0

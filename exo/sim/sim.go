@@ -419,9 +419,6 @@ func (s *Sim) ready(i int) {
 	h.durable.Log = log
 	if cur := nd.Log(); len(cur) != len(log) || (len(log) > 0 && !cur[len(cur)-1].Equal(&log[len(log)-1])) {
 		s.chk.violation("host %d: Ready.Truncate/Appended do not reproduce the log (%d vs %d entries)", i, len(log), len(cur))
-		if debugReady != nil {
-			debugReady(i, rd, cur, log)
-		}
 	}
 	for fi := range rd.Frames {
 		f := rd.Frames[fi]
@@ -461,8 +458,6 @@ func (s *Sim) ready(i int) {
 	}
 	nd.Advance()
 }
-
-var debugReady func(i int, rd exo.Ready, cur, log []exo.Entry)
 
 // faults injects partitions, heals, crashes and restarts at random.
 func (s *Sim) faults() {

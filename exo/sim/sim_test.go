@@ -99,3 +99,29 @@ func TestDeterministic(t *testing.T) {
 		t.Fatalf("two runs of seed 77 differ:\n%+v\n%+v", a, b)
 	}
 }
+
+// TestSimRosterChanges: members remove hosts, add them back and add a spare
+// host under drops, partitions and crashes; the checker checks agreement,
+// the switch points (every host switches where the agreed log says, to the
+// roster it says) and that consecutive rosters differ by one host.
+func TestSimRosterChanges(t *testing.T) {
+	for _, n := range []int{3, 4, 5} {
+		switches := uint64(0)
+		runSeeds(t, n, 15, func(hosts int, seed uint64) Options {
+			o := DefaultOptions(hosts, seed)
+			o.RosterChanges = 0.03
+			return o
+		})
+		for seed := uint64(1); seed <= 3; seed++ {
+			o := DefaultOptions(n, seed)
+			o.RosterChanges = 0.03
+			s, _ := New(o)
+			_ = s.Run()
+			switches += s.Stats.RosterChanges
+		}
+		if switches == 0 {
+			t.Fatalf("n=%d: no roster switch in 3 seeds", n)
+		}
+		t.Logf("n=%d: %d roster switches in seeds 1..3", n, switches)
+	}
+}
