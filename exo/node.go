@@ -722,7 +722,7 @@ func (nd *Node) send() {
 	nd.appendEntry(e)
 	last := &nd.log[len(nd.log)-1]
 	nd.rd.Frames = append(nd.rd.Frames, nd.frameOf(last))
-	if nd.switchPending() && !nd.leaving {
+	if nd.switchPending() {
 		nd.startViewChange()
 	}
 }

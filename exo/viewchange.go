@@ -45,7 +45,7 @@ func (nd *Node) nextEpoch(floor uint32) uint32 {
 }
 
 func (nd *Node) startViewChange() {
-	if nd.Removed() {
+	if nd.notMember {
 		return // out of the roster: it follows (and answers), it does not lead
 	}
 	floor := max(nd.promised, nd.p.Epoch, nd.maxEpochSeen)
@@ -99,7 +99,14 @@ func (nd *Node) vcTimeout() int {
 
 func (nd *Node) tickHalted() {
 	nd.haltedTicks++
-	if nd.Removed() && nd.vc == nil {
+	if nd.switchPending() && len(nd.log) > 0 && nd.log[len(nd.log)-1].Sender == nd.id && nd.haltedTicks%nd.cfg.RetransmitTicks == 0 {
+		// The entry that made a change take effect: the others need it to
+		// switch too (the epoch ends with it).
+		last := &nd.log[len(nd.log)-1]
+		nd.rd.Frames = append(nd.rd.Frames, nd.frameOf(last))
+		nd.event(EventRetransmit, last.Epoch, last.Seq, nd.id)
+	}
+	if nd.notMember && nd.vc == nil {
 		return // out of the roster: it answers, it does not lead
 	}
 	if nd.vc != nil {
@@ -260,9 +267,18 @@ func (nd *Node) adopt(epoch uint32, start uint64, entries []Entry, agreed uint64
 	// This host's own unagreed entries that the new log lacks may be lost:
 	// their publishers are told once their position is agreed with another
 	// entry (a later view change may still bring them back).
+	// Senders are positions in the roster of their seq (section 7).
+	var ms memberState
+	if from := max(start, nd.p.Agreed); from < oldEnd {
+		ms = nd.memberAt(from)
+	}
 	for s := max(start, nd.p.Agreed); s < oldEnd; s++ {
 		e := &nd.log[s-nd.base]
-		if e.Sender != nd.id || e.Count == 0 {
+		if ms.hasNext && e.Seq >= ms.nextAt {
+			ms.switchNow()
+		}
+		ms.observe(e)
+		if int(e.Sender) >= len(ms.roster) || ms.roster[e.Sender] != nd.uid || e.Count == 0 {
 			continue
 		}
 		if s >= end || !entries[s-start].SameID(e) {

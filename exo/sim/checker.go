@@ -30,7 +30,7 @@ type Checker struct {
 	origin     map[uint64][2]int // payload id -> (host, incarnation) that published it
 	agreedAt   map[uint64]uint64 // payload id -> seq
 	dropped    map[uint64]bool
-	entries    []exo.Entry // the agreed entries, by seq (first agreement of each)
+	entries    []exo.Entry     // the agreed entries, by seq (first agreement of each)
 	open       map[uint64]bool // published, not yet agreed, dropped or lost
 	byInc      map[[2]int][]uint64
 	maxSeq     uint64 // highest seq holding a payload
@@ -210,7 +210,7 @@ func (c *Checker) Final(nodes []*exo.Node, used, limit int) {
 		limit, len(c.open), c.maxSeq, strings.Join(st, " "))
 }
 
-// Switched records that a host switched to roster at seq.
+// Switched records that a host switched to roster at seq and agreed past it.
 func (c *Checker) Switched(host int, seq uint64, roster []uint8) {
 	r := fmt.Sprint(roster)
 	if prev, ok := c.switches[seq]; ok && prev != r {
@@ -226,9 +226,8 @@ func (c *Checker) Switched(host int, seq uint64, roster []uint8) {
 // entry at c, of epoch E, under a roster of history length h, takes effect at
 // c+h+1 iff c+h is of epoch E; every agreed entry is recorded with the roster
 // in effect at its seq. Checked: consecutive rosters differ by exactly one
-// host (so any two majorities of consecutive rosters intersect), every
-// reported switch is one of these points with this roster, and every switch
-// point that the agreed log passed was reported with it.
+// host (so any two majorities of consecutive rosters intersect), and every
+// switch a host agreed past is one of these points, with this roster.
 func (c *Checker) FinalRoster() {
 	roster := exo.IdentityRoster(c.n)
 	points := map[uint64]string{}
@@ -282,11 +281,8 @@ func (c *Checker) FinalRoster() {
 			c.violation("membership: host %d switched to %s at seq %d; the agreed log switches there to %q", c.switchBy[seq], r, seq, want)
 		}
 	}
-	for seq, r := range points {
-		if _, ok := c.switches[seq]; !ok {
-			c.violation("membership: the agreed log switches to %s at seq %d, no host reported it", r, seq)
-		}
-	}
+	// A switch point no host reported is not a violation: a host that
+	// adopts a log across two switches in one step reports the later one.
 	c.Switches = len(points)
 }
 

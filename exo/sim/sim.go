@@ -438,7 +438,9 @@ func (s *Sim) ready(i int) {
 		s.chk.Agreed(i, h.inc, e)
 		s.Stats.Agreed++
 	}
-	if sw := nd.ConfigSwitch(); sw != h.switch_ {
+	// A switch counts once this host agreed past it: a switch on an
+	// unagreed tail may be undone by a view change (docs/protocol.md 7).
+	if sw := nd.ConfigSwitch(); sw != h.switch_ && nd.Pointers().Agreed > sw {
 		h.switch_ = sw
 		s.chk.Switched(i, sw, nd.Roster())
 		s.tracef("host %d switched at seq %d to roster %v", i, sw, nd.Roster())
