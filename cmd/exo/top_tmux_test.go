@@ -242,8 +242,10 @@ func TestTopTmux(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if f := strings.Fields(out); len(f) == 2 && f[0] == "1" {
-			if f[1] != "0" {
+		// tmux may report a dead pane before it has the exit status
+		// ("1 "): dead is enough, the pid check below confirms it.
+		if f := strings.Fields(out); len(f) >= 1 && f[0] == "1" {
+			if len(f) == 2 && f[1] != "0" {
 				t.Fatalf("exo top exited with status %s after q", f[1])
 			}
 			break
