@@ -86,8 +86,15 @@ type InjectResult struct {
 // host from's namespace, with the cluster's exo binary.
 func (c *Cluster) Inject(ctx context.Context, from int, kind string, count int) (InjectResult, error) {
 	var res InjectResult
-	cmd := c.Rack.CommandContext(ctx, from, c.opt.Bin, "raw", "--interface", c.Rack.Hosts[from].Ifname,
-		"--mode", "inject", "--kind", kind, "--count", strconv.Itoa(count))
+	args := []string{"raw", "--interface", c.Rack.Hosts[from].Ifname,
+		"--mode", "inject", "--kind", kind, "--count", strconv.Itoa(count)}
+	if kind == "forged-sender" {
+		// Sealed with the rack's key: a frame with a valid tag from the
+		// wrong MAC, which only the roster MAC check refuses (without the
+		// key it would be a BAD_TAG).
+		args = append(args, "--key-file", c.keyPath())
+	}
+	cmd := c.Rack.CommandContext(ctx, from, c.opt.Bin, args...)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	if err := cmd.Run(); err != nil {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/exo-rack/exo/exo"
 	"github.com/exo-rack/exo/hw/gen/regs"
+	"github.com/exo-rack/exo/internal/goldvec"
 )
 
 type access struct {
@@ -161,7 +162,7 @@ func TestSetStateSequence(t *testing.T) {
 		t.Fatal(err)
 	}
 	if got != p {
-		t.Errorf("State() = %s, want %s", stateString(got), stateString(p))
+		t.Errorf("State() = %s, want %s", goldvec.StateString(got), goldvec.StateString(p))
 	}
 	// a halted state stays halted
 	p.Halted = true
@@ -257,7 +258,7 @@ func TestRosterKeyCounters(t *testing.T) {
 	}
 
 	// the key: word i = little-endian key[4i:4i+4]
-	if err := e.SetKey(testKey()); err != nil {
+	if err := e.SetKey(goldvec.TestKey()); err != nil {
 		t.Fatal(err)
 	}
 	for i, want := range []uint32{0x03020100, 0x07060504, 0x0b0a0908, 0x0f0e0d0c} {

@@ -16,6 +16,7 @@ import (
 	"testing"
 
 	"github.com/exo-rack/exo/hw/gen/regs"
+	"github.com/exo-rack/exo/internal/goldvec"
 )
 
 const testBARSize = 64 << 10
@@ -112,7 +113,7 @@ func TestMMIOEngine(t *testing.T) {
 	if err := e.SetState(p); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.SetKey(testKey()); err != nil {
+	if err := e.SetKey(goldvec.TestKey()); err != nil {
 		t.Fatal(err)
 	}
 	got, err := e.State()
@@ -120,7 +121,7 @@ func TestMMIOEngine(t *testing.T) {
 		t.Fatal(err)
 	}
 	if got != p {
-		t.Errorf("State() = %s, want %s", stateString(got), stateString(p))
+		t.Errorf("State() = %s, want %s", goldvec.StateString(got), goldvec.StateString(p))
 	}
 	if err := e.Close(); err != nil {
 		t.Fatal(err)
@@ -144,7 +145,7 @@ func TestMMIOEngine(t *testing.T) {
 		}
 	}
 	// the bytes of one word, in BAR order
-	key := testKey()
+	key := goldvec.TestKey()
 	if got := b[base+regs.KeyBase : base+regs.KeyBase+16]; string(got) != string(key[:]) {
 		t.Errorf("key bytes in the BAR % x, want 00..0f", got)
 	}

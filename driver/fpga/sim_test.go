@@ -19,6 +19,7 @@ import (
 
 	"github.com/exo-rack/exo/exo"
 	"github.com/exo-rack/exo/hw/gen/regs"
+	"github.com/exo-rack/exo/internal/goldvec"
 )
 
 var testSrcMAC = net.HardwareAddr{0x02, 0x00, 0x00, 0x00, 0x00, 0x10}
@@ -32,7 +33,7 @@ func openSim(tb testing.TB) (*Engine, *Sim) {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { e.Close() })
-	if err := e.SetKey(testKey()); err != nil {
+	if err := e.SetKey(goldvec.TestKey()); err != nil {
 		tb.Fatal(err)
 	}
 	return e, s
@@ -57,7 +58,7 @@ func TestSimInfo(t *testing.T) {
 	want := exo.Pointers{Halted: true}
 	want.ClearHistory()
 	if s != want {
-		t.Errorf("state out of reset %s, want %s", stateString(s), stateString(want))
+		t.Errorf("state out of reset %s, want %s", goldvec.StateString(s), goldvec.StateString(want))
 	}
 	if _, err := e.Regs().Read32(regs.Size); err == nil {
 		t.Error("read beyond the block: no error")
@@ -79,10 +80,10 @@ func frameFields(b []byte) (uint8, uint64, bool) {
 // runVectors runs every case through the engine; in a stream the state is
 // loaded only before the first step. Cases whose roster the engine was not
 // built for (hosts > caps.max_hosts) are skipped and counted.
-func runVectors(t *testing.T, e *Engine, vs vectorSet) (agree, ran, skipped int) {
+func runVectors(t *testing.T, e *Engine, vs goldvec.Set) (agree, ran, skipped int) {
 	t.Helper()
-	if vs.hasKey {
-		if err := e.SetKey(vs.key); err != nil {
+	if vs.HasKey {
+		if err := e.SetKey(vs.Key); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -93,41 +94,41 @@ func runVectors(t *testing.T, e *Engine, vs vectorSet) (agree, ran, skipped int)
 	failByReason := map[exo.Reason]int{}
 	skipStream := false
 	logged := 0
-	fail := func(c golden, format string, args ...any) {
-		failByReason[c.reason]++
+	fail := func(c goldvec.Case, format string, args ...any) {
+		failByReason[c.Reason]++
 		if logged++; logged <= 20 {
-			t.Errorf("%s: %s\n\tstate %s\n\tframe %x", c.where, fmt.Sprintf(format, args...), stateString(c.in), c.frame)
+			t.Errorf("%s: %s\n\tstate %s\n\tframe %x", c.Where, fmt.Sprintf(format, args...), goldvec.StateString(c.In), c.Frame)
 		}
 	}
-	for _, c := range vs.cases {
-		if c.chained && skipStream {
+	for _, c := range vs.Cases {
+		if c.Chained && skipStream {
 			skipped++
 			continue
 		}
 		skipStream = false
-		if int(c.in.Hosts) > e.Info().MaxHosts {
+		if int(c.In.Hosts) > e.Info().MaxHosts {
 			skipped++
 			skipStream = true
 			continue
 		}
-		if !c.chained {
-			if err := e.SetState(c.in); err != nil {
-				t.Fatalf("%s: %v", c.where, err)
+		if !c.Chained {
+			if err := e.SetState(c.In); err != nil {
+				t.Fatalf("%s: %v", c.Where, err)
 			}
 		}
 		ran++
-		v, err := e.Process(EthernetFrame(testSrcMAC, c.frame))
+		v, err := e.Process(EthernetFrame(testSrcMAC, c.Frame))
 		if err != nil {
-			t.Fatalf("%s: %v", c.where, err)
+			t.Fatalf("%s: %v", c.Where, err)
 		}
-		if c.reason < exo.NumReasons {
-			counts[c.reason]++
+		if c.Reason < exo.NumReasons {
+			counts[c.Reason]++
 		}
 		ok := true
-		if v.Reason != c.reason || v.SlowPath != c.slowPath {
-			fail(c, "verdict %s slow %v, want %s slow %v", v.Reason, v.SlowPath, c.reason, c.slowPath)
+		if v.Reason != c.Reason || v.SlowPath != c.SlowPath {
+			fail(c, "verdict %s slow %v, want %s slow %v", v.Reason, v.SlowPath, c.Reason, c.SlowPath)
 			ok = false
-		} else if snd, seq, has := frameFields(c.frame); has && c.reason == exo.ReasonAccept && (v.Sender != snd || v.Seq != seq) {
+		} else if snd, seq, has := frameFields(c.Frame); has && c.Reason == exo.ReasonAccept && (v.Sender != snd || v.Seq != seq) {
 			fail(c, "sideband sender %d seq %d, want %d %d", v.Sender, v.Seq, snd, seq)
 			ok = false
 		}
@@ -135,10 +136,10 @@ func runVectors(t *testing.T, e *Engine, vs vectorSet) (agree, ran, skipped int)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got != c.out {
-			fail(c, "state after\n\tgot  %s\n\twant %s", stateString(got), stateString(c.out))
+		if got != c.Out {
+			fail(c, "state after\n\tgot  %s\n\twant %s", goldvec.StateString(got), goldvec.StateString(c.Out))
 			ok = false
-			if err := e.SetState(c.out); err != nil { // let a stream go on
+			if err := e.SetState(c.Out); err != nil { // let a stream go on
 				t.Fatal(err)
 			}
 		}
@@ -175,7 +176,7 @@ func TestSimVectorsJSON(t *testing.T) {
 		note = fmt.Sprintf("; %d cases skipped: hosts > caps.max_hosts %d (MAX_HOSTS=255 %s runs them)", skipped, e.Info().MaxHosts, SimBuildScript)
 	}
 	t.Logf("%s (key %v): %d of %d cases agree (verdict, sideband, state after, counters)%s; %d cycles, %v",
-		vs.format, vs.hasKey, agree, ran, note, s.Cycles()-c0, time.Since(t0).Round(time.Millisecond))
+		vs.Format, vs.HasKey, agree, ran, note, s.Cycles()-c0, time.Since(t0).Round(time.Millisecond))
 	if agree != ran {
 		t.Errorf("%d of %d cases disagree", ran-agree, ran)
 	}
@@ -188,9 +189,9 @@ func TestSimVectorsHex(t *testing.T) {
 	e, _ := openSim(t)
 	vs := loadHexVectors(t)
 	agree, ran, skipped := runVectors(t, e, vs)
-	t.Logf("%s (key %v): %d of %d records agree; %d skipped", vs.format, vs.hasKey, agree, ran, skipped)
-	if agree != len(vs.cases) {
-		t.Errorf("%d of %d records disagree or were skipped", len(vs.cases)-agree, len(vs.cases))
+	t.Logf("%s (key %v): %d of %d records agree; %d skipped", vs.Format, vs.HasKey, agree, ran, skipped)
+	if agree != len(vs.Cases) {
+		t.Errorf("%d of %d records disagree or were skipped", len(vs.Cases)-agree, len(vs.Cases))
 	}
 }
 
@@ -202,43 +203,43 @@ func TestSimVectorsHex(t *testing.T) {
 func TestSimStreamsBackToBack(t *testing.T) {
 	e, s := openSim(t)
 	vs := loadJSONVectors(t)
-	if vs.hasKey {
-		if err := e.SetKey(vs.key); err != nil {
+	if vs.HasKey {
+		if err := e.SetKey(vs.Key); err != nil {
 			t.Fatal(err)
 		}
 	}
-	var streams [][]golden
-	for _, c := range vs.cases {
-		if c.chained {
+	var streams [][]goldvec.Case
+	for _, c := range vs.Cases {
+		if c.Chained {
 			streams[len(streams)-1] = append(streams[len(streams)-1], c)
-		} else if strings.HasPrefix(c.where, "stream/") {
-			streams = append(streams, []golden{c})
+		} else if strings.HasPrefix(c.Where, "stream/") {
+			streams = append(streams, []goldvec.Case{c})
 		}
 	}
 	frames, steps := 0, 0
 	for _, st := range streams {
-		if int(st[0].in.Hosts) > e.Info().MaxHosts {
+		if int(st[0].In.Hosts) > e.Info().MaxHosts {
 			continue
 		}
-		if err := e.SetState(st[0].in); err != nil {
+		if err := e.SetState(st[0].In); err != nil {
 			t.Fatal(err)
 		}
 		batch := make([][]byte, len(st))
 		for i, c := range st {
-			batch[i] = EthernetFrame(testSrcMAC, c.frame)
+			batch[i] = EthernetFrame(testSrcMAC, c.Frame)
 		}
 		got, err := s.ProcessBatch(batch, 0)
 		if err != nil {
-			t.Fatalf("%s: %v", st[0].where, err)
+			t.Fatalf("%s: %v", st[0].Where, err)
 		}
 		for i, v := range got {
-			if v.Reason != st[i].reason {
-				t.Errorf("%s back to back: %s, want %s", st[i].where, v.Reason, st[i].reason)
+			if v.Reason != st[i].Reason {
+				t.Errorf("%s back to back: %s, want %s", st[i].Where, v.Reason, st[i].Reason)
 			}
 		}
 		last := st[len(st)-1]
-		if p, err := e.State(); err != nil || p != last.out {
-			t.Errorf("%s back to back: state after\n\tgot  %s\n\twant %s", last.where, stateString(p), stateString(last.out))
+		if p, err := e.State(); err != nil || p != last.Out {
+			t.Errorf("%s back to back: state after\n\tgot  %s\n\twant %s", last.Where, goldvec.StateString(p), goldvec.StateString(last.Out))
 		}
 		frames += len(st)
 		steps++
@@ -269,7 +270,7 @@ func benchFrame(tb testing.TB, sender uint8, seq uint64, h0, h1 uint8) []byte {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	sealExo(b, testKey())
+	sealExo(b, goldvec.TestKey())
 	eth := EthernetFrame(net.HardwareAddr{2, 0, 0, 0, 0, sender}, b)
 	for len(eth) < exo.MinEthFrame {
 		eth = append(eth, 0)
@@ -339,7 +340,7 @@ func TestSimMACCheck(t *testing.T) {
 	}
 	st, err := e.State()
 	if err != nil || st.Append != 1002 || st.Agreed != 1000 || st.History[0] != 1 || st.History[1] != 0 {
-		t.Fatalf("state %s %v", stateString(st), err)
+		t.Fatalf("state %s %v", goldvec.StateString(st), err)
 	}
 	// a halted engine: HALTED, slow path
 	if err := e.Halt(); err != nil {
@@ -355,7 +356,7 @@ func TestSimMACCheck(t *testing.T) {
 
 func TestSimKeyAndErrors(t *testing.T) {
 	e, s := openSim(t)
-	if err := e.SetKey(testKey()); err != nil {
+	if err := e.SetKey(goldvec.TestKey()); err != nil {
 		t.Fatal(err)
 	}
 	for i := range regs.KeyCount {
@@ -412,7 +413,7 @@ func TestSimBackToBack(t *testing.T) {
 	}
 	st, err := e.State()
 	if err != nil || st.Append != 1256 || st.Agreed != 1254 {
-		t.Errorf("state %s %v", stateString(st), err)
+		t.Errorf("state %s %v", goldvec.StateString(st), err)
 	}
 }
 
@@ -484,7 +485,7 @@ func BenchmarkProcess(b *testing.B) {
 	}
 	frame := EthernetFrame(testSrcMAC, raw)
 	seqOff := exo.EthHeaderLen + exo.OffSeq
-	key := testKey()
+	key := goldvec.TestKey()
 	c0 := s.Cycles()
 	b.ResetTimer()
 	for i := range b.N {

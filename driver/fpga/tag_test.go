@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/exo-rack/exo/exo"
+	"github.com/exo-rack/exo/internal/goldvec"
 )
 
 func sipHash24(key [16]byte, m []byte) uint64 {
@@ -71,7 +72,7 @@ func TestSipHash24(t *testing.T) {
 		for i := range m {
 			m[i] = byte(i)
 		}
-		if got := sipHash24(testKey(), m); got != c.want {
+		if got := sipHash24(goldvec.TestKey(), m); got != c.want {
 			t.Errorf("SipHash-2-4 of %d bytes: %016x, want %016x", c.n, got, c.want)
 		}
 	}
@@ -84,26 +85,26 @@ func TestSipHash24(t *testing.T) {
 // the golden vectors.
 func TestSealMatchesVectors(t *testing.T) {
 	vs := loadJSONVectors(t)
-	if !vs.hasKey {
-		t.Skipf("%s carries no tag key (format 3 does)", vs.format)
+	if !vs.HasKey {
+		t.Skipf("%s carries no tag key (format 3 does)", vs.Format)
 	}
 	valid, invalid := 0, 0
-	for _, c := range vs.cases {
-		if c.reason == exo.ReasonAccept && !c.tagValid {
-			t.Errorf("%s: ACCEPT without a valid tag", c.where)
+	for _, c := range vs.Cases {
+		if c.Reason == exo.ReasonAccept && !c.TagValid {
+			t.Errorf("%s: ACCEPT without a valid tag", c.Where)
 		}
-		if !c.decoded {
+		if !c.Decoded {
 			continue // tag_valid is for frames the codec accepts
 		}
-		b := append([]byte(nil), c.frame...)
-		sealExo(b, vs.key)
-		if same := string(b) == string(c.frame); same != c.tagValid {
-			t.Fatalf("%s (%s): tag %x, sealExo computes %x, the files say tag_valid %v", c.where, c.reason, c.frame[24:32], b[24:32], c.tagValid)
+		b := append([]byte(nil), c.Frame...)
+		sealExo(b, vs.Key)
+		if same := string(b) == string(c.Frame); same != c.TagValid {
+			t.Fatalf("%s (%s): tag %x, sealExo computes %x, the files say tag_valid %v", c.Where, c.Reason, c.Frame[24:32], b[24:32], c.TagValid)
 		} else if same {
 			valid++
 		} else {
 			invalid++
 		}
 	}
-	t.Logf("%s: %d frames with their tag under key %x, %d decoded frames without", vs.format, valid, vs.key, invalid)
+	t.Logf("%s: %d frames with their tag under key %x, %d decoded frames without", vs.Format, valid, vs.Key, invalid)
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/exo-rack/exo/exo"
+	"github.com/exo-rack/exo/internal/goldvec"
 )
 
 // authRack is an n=5 rack at append 10 (history [4,3]) whose roster MACs
@@ -125,7 +126,7 @@ func TestAuthDrops(t *testing.T) {
 	}
 	after, _ := p.State()
 	if after.Append != 12 || after.History[0] != 1 || after.History[1] != 0 {
-		t.Errorf("state after: %s, want append 12 history [1,0]", stateString(after))
+		t.Errorf("state after: %s, want append 12 history [1,0]", goldvec.StateString(after))
 	}
 	t.Logf("counters: BAD_TAG %d, BAD_GROUP %d, BAD_SENDER %d, DUPLICATE %d, ACCEPT %d, foreign MAC %d",
 		got[exo.ReasonBadTag], got[exo.ReasonBadGroup], got[exo.ReasonBadSender], got[exo.ReasonDuplicate], got[exo.ReasonAccept], wantForeign)

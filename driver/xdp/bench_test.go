@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/exo-rack/exo/exo"
+	"github.com/exo-rack/exo/internal/goldvec"
 )
 
 // benchKey is the benchmarks' tag key (Program.SetKey).
@@ -71,7 +72,7 @@ func BenchmarkRun(b *testing.B) {
 				b.Fatalf("warm-up run: %v %v, want %s %s", v, err, bc.action, bc.reason)
 			}
 			if got, _ := p.State(); got != st {
-				b.Fatalf("state moved: %s", stateString(got))
+				b.Fatalf("state moved: %s", goldvec.StateString(got))
 			}
 			b.ResetTimer()
 			d, act, err := p.Bench(bc.frame, b.N)

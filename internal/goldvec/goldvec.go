@@ -1,0 +1,543 @@
+// Package goldvec reads the golden vectors of testdata/vectors
+// (docs/vectors.md) for the drivers' tests: the JSON form (vectors.json)
+// and the hex form (vectors.hex with its manifest vectors.meta), both as
+// one list of (state, frame) -> (reason, state') cases.
+//
+// It reads format 2 (exo-vectors/2, EXOVEC02) and format 3
+// (exo-vectors/3, EXOVEC03: the SipHash tag check, with the test key in
+// the files). The hex reader takes every field position from
+// vectors.meta, so words that move between formats move here too.
+//
+// The readers return errors rather than failing a test, so they can be
+// used outside tests. The core's own reader (exo/vectors_test.go) and the
+// writer (tools/vecgen) are separate on purpose.
+package goldvec
+
+import (
+	"bufio"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/exo-rack/exo/exo"
+)
+
+// Case is one (state, frame) -> (reason, state') case.
+type Case struct {
+	// Where names the case in messages: "suite/name" or
+	// "stream/name#step" for the JSON form, "hex record i" for the hex.
+	Where   string
+	In, Out exo.Pointers
+	Frame   []byte // after the Ethernet header
+	Reason  exo.Reason
+	// SlowPath: the frame goes to the slow path.
+	SlowPath bool
+	// Chained: a stream step after the first; In is the previous step's
+	// Out, and a replay should carry the state rather than set In.
+	Chained bool
+	// Decoded: the codec accepted the frame.
+	Decoded bool
+	// TagValid: the frame decodes and its tag field is its tag under the
+	// key; TagKnown says the files say so (format 3).
+	TagValid, TagKnown bool
+}
+
+// Set is one form of the vectors.
+type Set struct {
+	Format  string              // the format line: exo-vectors/3, exo-vectors-hex/3
+	Version int                 // 2 or 3
+	Key     [exo.TagKeyLen]byte // the SipHash key of the tags (format 3)
+	HasKey  bool                // Key is set
+	Cases   []Case              // in file order
+}
+
+// TestKey is the tag key format 3 documents: bytes 00..0f.
+func TestKey() (k [exo.TagKeyLen]byte) {
+	for i := range k {
+		k[i] = byte(i)
+	}
+	return k
+}
+
+// StateString formats p with every field, for messages.
+func StateString(p exo.Pointers) string {
+	return fmt.Sprintf("{group %d hosts %d epoch %d halted %v window %d append %d agreed %d epoch_start %d history %v}",
+		p.Group, p.Hosts, p.Epoch, p.Halted, p.Window, p.Append, p.Agreed, p.EpochStart, p.Hist())
+}
+
+// Dir finds testdata/vectors: it walks up from the working directory
+// (a package directory, in tests) to the module root, the first directory
+// with a go.mod, and returns its testdata/vectors.
+func Dir() (string, error) {
+	wd, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for d := wd; ; {
+		if _, err := os.Stat(filepath.Join(d, "go.mod")); err == nil {
+			v := filepath.Join(d, "testdata", "vectors")
+			if _, err := os.Stat(filepath.Join(v, "vectors.json")); err != nil {
+				return "", fmt.Errorf("goldvec: module root %s: %w", d, err)
+			}
+			return v, nil
+		}
+		up := filepath.Dir(d)
+		if up == d {
+			return "", fmt.Errorf("goldvec: no go.mod above %s", wd)
+		}
+		d = up
+	}
+}
+
+// load runs read on dir, or on Dir() for "", and puts prefix before its
+// errors.
+func load(dir string, read func(dir string) (Set, error), prefix string) (Set, error) {
+	if dir == "" {
+		var err error
+		if dir, err = Dir(); err != nil {
+			return Set{}, err
+		}
+	}
+	vs, err := read(dir)
+	if err != nil {
+		return Set{}, fmt.Errorf("%s%w", prefix, err)
+	}
+	return vs, nil
+}
+
+// ---- JSON form ----------------------------------------------------------
+
+type vecState struct {
+	Group      uint16  `json:"group"`
+	Hosts      uint16  `json:"hosts"`
+	Epoch      uint32  `json:"epoch"`
+	Halted     bool    `json:"halted"`
+	Window     uint64  `json:"window"`
+	Append     uint64  `json:"append"`
+	Agreed     uint64  `json:"agreed"`
+	EpochStart *uint64 `json:"epoch_start"`
+	History    []int   `json:"history"`
+}
+
+func (s vecState) pointers() (exo.Pointers, error) {
+	if s.EpochStart == nil {
+		return exo.Pointers{}, errors.New("state without epoch_start")
+	}
+	p := exo.NewPointers(s.Group, int(s.Hosts), s.Window)
+	p.Epoch, p.Halted, p.Append, p.Agreed, p.EpochStart = s.Epoch, s.Halted, s.Append, s.Agreed, *s.EpochStart
+	if len(s.History) != p.H() {
+		return p, fmt.Errorf("history has %d ids, want h = %d", len(s.History), p.H())
+	}
+	for i, id := range s.History {
+		p.History[i] = uint8(id)
+	}
+	return p, nil
+}
+
+type vecCase struct {
+	Suite   string    `json:"suite"`
+	Name    string    `json:"name"`
+	State   *vecState `json:"state"`
+	Frame   string    `json:"frame"`
+	Decoded *struct {
+		TagValid *bool `json:"tag_valid"` // format 3
+	} `json:"decoded"`
+	Expect struct {
+		Reason   uint8    `json:"reason"`
+		SlowPath bool     `json:"slow_path"`
+		State    vecState `json:"state"`
+	} `json:"expect"`
+}
+
+// vecFile is the part of vectors.json the readers need; unknown keys are
+// ignored (format 3 adds some).
+type vecFile struct {
+	Format       string          `json:"format"`
+	TagKey       json.RawMessage `json:"tag_key"` // format 3
+	Key          json.RawMessage `json:"key"`
+	VectorsCount int             `json:"vectors_count"`
+	StepsCount   int             `json:"steps_count"`
+	Vectors      []vecCase       `json:"vectors"`
+	Streams      []struct {
+		Name  string    `json:"name"`
+		State vecState  `json:"state"`
+		Steps []vecCase `json:"steps"`
+	} `json:"streams"`
+}
+
+// parseKey reads a key written as a hex string ("000102..0f", with or
+// without 0x) or as an array of 16 byte values.
+func parseKey(raw json.RawMessage) ([exo.TagKeyLen]byte, error) {
+	var k [exo.TagKeyLen]byte
+	var s string
+	if err := json.Unmarshal(raw, &s); err == nil {
+		b, err := hex.DecodeString(strings.TrimPrefix(strings.ReplaceAll(s, ":", ""), "0x"))
+		if err != nil || len(b) != len(k) {
+			return k, fmt.Errorf("key %q is not %d hex bytes", s, len(k))
+		}
+		copy(k[:], b)
+		return k, nil
+	}
+	var a []int
+	if err := json.Unmarshal(raw, &a); err != nil || len(a) != len(k) {
+		return k, fmt.Errorf("key %s is neither a hex string nor %d bytes", raw, len(k))
+	}
+	for i, x := range a {
+		k[i] = byte(x)
+	}
+	return k, nil
+}
+
+func formatVersion(format, prefix string) (int, error) {
+	v, ok := strings.CutPrefix(format, prefix)
+	if !ok {
+		return 0, fmt.Errorf("format %q, want %s2 or %s3", format, prefix, prefix)
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 2 || n > 3 {
+		return 0, fmt.Errorf("format %q: this reader knows versions 2 and 3", format)
+	}
+	return n, nil
+}
+
+// LoadJSON reads dir/vectors.json (dir "" is Dir()): the vectors, then
+// the streams' steps in order. It checks the counts against the file's
+// header. A format 3 file without a key gets TestKey.
+func LoadJSON(dir string) (Set, error) { return load(dir, loadJSON, "vectors.json: ") }
+
+func loadJSON(dir string) (Set, error) {
+	data, err := os.ReadFile(filepath.Join(dir, "vectors.json"))
+	if err != nil {
+		return Set{}, err
+	}
+	var vf vecFile
+	if err := json.Unmarshal(data, &vf); err != nil {
+		return Set{}, err
+	}
+	vs := Set{Format: vf.Format}
+	if vs.Version, err = formatVersion(vf.Format, "exo-vectors/"); err != nil {
+		return Set{}, err
+	}
+	key := vf.TagKey
+	if len(key) == 0 {
+		key = vf.Key
+	}
+	if len(key) > 0 && string(key) != "null" {
+		if vs.Key, err = parseKey(key); err != nil {
+			return Set{}, err
+		}
+		vs.HasKey = true
+	} else if vs.Version >= 3 {
+		vs.Key, vs.HasKey = TestKey(), true
+	}
+	add := func(where string, in exo.Pointers, c *vecCase, chained bool) (exo.Pointers, error) {
+		want, err := c.Expect.State.pointers()
+		if err != nil {
+			return want, fmt.Errorf("%s: expect: %w", where, err)
+		}
+		frame, err := hex.DecodeString(c.Frame)
+		if err != nil {
+			return want, fmt.Errorf("%s: frame: %w", where, err)
+		}
+		g := Case{Where: where, In: in, Out: want, Frame: frame, Reason: exo.Reason(c.Expect.Reason),
+			SlowPath: c.Expect.SlowPath, Chained: chained, Decoded: c.Decoded != nil}
+		if vs.Version >= 3 {
+			g.TagKnown = true
+			g.TagValid = c.Decoded != nil && c.Decoded.TagValid != nil && *c.Decoded.TagValid
+		}
+		vs.Cases = append(vs.Cases, g)
+		return want, nil
+	}
+	for i := range vf.Vectors {
+		c := &vf.Vectors[i]
+		where := c.Suite + "/" + c.Name
+		if c.State == nil {
+			return Set{}, fmt.Errorf("%s: no state", where)
+		}
+		in, err := c.State.pointers()
+		if err != nil {
+			return Set{}, fmt.Errorf("%s: %w", where, err)
+		}
+		if _, err := add(where, in, c, false); err != nil {
+			return Set{}, err
+		}
+	}
+	steps := 0
+	for _, s := range vf.Streams {
+		in, err := s.State.pointers()
+		if err != nil {
+			return Set{}, fmt.Errorf("stream %s: %w", s.Name, err)
+		}
+		for j := range s.Steps {
+			if in, err = add(fmt.Sprintf("stream/%s#%d", s.Name, j), in, &s.Steps[j], j > 0); err != nil {
+				return Set{}, err
+			}
+			steps++
+		}
+	}
+	if len(vf.Vectors) != vf.VectorsCount || steps != vf.StepsCount {
+		return Set{}, fmt.Errorf("%d vectors, %d steps; header says %d, %d", len(vf.Vectors), steps, vf.VectorsCount, vf.StepsCount)
+	}
+	return vs, nil
+}
+
+// ---- hex form -----------------------------------------------------------
+
+// hexField is a "field <name> <word> <msb> <lsb>" line of vectors.meta.
+type hexField struct{ word, msb, lsb int }
+
+type hexMeta struct {
+	format  string
+	count   int
+	words   int // record_words
+	magic   uint64
+	chained uint64 // flag_chained
+	tagOK   uint64 // flag_tag_valid (format 3)
+	fields  map[string]hexField
+}
+
+func loadHexMeta(dir string) (hexMeta, error) {
+	f, err := os.Open(filepath.Join(dir, "vectors.meta"))
+	if err != nil {
+		return hexMeta{}, err
+	}
+	defer f.Close()
+	m := hexMeta{fields: map[string]hexField{}}
+	var bad error
+	num := func(s string) uint64 {
+		x, err := strconv.ParseUint(s, 0, 64)
+		if err != nil && bad == nil {
+			bad = fmt.Errorf("vectors.meta: %q: %w", s, err)
+		}
+		return x
+	}
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		w := strings.Fields(sc.Text())
+		if len(w) < 2 || strings.HasPrefix(w[0], "#") {
+			continue
+		}
+		switch w[0] {
+		case "format":
+			m.format = w[1]
+		case "count":
+			m.count = int(num(w[1]))
+		case "record_words":
+			m.words = int(num(w[1]))
+		case "magic":
+			m.magic = num(w[1])
+		case "flag_chained":
+			m.chained = num(w[1])
+		case "flag_tag_valid":
+			m.tagOK = num(w[1])
+		case "field":
+			if len(w) != 5 {
+				return m, fmt.Errorf("vectors.meta: %q", sc.Text())
+			}
+			m.fields[w[1]] = hexField{int(num(w[2])), int(num(w[3])), int(num(w[4]))}
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return m, fmt.Errorf("vectors.meta: %w", err)
+	}
+	if bad != nil {
+		return m, bad
+	}
+	if m.count == 0 || m.words == 0 || m.magic == 0 {
+		return m, fmt.Errorf("vectors.meta: count %d, record_words %d, magic %#x", m.count, m.words, m.magic)
+	}
+	for name, fl := range m.fields {
+		if fl.word < 0 || fl.word >= m.words || fl.lsb < 0 || fl.msb < fl.lsb || fl.msb > 63 {
+			return m, fmt.Errorf("vectors.meta: field %s %v does not fit a record of %d words", name, fl, m.words)
+		}
+	}
+	return m, nil
+}
+
+func (f hexField) get(rec []uint64) uint64 {
+	w := rec[f.word] >> f.lsb
+	if n := f.msb - f.lsb + 1; n < 64 {
+		w &= 1<<n - 1
+	}
+	return w
+}
+
+// byteAt is byte k of the MSB-first byte string starting at word w.
+func byteAt(rec []uint64, w, k int) byte { return byte(rec[w+k/8] >> (56 - 8*(k%8))) }
+
+// LoadHex reads dir/vectors.hex (dir "" is Dir()) with the field
+// positions, record size, magic and flags of dir/vectors.meta. It checks
+// the record count against the manifest, the magic of every record, and
+// that every record carries the same key (format 3: fields tag_key_*, MSB
+// first in word order). A format 3 set without key fields gets TestKey.
+func LoadHex(dir string) (Set, error) { return load(dir, loadHex, "") }
+
+func loadHex(dir string) (Set, error) {
+	m, err := loadHexMeta(dir)
+	if err != nil {
+		return Set{}, err
+	}
+	vs := Set{Format: m.format}
+	if vs.Version, err = formatVersion(m.format, "exo-vectors-hex/"); err != nil {
+		return Set{}, fmt.Errorf("vectors.meta: %w", err)
+	}
+	var missing []string
+	field := func(name string) hexField {
+		f, ok := m.fields[name]
+		if !ok {
+			missing = append(missing, name)
+		}
+		return f
+	}
+	magic := field("magic")
+	frameLen, exoLen, vflags := field("frame_len"), field("exo_len"), field("vflags")
+	reason, slow := field("reason"), field("slow_path")
+	frameW := field("frame").word
+	type stateFields struct{ group, hosts, window, epoch, halted, append, agreed, epochStart, h0, h8 hexField }
+	stateOf := func(p string) stateFields {
+		return stateFields{field(p + "group"), field(p + "hosts"), field(p + "window"), field(p + "epoch"), field(p + "halted"),
+			field(p + "append"), field(p + "agreed"), field(p + "epoch_start"), field(p + "hist0_7"), field(p + "hist8_15")}
+	}
+	inF, outF := stateOf("in_"), stateOf("out_")
+	if len(missing) > 0 {
+		return Set{}, fmt.Errorf("vectors.meta: no field %s", strings.Join(missing, ", "))
+	}
+	state := func(rec []uint64, f stateFields) exo.Pointers {
+		s := exo.NewPointers(uint16(f.group.get(rec)), int(f.hosts.get(rec)), f.window.get(rec))
+		s.Epoch, s.Halted = uint32(f.epoch.get(rec)), f.halted.get(rec) != 0
+		s.Append, s.Agreed, s.EpochStart = f.append.get(rec), f.agreed.get(rec), f.epochStart.get(rec)
+		for i := 0; i < s.H() && i < 16; i++ {
+			w := f.h0.word
+			if i >= 8 {
+				w = f.h8.word
+			}
+			s.History[i] = byteAt(rec, w, i%8)
+		}
+		return s
+	}
+
+	// the key: format 3 has it in fields tag_key_*, MSB first in word order
+	var keyFields []hexField
+	for name, fl := range m.fields {
+		if strings.HasPrefix(name, "tag_key") || strings.HasPrefix(name, "key") {
+			keyFields = append(keyFields, fl)
+		}
+	}
+	sort.Slice(keyFields, func(i, j int) bool {
+		a, b := keyFields[i], keyFields[j]
+		return a.word < b.word || a.word == b.word && a.msb > b.msb
+	})
+
+	words, err := readHexWords(filepath.Join(dir, "vectors.hex"))
+	if err != nil {
+		return Set{}, err
+	}
+	if len(words) != m.count*m.words {
+		return Set{}, fmt.Errorf("vectors.hex: %d words, vectors.meta says %d records of %d", len(words), m.count, m.words)
+	}
+	for i := range m.count {
+		rec := words[i*m.words : (i+1)*m.words]
+		if magic.get(rec) != m.magic {
+			return Set{}, fmt.Errorf("hex record %d: magic %016x, want %016x", i, magic.get(rec), m.magic)
+		}
+		if len(keyFields) > 0 {
+			var kb []byte
+			for _, kf := range keyFields {
+				v := kf.get(rec)
+				for b := (kf.msb-kf.lsb+1)/8 - 1; b >= 0; b-- {
+					kb = append(kb, byte(v>>(8*b)))
+				}
+			}
+			if len(kb) != exo.TagKeyLen {
+				return Set{}, fmt.Errorf("vectors.meta: the key fields hold %d bytes, want %d", len(kb), exo.TagKeyLen)
+			}
+			if i == 0 {
+				copy(vs.Key[:], kb)
+				vs.HasKey = true
+			} else if string(kb) != string(vs.Key[:]) {
+				return Set{}, fmt.Errorf("hex record %d: key %x, record 0 has %x", i, kb, vs.Key)
+			}
+		}
+		n := int(frameLen.get(rec))
+		if frameW*8+n > m.words*8 {
+			return Set{}, fmt.Errorf("hex record %d: frame_len %d", i, n)
+		}
+		frame := make([]byte, n)
+		for k := range frame {
+			frame[k] = byteAt(rec, frameW, k)
+		}
+		vs.Cases = append(vs.Cases, Case{
+			Where:    fmt.Sprintf("hex record %d", i),
+			In:       state(rec, inF),
+			Out:      state(rec, outF),
+			Frame:    frame,
+			Reason:   exo.Reason(reason.get(rec)),
+			SlowPath: slow.get(rec) != 0,
+			Chained:  vflags.get(rec)&m.chained != 0,
+			Decoded:  exoLen.get(rec) != 0,
+			TagKnown: m.tagOK != 0,
+			TagValid: m.tagOK != 0 && vflags.get(rec)&m.tagOK != 0,
+		})
+	}
+	if vs.Version >= 3 && !vs.HasKey {
+		vs.Key, vs.HasKey = TestKey(), true
+	}
+	return vs, nil
+}
+
+// readHexWords reads one 64-bit hex word a line, skipping blank lines and
+// // comments.
+func readHexWords(path string) ([]uint64, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var words []uint64
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || strings.HasPrefix(line, "//") {
+			continue
+		}
+		x, err := strconv.ParseUint(line, 16, 64)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", filepath.Base(path), err)
+		}
+		words = append(words, x)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("%s: %w", filepath.Base(path), err)
+	}
+	return words, nil
+}
+
+// Agree checks the two forms against each other: the same format version
+// and key, and every hex record is a JSON case (same frame and state
+// before) in JSON order, with the same state after, reason, slow path,
+// decoding and tag validity. It returns how many hex records it matched.
+func Agree(js, hx Set) (int, error) {
+	if js.Version != hx.Version || js.HasKey != hx.HasKey || js.Key != hx.Key {
+		return 0, fmt.Errorf("forms disagree: json %s key %v %x, hex %s key %v %x", js.Format, js.HasKey, js.Key, hx.Format, hx.HasKey, hx.Key)
+	}
+	j := 0
+	for i, h := range hx.Cases {
+		for j < len(js.Cases) && (string(js.Cases[j].Frame) != string(h.Frame) || js.Cases[j].In != h.In) {
+			j++
+		}
+		if j == len(js.Cases) {
+			return i, fmt.Errorf("hex record %d is not a JSON case (in JSON order)", i)
+		}
+		if c := js.Cases[j]; c.Out != h.Out || c.Reason != h.Reason || c.SlowPath != h.SlowPath || c.TagValid != h.TagValid || c.Decoded != h.Decoded {
+			return i, fmt.Errorf("%s and %s disagree", h.Where, c.Where)
+		}
+		j++
+	}
+	return len(hx.Cases), nil
+}
