@@ -350,8 +350,7 @@ func (d *Daemon) ready() error {
 		if err := d.disk.Append(rd.Appended); err != nil {
 			return err
 		}
-		hs := nd.HardStateMeta()
-		d.disk.SetMeta(wal.Meta{Amnesiac: hs.Amnesiac, Epoch: hs.Epoch, Promised: hs.Promised, Agreed: hs.Agreed, Skipped: hs.Skipped})
+		d.setMeta(nd)
 		if err := d.disk.Commit(); err != nil {
 			return err
 		}
@@ -426,6 +425,12 @@ func (d *Daemon) ready() error {
 	if keep := uint64(d.cfg.KeepEntries); p.Agreed > nd.LogBase()+2*keep {
 		nd.Compact(p.Agreed - keep)
 		if d.disk != nil {
+			// The roster at the new base first: the disk keeps every entry
+			// from the base its meta names.
+			d.setMeta(nd)
+			if err := d.disk.Commit(); err != nil {
+				return err
+			}
 			if err := d.disk.Compact(nd.LogBase()); err != nil {
 				return err
 			}
@@ -513,4 +518,11 @@ func (d *Daemon) statusJSON() []byte {
 	}
 	b, _ := json.Marshal(st)
 	return b
+}
+
+// setMeta hands the core's durable state besides the log to the disk.
+func (d *Daemon) setMeta(nd *exo.Node) {
+	hs := nd.HardStateMeta()
+	d.disk.SetMeta(wal.Meta{Amnesiac: hs.Amnesiac, Epoch: hs.Epoch, Promised: hs.Promised, Agreed: hs.Agreed, Skipped: hs.Skipped,
+		Roster: hs.Roster, RosterAt: nd.LogBase()})
 }

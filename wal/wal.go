@@ -1,7 +1,7 @@
 // Package wal is the daemon's durable log: the entries of the Exo log in
 // append-only segment files with a CRC per record, and the small durable
-// state of the core (epoch, promised epoch, skip set, agreement pointer) in
-// a metadata file replaced atomically.
+// state of the core (epoch, promised epoch, skip set, agreement pointer,
+// roster at the log's base) in a metadata file replaced atomically.
 //
 // Record format, big-endian:
 //
@@ -64,12 +64,23 @@ const (
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // Meta is the durable state besides the log.
+//
+// Roster and RosterAt were added with membership changes (docs/protocol.md
+// section 7): Roster is the configuration (member ids) in effect at seq
+// RosterAt, the core's log base when the meta was set
+// (exo.HardState.Roster is the roster at Log[0]). A metadata file written
+// before them has neither: the roster is then the rack's first one
+// (0..n-1), which is right since such a rack never changed its roster.
+// Open hands the core the log from RosterAt on, and Compact never removes
+// entries at or beyond the RosterAt of the metadata on disk.
 type Meta struct {
 	Amnesiac bool    `json:"amnesiac"`
 	Epoch    uint32  `json:"epoch"`
 	Promised uint32  `json:"promised"`
 	Agreed   uint64  `json:"agreed"`
 	Skipped  []uint8 `json:"skipped"`
+	Roster   []uint8 `json:"roster,omitempty"`
+	RosterAt uint64  `json:"roster_at,omitempty"`
 }
 
 type segment struct {
@@ -87,6 +98,7 @@ type Log struct {
 	offs   []int64 // offset of each record of the last segment
 	end    uint64  // seq after the last record
 	meta   Meta
+	disk   Meta // the meta last written (or read)
 	dirty  bool
 	buf    []byte
 	Repair string // what Open cut from a damaged tail ("" if nothing)
@@ -104,6 +116,7 @@ func Open(dir string, sync Sync) (*Log, exo.HardState, error) {
 		if err := json.Unmarshal(b, &l.meta); err != nil {
 			return nil, hs, fmt.Errorf("wal: %s: %w", metaFile, err)
 		}
+		l.disk = l.meta
 	} else if !errors.Is(err, os.ErrNotExist) {
 		return nil, hs, fmt.Errorf("wal: %w", err)
 	}
@@ -154,8 +167,18 @@ func Open(dir string, sync Sync) (*Log, exo.HardState, error) {
 			return nil, hs, fmt.Errorf("wal: %w", err)
 		}
 	}
+	if l.meta.Roster != nil {
+		// The roster is the one at RosterAt: entries below it (kept by a
+		// whole-segment compaction) are not handed to the core.
+		k := 0
+		for k < len(entries) && entries[k].Seq < l.meta.RosterAt {
+			k++
+		}
+		entries = entries[k:]
+	}
 	hs = exo.HardState{Amnesiac: l.meta.Amnesiac, Epoch: l.meta.Epoch, Promised: l.meta.Promised,
-		Agreed: min(l.meta.Agreed, l.end), Skipped: l.meta.Skipped, Log: entries}
+		Agreed: min(l.meta.Agreed, l.end), Skipped: l.meta.Skipped, Log: entries,
+		Roster: slices.Clone(l.meta.Roster)}
 	return l, hs, nil
 }
 
@@ -358,7 +381,9 @@ func (l *Log) roll(first uint64) error {
 func (l *Log) SetMeta(m Meta) {
 	old := l.meta
 	l.meta = m
-	if m.Amnesiac != old.Amnesiac || m.Epoch != old.Epoch || m.Promised != old.Promised || !slices.Equal(m.Skipped, old.Skipped) {
+	if m.Amnesiac != old.Amnesiac || m.Epoch != old.Epoch || m.Promised != old.Promised || !slices.Equal(m.Skipped, old.Skipped) ||
+		!slices.Equal(m.Roster, old.Roster) || (m.Roster == nil) != (old.Roster == nil) || m.RosterAt != old.RosterAt {
+		l.meta.Roster = slices.Clone(m.Roster)
 		l.dirty = true
 	}
 }
@@ -402,11 +427,17 @@ func (l *Log) Commit() error {
 		return fmt.Errorf("wal: meta: %w", err)
 	}
 	l.dirty = false
+	l.disk = l.meta
 	return nil
 }
 
-// Compact removes whole segments that end below seq.
+// Compact removes whole segments that end below seq, and never an entry at
+// or beyond the RosterAt of the meta on disk (the roster it records is the
+// one at that seq: Commit the meta of the compacted core first).
 func (l *Log) Compact(seq uint64) error {
+	if l.disk.Roster != nil {
+		seq = min(seq, l.disk.RosterAt)
+	}
 	for len(l.segs) > 1 && l.segs[1].first <= seq {
 		if err := os.Remove(l.segs[0].path); err != nil {
 			return fmt.Errorf("wal: compact: %w", err)

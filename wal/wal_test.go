@@ -173,3 +173,127 @@ func TestRestartNode(t *testing.T) {
 		t.Fatalf("restarted at %+v, was %+v", back.Pointers(), nd.Pointers())
 	}
 }
+
+// TestMetaCompat: a metadata file written before membership changes (no
+// roster) loads with a nil roster, which the core reads as 0..n-1.
+func TestMetaCompat(t *testing.T) {
+	dir := t.TempDir()
+	l, _, err := Open(dir, SyncBatch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Append(entries(0, 10)); err != nil {
+		t.Fatal(err)
+	}
+	l.Close()
+	old := `{"amnesiac":false,"epoch":3,"promised":4,"agreed":8,"skipped":"Ag=="}`
+	if err := os.WriteFile(filepath.Join(dir, metaFile), []byte(old), 0o640); err != nil {
+		t.Fatal(err)
+	}
+	l, hs, err := Open(dir, SyncBatch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if hs.Roster != nil || hs.Epoch != 3 || hs.Promised != 4 || hs.Agreed != 8 || len(hs.Skipped) != 1 || hs.Skipped[0] != 2 {
+		t.Fatalf("old meta: %+v", hs)
+	}
+	equal(t, hs.Log, entries(0, 10))
+	// The core restarts from it on the identity roster.
+	cfg := exo.Config{Hosts: 5, ID: 1}
+	nd, err := exo.RestartNode(cfg.WithDefaults(), hs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := nd.Roster(); len(r) != 5 || r[4] != 4 {
+		t.Fatalf("roster %v", r)
+	}
+}
+
+// TestMetaRoster: the roster and its seq survive a reopen; Open hands the
+// core the log from RosterAt; Compact keeps the entries from the RosterAt
+// on disk.
+func TestMetaRoster(t *testing.T) {
+	dir := t.TempDir()
+	l, _, err := Open(dir, SyncBatch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Append(entries(0, 100)); err != nil {
+		t.Fatal(err)
+	}
+	l.SetMeta(Meta{Epoch: 2, Promised: 2, Agreed: 90, Roster: []uint8{0, 1, 3, 7}, RosterAt: 40})
+	if err := l.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(filepath.Join(dir, metaFile))
+	l.Close()
+	l, hs, err := Open(dir, SyncBatch)
+	if err != nil {
+		t.Fatalf("%v (meta %s)", err, b)
+	}
+	if fmt.Sprint(hs.Roster) != "[0 1 3 7]" || hs.Epoch != 2 {
+		t.Fatalf("roster meta: %+v (meta %s)", hs, b)
+	}
+	equal(t, hs.Log, entries(40, 100))
+	// A change of the roster alone is written.
+	l.SetMeta(Meta{Epoch: 2, Promised: 2, Agreed: 90, Roster: []uint8{0, 1, 3}, RosterAt: 40})
+	if !l.dirty {
+		t.Fatal("roster change not marked for writing")
+	}
+	if err := l.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	l.Close()
+	if _, hs, _ = Open(dir, SyncBatch); fmt.Sprint(hs.Roster) != "[0 1 3]" {
+		t.Fatalf("roster %v", hs.Roster)
+	}
+}
+
+// TestCompactKeepsRosterBase: Compact never removes a segment holding
+// entries at or after the RosterAt on disk.
+func TestCompactKeepsRosterBase(t *testing.T) {
+	dir := t.TempDir()
+	l, _, err := Open(dir, SyncNone)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	l.segs = nil
+	// Three segments: 0..9, 10..19, 20..29.
+	for _, r := range [][2]uint64{{0, 10}, {10, 20}, {20, 30}} {
+		if err := l.roll(r[0]); err != nil {
+			t.Fatal(err)
+		}
+		if err := l.Append(entries(r[0], r[1])); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l.SetMeta(Meta{Epoch: 1, Roster: []uint8{0, 1, 2}, RosterAt: 12})
+	if err := l.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	// The core compacted to 25, but the meta on disk says 12.
+	if err := l.Compact(25); err != nil {
+		t.Fatal(err)
+	}
+	if len(l.segs) != 2 || l.segs[0].first != 10 {
+		t.Fatalf("segments after compact: %+v", l.segs)
+	}
+	l.SetMeta(Meta{Epoch: 1, Roster: []uint8{0, 1, 2}, RosterAt: 25})
+	if err := l.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Compact(25); err != nil {
+		t.Fatal(err)
+	}
+	if len(l.segs) != 1 || l.segs[0].first != 20 {
+		t.Fatalf("segments after the second compact: %+v", l.segs)
+	}
+	l.Close()
+	_, hs, err := Open(dir, SyncNone)
+	if err != nil {
+		t.Fatal(err)
+	}
+	equal(t, hs.Log, entries(25, 30))
+}
