@@ -10,7 +10,10 @@ import (
 // Times are counted in ticks: the embedder decides how long a tick is (the
 // daemon uses a wall-clock ticker, the simulator a virtual one).
 type Config struct {
-	// ID is this host's position in token order, 0..Hosts-1.
+	// ID is this host's stable member id. In the rack's first roster
+	// (0..Hosts-1) it is also its position in token order; an id >= Hosts
+	// is a host outside the first roster (it is not a member until a
+	// configuration entry adds it, docs/protocol.md section 7).
 	ID uint8
 	// Hosts is the roster size n (1..255). The history length is h = n/2 and a
 	// majority is h+1.
@@ -119,8 +122,8 @@ func (c Config) Validate() error {
 	switch {
 	case c.Hosts < 1 || c.Hosts > MaxRoster:
 		return configErr("Hosts", "%d is outside 1..%d", c.Hosts, MaxRoster)
-	case int(c.ID) >= c.Hosts:
-		return configErr("ID", "%d is outside the roster 0..%d", c.ID, c.Hosts-1)
+	case c.ID == HistoryNone:
+		return configErr("ID", "%d is reserved", c.ID)
 	case c.TokenTimeout <= c.IdleBackoffMax+c.PassDelay:
 		return configErr("TokenTimeout", "%d must exceed PassDelay+IdleBackoffMax (%d)", c.TokenTimeout, c.IdleBackoffMax+c.PassDelay)
 	case c.PassDelay < 0:

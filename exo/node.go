@@ -160,6 +160,7 @@ func NewNode(cfg Config) (*Node, error) {
 	nd.uid = cfg.ID
 	nd.ms = memberState{roster: IdentityRoster(cfg.Hosts)}
 	nd.baseMS = nd.ms
+	nd.applyRoster(false) // a host outside the first roster is no member
 	return nd, nil
 }
 

@@ -260,7 +260,7 @@ func TestConfigErrorsNameTheField(t *testing.T) {
 	}{
 		{Config{Hosts: 0}, "Hosts"},
 		{Config{Hosts: 256}, "Hosts"},
-		{Config{Hosts: 3, ID: 3}, "ID"},
+		{Config{Hosts: 3, ID: HistoryNone}, "ID"},
 		{Config{Hosts: 3, TokenTimeout: 2, IdleBackoffMax: 4}, "TokenTimeout"},
 		{Config{Hosts: 3, MaxBatchBytes: 70000}, "MaxBatchBytes"},
 	} {
@@ -408,5 +408,24 @@ func TestTwoAdoptsInOneReady(t *testing.T) {
 		if !durable[i].Equal(&nd.Log()[i]) {
 			t.Fatalf("entry %d differs", i)
 		}
+	}
+}
+
+// TestNodeOutsideFirstRoster: a member id outside the rack's first roster
+// starts as no member: it sends nothing until a change adds it.
+func TestNodeOutsideFirstRoster(t *testing.T) {
+	nd, err := NewNode(Config{ID: 5, Hosts: 5, Group: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !nd.Removed() || nd.MemberID() != 5 || len(nd.Roster()) != 5 {
+		t.Fatalf("removed %v id %d roster %v", nd.Removed(), nd.MemberID(), nd.Roster())
+	}
+	for i := 0; i < 2000; i++ {
+		nd.Tick()
+		if rd := nd.Ready(); len(rd.Frames) > 0 {
+			t.Fatalf("a non-member sent %+v", rd.Frames[0])
+		}
+		nd.Advance()
 	}
 }
