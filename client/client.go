@@ -81,6 +81,12 @@ func (c *Client) readLoop() {
 			}
 			c.finish(binary.BigEndian.Uint64(body), Ack{Err: &APIError{
 				Code: binary.BigEndian.Uint16(body[8:]), Text: string(body[10:])}})
+		case TypeRosterQueued:
+			if len(body) < 8 {
+				c.fail(fmt.Errorf("%w: short RosterQueued", ErrFrame))
+				return
+			}
+			c.finish(binary.BigEndian.Uint64(body), Ack{})
 		case TypeStatusReply:
 			select {
 			case c.status <- append([]byte(nil), body...):
@@ -126,6 +132,47 @@ func (c *Client) Publish(ctx context.Context, payload []byte) (Position, error) 
 		return r.Pos, r.Err
 	case <-ctx.Done():
 		return Position{}, ctx.Err()
+	}
+}
+
+// Membership operations of ProposeRoster.
+const (
+	RosterAdd    uint8 = 1
+	RosterRemove uint8 = 2
+)
+
+// ProposeRoster asks the daemon to propose a membership change: add
+// (RosterAdd) or remove (RosterRemove) the member with that stable id. It
+// returns once the change is queued; the roster in the status shows when it
+// took effect. Errors: ErrChangeInFlight (one change at a time), ErrBadChange
+// (not applicable: adding a member, removing a non-member, a member unknown
+// to the daemon's config, asking a host that is no member).
+func (c *Client) ProposeRoster(ctx context.Context, op, member uint8) error {
+	c.mu.Lock()
+	if c.err != nil {
+		err := c.err
+		c.mu.Unlock()
+		return err
+	}
+	c.next++
+	id := c.next
+	ch := make(chan Ack, 1)
+	c.waiting[id] = ch
+	c.mu.Unlock()
+	c.wmu.Lock()
+	err := WriteFrame(c.w, TypeRoster, U64(id), []byte{op, member})
+	if err == nil {
+		err = c.w.Flush()
+	}
+	c.wmu.Unlock()
+	if err != nil {
+		c.finish(id, Ack{Err: err})
+	}
+	select {
+	case r := <-ch:
+		return r.Err
+	case <-ctx.Done():
+		return ctx.Err()
 	}
 }
 

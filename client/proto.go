@@ -7,9 +7,11 @@
 //
 //	[length u32 BE: bytes after this field][type u8][body]
 //
-// Requests: Publish [req u64][payload], Subscribe [from seq u64], Status [].
+// Requests: Publish [req u64][payload], Subscribe [from seq u64], Status [],
+// Roster [req u64][op u8][member u8].
 // Replies: Published [req u64][seq u64][index u16], Message [seq u64][index
-// u16][sender u8][payload], StatusReply [JSON], Error [req u64][code u16][text].
+// u16][sender u8][payload], StatusReply [JSON], RosterQueued [req u64],
+// Error [req u64][code u16][text].
 // Publishes may be pipelined on one connection; replies carry the request id.
 // A subscribing connection receives Message frames until it closes.
 package client
@@ -24,24 +26,28 @@ import (
 
 // Frame types of the local API.
 const (
-	TypePublish     byte = 0x01
-	TypeSubscribe   byte = 0x02
-	TypeStatus      byte = 0x03
-	TypePublished   byte = 0x81
-	TypeMessage     byte = 0x82
-	TypeStatusReply byte = 0x83
-	TypeError       byte = 0xFF
+	TypePublish      byte = 0x01
+	TypeSubscribe    byte = 0x02
+	TypeStatus       byte = 0x03
+	TypeRoster       byte = 0x04
+	TypePublished    byte = 0x81
+	TypeMessage      byte = 0x82
+	TypeStatusReply  byte = 0x83
+	TypeRosterQueued byte = 0x84
+	TypeError        byte = 0xFF
 )
 
 // Error codes of the local API.
 const (
-	CodeQueueFull    uint16 = 1 // the daemon's queue is full: back off and retry
-	CodeTooLarge     uint16 = 2 // larger than the daemon's max_message_bytes
-	CodeDropped      uint16 = 3 // removed by a reconciliation before it was agreed: retry
-	CodeShuttingDown uint16 = 4
-	CodeBadRequest   uint16 = 5
-	CodeCompacted    uint16 = 6 // subscribe from a seq no longer in memory
-	CodeTooSlow      uint16 = 7 // the subscriber fell behind; resubscribe from the last seq
+	CodeQueueFull      uint16 = 1 // the daemon's queue is full: back off and retry
+	CodeTooLarge       uint16 = 2 // larger than the daemon's max_message_bytes
+	CodeDropped        uint16 = 3 // removed by a reconciliation before it was agreed: retry
+	CodeShuttingDown   uint16 = 4
+	CodeBadRequest     uint16 = 5
+	CodeCompacted      uint16 = 6 // subscribe from a seq no longer in memory
+	CodeTooSlow        uint16 = 7 // the subscriber fell behind; resubscribe from the last seq
+	CodeChangeInFlight uint16 = 8 // a membership change is in flight: wait until it took effect
+	CodeBadChange      uint16 = 9 // the change does not apply (see the text)
 )
 
 // MaxFrame bounds one API frame (a 64 MiB message plus headers).
@@ -63,12 +69,14 @@ func (e *APIError) Is(target error) bool {
 
 // Sentinel errors for errors.Is.
 var (
-	ErrQueueFull    = &APIError{Code: CodeQueueFull, Text: "queue full"}
-	ErrTooLarge     = &APIError{Code: CodeTooLarge, Text: "message too large"}
-	ErrDropped      = &APIError{Code: CodeDropped, Text: "dropped by reconciliation"}
-	ErrShuttingDown = &APIError{Code: CodeShuttingDown, Text: "shutting down"}
-	ErrCompacted    = &APIError{Code: CodeCompacted, Text: "compacted"}
-	ErrTooSlow      = &APIError{Code: CodeTooSlow, Text: "subscriber too slow"}
+	ErrQueueFull      = &APIError{Code: CodeQueueFull, Text: "queue full"}
+	ErrTooLarge       = &APIError{Code: CodeTooLarge, Text: "message too large"}
+	ErrDropped        = &APIError{Code: CodeDropped, Text: "dropped by reconciliation"}
+	ErrShuttingDown   = &APIError{Code: CodeShuttingDown, Text: "shutting down"}
+	ErrCompacted      = &APIError{Code: CodeCompacted, Text: "compacted"}
+	ErrTooSlow        = &APIError{Code: CodeTooSlow, Text: "subscriber too slow"}
+	ErrChangeInFlight = &APIError{Code: CodeChangeInFlight, Text: "membership change in flight"}
+	ErrBadChange      = &APIError{Code: CodeBadChange, Text: "invalid membership change"}
 )
 
 // WriteFrame writes one API frame.

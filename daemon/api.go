@@ -14,6 +14,7 @@ import (
 	"sync"
 
 	"github.com/exo-rack/exo/client"
+	"github.com/exo-rack/exo/exo"
 )
 
 const subQueue = 1 << 16 // messages queued for one subscriber before it is cut off
@@ -164,6 +165,21 @@ func (d *Daemon) serveConn(ctx context.Context, c net.Conn) error {
 				return sendErr(id, client.CodeShuttingDown, "daemon shutting down")
 			}
 			d.Publish(append([]byte(nil), body[8:]...), reply(id))
+		case client.TypeRoster:
+			if len(body) != 10 {
+				return sendErr(0, client.CodeBadRequest, "roster: want [req u64][op u8][member u8]")
+			}
+			id := binary.BigEndian.Uint64(body)
+			err := d.ProposeChange(exo.ChangeOp(body[8]), body[9])
+			var ae *client.APIError
+			if errors.As(err, &ae) {
+				err = sendErr(id, ae.Code, ae.Text)
+			} else {
+				err = send(client.TypeRosterQueued, client.U64(id))
+			}
+			if err != nil {
+				return err
+			}
 		case client.TypeStatus:
 			if err := send(client.TypeStatusReply, d.StatusJSON()); err != nil {
 				return err

@@ -26,12 +26,21 @@ import (
 type Config struct {
 	// Group is the group id of the rack.
 	Group uint16 `json:"group"`
-	// ID is this host's id in the roster.
+	// ID is this host's stable member id (one of the roster's ids).
 	ID int `json:"id"`
 	// Interface is the broadcast interface (e.g. exo0).
 	Interface string `json:"interface"`
-	// Roster lists every host of the rack, in token order (ids 0..n-1).
+	// Roster lists every host that is or may become a member of the rack,
+	// by stable member id (docs/protocol.md section 7). Which of them are
+	// members is the core's business: the rack starts with the members
+	// 0..hosts-1, and agreed configuration entries (exo roster add|remove)
+	// change that; a member can only be added if it is listed here (its MAC
+	// and OOB address are needed).
 	Roster []Member `json:"roster"`
+	// Hosts is the size of the rack's first roster, member ids
+	// 0..hosts-1 (default: every host of Roster, which then holds the ids
+	// 0..n-1). Every host of a rack must use the same value.
+	Hosts int `json:"hosts,omitempty"`
 	// KeyFile holds the group key (at least 16 bytes, mode 0600): the OOB
 	// connections between hosts prove it both ways.
 	KeyFile string `json:"key_file"`
@@ -147,6 +156,19 @@ func (c *Config) defaults() {
 	if c.KeepEntries == 0 {
 		c.KeepEntries = 1 << 18
 	}
+	if c.Hosts == 0 {
+		c.Hosts = len(c.Roster)
+	}
+}
+
+// member returns the roster entry of member id, or nil.
+func (c *Config) member(id int) *Member {
+	for i := range c.Roster {
+		if c.Roster[i].ID == id {
+			return &c.Roster[i]
+		}
+	}
+	return nil
 }
 
 // Validate checks every field and names the first bad one.
@@ -165,8 +187,10 @@ func (c *Config) Validate() error {
 	switch {
 	case n < 1 || n > exo.MaxRoster:
 		return fieldErr("roster", "%d hosts, want 1..%d", n, exo.MaxRoster)
-	case c.ID < 0 || c.ID >= n:
-		return fieldErr("id", "%d is not in the roster (0..%d)", c.ID, n-1)
+	case c.Hosts < 1 || c.Hosts > n:
+		return fieldErr("hosts", "%d is outside 1..%d (the roster's size)", c.Hosts, n)
+	case c.member(c.ID) == nil:
+		return fieldErr("id", "%d is not in the roster", c.ID)
 	case c.Interface == "":
 		return fieldErr("interface", "missing (the broadcast interface, e.g. exo0)")
 	case c.APISocket == "":
@@ -204,11 +228,16 @@ func (c *Config) Validate() error {
 		}
 	}
 	macs := map[string]int{}
+	ids := map[int]int{}
 	for i, m := range c.Roster {
 		f := fmt.Sprintf("roster[%d]", i)
-		if m.ID != i {
-			return fieldErr(f+".id", "%d, want %d (the roster is in token order)", m.ID, i)
+		if m.ID < 0 || m.ID >= int(exo.HistoryNone) {
+			return fieldErr(f+".id", "%d is outside 0..%d", m.ID, exo.HistoryNone-1)
 		}
+		if j, dup := ids[m.ID]; dup {
+			return fieldErr(f+".id", "%d is also roster[%d]'s", m.ID, j)
+		}
+		ids[m.ID] = i
 		hw, err := net.ParseMAC(m.MAC)
 		if err != nil || len(hw) != 6 {
 			return fieldErr(f+".mac", "%q is not a MAC address", m.MAC)
@@ -219,6 +248,11 @@ func (c *Config) Validate() error {
 		macs[hw.String()] = i
 		if _, err := netip.ParseAddrPort(m.OOB); err != nil {
 			return fieldErr(f+".oob", "%q is not an ip:port (%v)", m.OOB, err)
+		}
+	}
+	for id := 0; id < c.Hosts; id++ {
+		if _, ok := ids[id]; !ok {
+			return fieldErr("roster", "member id %d of the first roster (0..%d, hosts) is missing", id, c.Hosts-1)
 		}
 	}
 	if c.MetricsAddr != "" {
@@ -235,13 +269,13 @@ func (c *Config) Validate() error {
 // coreConfig is the exo.Config of this host for an interface MTU. Its
 // TagKey is zero: New sets it to FrameKey of the key file's contents.
 func (c *Config) coreConfig(mtu int) exo.Config {
-	n := len(c.Roster)
+	n := len(c.Roster) // the largest roster possible: the longest history
 	batch := mtu - exo.HeaderLen - exo.HistoryLen(n)
 	if c.BatchBytes > 0 {
 		batch = min(batch, c.BatchBytes)
 	}
 	return exo.Config{
-		ID: uint8(c.ID), Hosts: n, Group: c.Group,
+		ID: uint8(c.ID), Hosts: c.Hosts, Group: c.Group,
 		TokenTimeout: orDefault(c.TokenTimeout, 40), RetransmitTicks: orDefault(c.RetransmitTicks, 12),
 		IdleBackoffMax: orDefault(c.IdleBackoffMax, 8), ViewChangeTimeout: orDefault(c.ViewChangeTimeout, 800),
 		TakeoverStagger: 20, RejoinTicks: 400, FetchTicks: 20,

@@ -114,17 +114,22 @@ func checkConfigInvariants(t *testing.T, in []byte, c *Config) {
 	if n < 1 || n > exo.MaxRoster || n > 255 {
 		fail("%d hosts", n)
 	}
-	if c.ID < 0 || c.ID >= n {
-		fail("id %d outside the roster of %d", c.ID, n)
+	if c.member(c.ID) == nil {
+		fail("id %d not in the roster", c.ID)
+	}
+	if c.Hosts < 1 || c.Hosts > n {
+		fail("hosts %d of %d", c.Hosts, n)
 	}
 	if c.Interface == "" || c.APISocket == "" || c.KeyFile == "" {
 		fail("interface %q api_socket %q key_file %q", c.Interface, c.APISocket, c.KeyFile)
 	}
 	macs := map[string]bool{}
+	ids := map[int]bool{}
 	for i, m := range c.Roster {
-		if m.ID != i {
+		if m.ID < 0 || m.ID >= 255 || ids[m.ID] {
 			fail("roster[%d].id is %d", i, m.ID)
 		}
+		ids[m.ID] = true
 		hw, err := net.ParseMAC(m.MAC)
 		if err != nil || len(hw) != 6 {
 			fail("roster[%d].mac %q: %v", i, m.MAC, err)
@@ -183,6 +188,11 @@ func checkConfigInvariants(t *testing.T, in []byte, c *Config) {
 	// timeout + rank*stagger).
 	if k := c.KeepEntries; k+k/4 < k {
 		fail("keep_entries %d overflows the history trim", k)
+	}
+	for id := 0; id < c.Hosts; id++ {
+		if !ids[id] {
+			fail("first-roster member %d missing", id)
+		}
 	}
 	if c.TokenTimeout > math.MaxInt-len(c.Roster)*20 {
 		fail("token_timeout_ticks %d overflows the takeover deadline", c.TokenTimeout)

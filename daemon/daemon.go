@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net"
+	"slices"
 	"sync"
 	"time"
 
@@ -41,10 +42,13 @@ type Daemon struct {
 	conn    FrameConn
 	oob     OOB
 	node    *exo.Node
-	disk    *wal.Log // the durable log, or nil
-	macs    []string // roster MACs by id
-	rawMACs []net.HardwareAddr
-	chunk   int // bytes of one payload record
+	disk    *wal.Log                   // the durable log, or nil
+	macs    map[uint8]net.HardwareAddr // MAC of every known member, by member id
+	rawMACs []net.HardwareAddr         // MAC by position in the core's current roster
+	roster  []uint8                    // the core's current roster (member ids by position)
+	pos     uint8                      // this host's position in it (exo.HistoryNone: no member)
+	tracker *exo.RosterTracker         // the roster along the delivered stream
+	chunk   int                        // bytes of one payload record
 	metrics *metrics
 
 	batches sync.Pool
@@ -58,7 +62,7 @@ type Daemon struct {
 	f       exo.Frame
 	nextID  uint64
 	waiters map[uint64]func(client.Ack)
-	reasm   []reassembler
+	reasm   map[uint8]*reassembler // by member id
 	txbuf   []byte
 	holdAt  time.Time
 	off     *offloadState // the fast path, or nil (software)
@@ -117,16 +121,19 @@ func New(cfg *Config, conn FrameConn, o OOB, log *slog.Logger) (*Daemon, error) 
 	d := &Daemon{cfg: cfg, log: log, conn: conn, oob: o, node: nd, disk: disk, tagKey: cc.TagKey,
 		chunk: cc.MaxBatchBytes, fatal: make(chan error, 1),
 		nextID: rand.Uint64() >> 16, waiters: map[uint64]func(client.Ack){},
-		reasm: make([]reassembler, len(cfg.Roster)), subs: map[*subscriber]struct{}{},
-		metrics: newMetrics()}
+		reasm: map[uint8]*reassembler{}, subs: map[*subscriber]struct{}{},
+		metrics: newMetrics(), macs: map[uint8]net.HardwareAddr{}}
 	for _, m := range cfg.Roster {
 		hw, _ := net.ParseMAC(m.MAC)
-		d.macs = append(d.macs, hw.String())
-		d.rawMACs = append(d.rawMACs, hw)
+		d.macs[uint8(m.ID)] = hw
 	}
-	if own := conn.HardwareAddr().String(); own != d.macs[cfg.ID] {
-		return nil, fmt.Errorf("daemon: %w: roster[%d].mac is %s but interface %s has %s",
-			ErrConfig, cfg.ID, d.macs[cfg.ID], cfg.Interface, own)
+	// The delivered stream starts at the core's log base (a restart
+	// delivers its log again), whose roster the durable state names.
+	d.tracker = exo.NewRosterTracker(hs.Roster, cfg.Hosts)
+	d.refreshRoster()
+	if own := conn.HardwareAddr().String(); own != d.macs[uint8(cfg.ID)].String() {
+		return nil, fmt.Errorf("daemon: %w: the mac of member %d is %s but interface %s has %s",
+			ErrConfig, cfg.ID, d.macs[uint8(cfg.ID)], cfg.Interface, own)
 	}
 	if cfg.MaxMessage > cc.MaxPending*(d.chunk-2-fragHeader-4) {
 		return nil, fmt.Errorf("daemon: %w: max_message_bytes %d needs more than queue_len %d fragments",
@@ -279,11 +286,15 @@ func (d *Daemon) stepBatch(f *exo.Frame, b *rxBatch) {
 		if d.off != nil {
 			d.offloadShadow(f)
 		}
-		// Roster enforcement: a frame of our group that names a roster id
-		// must come from that id's MAC (other groups are the core's
-		// BAD_GROUP; a bad tag is the core's BAD_TAG, checked first as in
-		// the XDP program and the FPGA engine).
-		if f.Group == d.cfg.Group && int(f.Sender) < len(d.macs) && !bytesEqual(m.Src, d.rawMACs[f.Sender]) &&
+		// Roster enforcement: a frame of our group that names a position
+		// of the current roster must come from that member's MAC (other
+		// groups are the core's BAD_GROUP; a bad tag is the core's
+		// BAD_TAG, checked first as in the XDP program and the FPGA
+		// engine). A frame of another epoch may be of another roster
+		// (section 7: it makes this host catch up): it must come from a
+		// known member's MAC.
+		if f.Group == d.cfg.Group && int(f.Sender) < len(d.rawMACs) && !bytesEqual(m.Src, d.rawMACs[f.Sender]) &&
+			(f.Epoch == d.node.Pointers().Epoch || !d.knownMAC(m.Src)) &&
 			exo.VerifyTag(m.Buf[:m.N], d.tagKey) {
 			d.metrics.foreignMAC.Inc()
 			continue
@@ -294,6 +305,36 @@ func (d *Daemon) stepBatch(f *exo.Frame, b *rxBatch) {
 }
 
 func bytesEqual(a, b []byte) bool { return string(a) == string(b) }
+
+func (d *Daemon) knownMAC(src []byte) bool {
+	for _, hw := range d.macs {
+		if bytesEqual(src, hw) {
+			return true
+		}
+	}
+	return false
+}
+
+// refreshRoster follows the core's current roster: positions -> member ids
+// -> MACs.
+func (d *Daemon) refreshRoster() {
+	r := d.node.Roster()
+	if slices.Equal(r, d.roster) && d.roster != nil {
+		return
+	}
+	if d.roster != nil {
+		d.log.Info("roster", "members", r, "from_seq", d.node.ConfigSwitch(), "removed", d.node.Removed())
+	}
+	d.roster = r
+	d.rawMACs = d.rawMACs[:0]
+	d.pos = exo.HistoryNone
+	for i, id := range r {
+		d.rawMACs = append(d.rawMACs, d.macs[id]) // nil for an unknown member: frames from it never match
+		if int(id) == d.cfg.ID {
+			d.pos = uint8(i)
+		}
+	}
+}
 
 // Publish queues a message for broadcast; reply is called (with the core
 // lock held: it must not block) once it is agreed or has failed.
@@ -323,6 +364,37 @@ func (d *Daemon) Publish(payload []byte, reply func(client.Ack)) {
 	d.waiters[d.nextID] = reply
 	d.metrics.published.Inc()
 	d.readyLocked()
+}
+
+// ProposeChange proposes a membership change: add or remove one member
+// (by member id). A member to add must be in the config's roster of known
+// members (its MAC and OOB address). It returns once the change is queued
+// (the roster in the status shows when it took effect).
+func (d *Daemon) ProposeChange(op exo.ChangeOp, member uint8) error {
+	d.core.Lock()
+	defer d.core.Unlock()
+	c := exo.ConfigChange{Op: op, Member: member}
+	if op != exo.ChangeAdd && op != exo.ChangeRemove {
+		return &client.APIError{Code: client.CodeBadRequest, Text: fmt.Sprintf("roster change: operation %d is neither add (1) nor remove (2)", op)}
+	}
+	if op == exo.ChangeAdd && d.cfg.member(int(member)) == nil {
+		return &client.APIError{Code: client.CodeBadChange,
+			Text: fmt.Sprintf("member %d is not in the config's roster of known members (its mac and oob address are needed): add it to every host's config first", member)}
+	}
+	if d.node.Removed() {
+		return &client.APIError{Code: client.CodeBadChange,
+			Text: fmt.Sprintf("this host (member %d) is not a member of the roster %v: ask a member", d.cfg.ID, d.roster)}
+	}
+	if err := d.node.ProposeConfig(c); err != nil {
+		code := client.CodeBadChange
+		if errors.Is(err, exo.ErrChangeInFlight) {
+			code = client.CodeChangeInFlight
+		}
+		return &client.APIError{Code: code, Text: fmt.Sprintf("%s on roster %v: %v", c, d.roster, err)}
+	}
+	d.log.Info("roster change proposed", "change", c.String(), "roster", d.roster)
+	d.readyLocked()
+	return nil
 }
 
 // StatusJSON returns the status as JSON.
@@ -372,7 +444,7 @@ func (d *Daemon) ready() error {
 			continue
 		}
 		d.metrics.framesOut.Inc()
-		if rd.Frames[i].Sender == uint8(d.cfg.ID) && !d.holdAt.IsZero() {
+		if rd.Frames[i].Sender == d.pos && !d.holdAt.IsZero() {
 			d.metrics.tokenHold.Observe(time.Since(d.holdAt).Seconds())
 			d.holdAt = time.Time{}
 		}
@@ -414,11 +486,12 @@ func (d *Daemon) ready() error {
 		})
 	}
 	nd.Advance()
+	d.refreshRoster()
 	if d.off != nil {
 		d.offloadSync()
 	}
 	p := nd.Pointers()
-	if nd.Holder() == uint8(d.cfg.ID) && d.holdAt.IsZero() {
+	if nd.Holder() == d.pos && d.holdAt.IsZero() {
 		d.holdAt = time.Now()
 	}
 	d.metrics.observe(p, nd.Pending())
@@ -442,14 +515,24 @@ func (d *Daemon) ready() error {
 // deliverEntry reassembles the messages of an agreed entry and hands them
 // to subscribers and to the publishers waiting for them.
 func (d *Daemon) deliverEntry(e *exo.Entry) {
+	roster := d.tracker.Observe(e)
+	if _, ok := exo.ParseConfigEntry(e); ok {
+		return // a configuration entry: no application message
+	}
+	if int(e.Sender) >= len(roster) {
+		return
+	}
+	uid := roster[e.Sender] // the sender's member id
+	ra := d.reasm[uid]
+	if ra == nil {
+		ra = &reassembler{}
+		d.reasm[uid] = ra
+	}
 	var idx uint16
 	var msgs []client.Message
 	_ = e.Records(func(rec []byte) error {
 		defer func() { idx++ }()
-		if int(e.Sender) >= len(d.reasm) {
-			return nil
-		}
-		id, msg, done, err := d.reasm[e.Sender].add(rec, d.cfg.MaxMessage)
+		id, msg, done, err := ra.add(rec, d.cfg.MaxMessage)
 		if err != nil {
 			d.metrics.badFragments.Inc()
 			d.log.Warn("fragment", "seq", e.Seq, "sender", e.Sender, "err", err)
@@ -460,9 +543,9 @@ func (d *Daemon) deliverEntry(e *exo.Entry) {
 		}
 		// A whole-record message aliases the core's log memory: copy it, so
 		// that compacting the log frees that memory.
-		m := client.Message{Position: client.Position{Seq: e.Seq, Index: idx}, Sender: e.Sender, Payload: bytes.Clone(msg)}
+		m := client.Message{Position: client.Position{Seq: e.Seq, Index: idx}, Sender: uid, Payload: bytes.Clone(msg)}
 		msgs = append(msgs, m)
-		if e.Sender == uint8(d.cfg.ID) {
+		if int(uid) == d.cfg.ID {
 			if w, ok := d.waiters[id]; ok {
 				delete(d.waiters, id)
 				w(client.Ack{Pos: m.Position})
@@ -484,38 +567,59 @@ func (d *Daemon) failWaiters(err error) {
 
 // Status is the daemon's status (exo status --json).
 type Status struct {
-	ID          int               `json:"id"`
-	Hosts       int               `json:"hosts"`
-	Epoch       uint32            `json:"epoch"`
-	Promised    uint32            `json:"promised"`
-	Halted      bool              `json:"halted"`
-	Append      uint64            `json:"append_pointer"`
-	Agreed      uint64            `json:"agreement_pointer"`
-	LogBase     uint64            `json:"log_base"`
-	Holder      int               `json:"token_holder"`
-	Pending     int               `json:"queue_depth"`
-	Delivered   uint64            `json:"messages_delivered"`
-	Subscribers int               `json:"subscribers"`
-	Waiting     int               `json:"publishes_waiting"`
-	Skipped     []int             `json:"skipped_hosts"`
-	Counters    map[string]uint64 `json:"counters"`
-	Offload     *OffloadStatus    `json:"offload,omitempty"`
+	ID          int    `json:"id"`
+	Hosts       int    `json:"hosts"`
+	Epoch       uint32 `json:"epoch"`
+	Promised    uint32 `json:"promised"`
+	Halted      bool   `json:"halted"`
+	Append      uint64 `json:"append_pointer"`
+	Agreed      uint64 `json:"agreement_pointer"`
+	LogBase     uint64 `json:"log_base"`
+	Holder      int    `json:"token_holder"`
+	Pending     int    `json:"queue_depth"`
+	Delivered   uint64 `json:"messages_delivered"`
+	Subscribers int    `json:"subscribers"`
+	Waiting     int    `json:"publishes_waiting"`
+	Skipped     []int  `json:"skipped_hosts"`
+	// Membership (docs/protocol.md section 7): the current roster (member
+	// ids by position), this host's position in it (-1: no member), the
+	// seq it applies from, whether a change is in flight.
+	Roster         []int             `json:"roster"`
+	Position       int               `json:"position"`
+	Removed        bool              `json:"removed"`
+	RosterFrom     uint64            `json:"roster_from_seq"`
+	ChangeInFlight bool              `json:"change_in_flight"`
+	Known          []int             `json:"known_members"`
+	Counters       map[string]uint64 `json:"counters"`
+	Offload        *OffloadStatus    `json:"offload,omitempty"`
 }
 
 func (d *Daemon) statusJSON() []byte {
 	nd := d.node
 	p := nd.Pointers()
 	d.mu.Lock()
-	st := Status{ID: d.cfg.ID, Hosts: len(d.cfg.Roster), Epoch: p.Epoch, Promised: nd.Promised(), Halted: nd.Halted(),
+	st := Status{ID: d.cfg.ID, Hosts: len(d.roster), Epoch: p.Epoch, Promised: nd.Promised(), Halted: nd.Halted(),
 		Append: p.Append, Agreed: p.Agreed, LogBase: nd.LogBase(), Holder: int(nd.Holder()), Pending: nd.Pending(),
 		Delivered: d.delivCnt, Subscribers: len(d.subs), Waiting: len(d.waiters), Skipped: []int{},
 		Counters: d.metrics.counters(), Offload: d.offloadStatusLocked()}
 	d.mu.Unlock()
-	for i := range d.cfg.Roster {
+	for i := range d.roster {
 		if nd.Skipped(uint8(i)) {
 			st.Skipped = append(st.Skipped, i)
 		}
 	}
+	st.Position = -1
+	if d.pos != exo.HistoryNone {
+		st.Position = int(d.pos)
+	}
+	for _, id := range d.roster {
+		st.Roster = append(st.Roster, int(id))
+	}
+	for _, m := range d.cfg.Roster {
+		st.Known = append(st.Known, m.ID)
+	}
+	slices.Sort(st.Known)
+	st.Removed, st.RosterFrom, st.ChangeInFlight = nd.Removed(), nd.ConfigSwitch(), nd.ChangeInFlight()
 	b, _ := json.Marshal(st)
 	return b
 }

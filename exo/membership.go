@@ -286,3 +286,28 @@ func union(rs ...[]uint8) []uint8 {
 	slices.Sort(out)
 	return out
 }
+
+// RosterTracker follows the configuration along a log read in order, e.g.
+// the agreed stream an embedder delivers: it names the roster of each entry
+// (sender positions are positions in it).
+type RosterTracker struct{ m memberState }
+
+// NewRosterTracker starts at a position where roster applies with no change
+// pending (nil: the rack's first roster of n hosts).
+func NewRosterTracker(roster []uint8, n int) *RosterTracker {
+	if roster == nil {
+		roster = IdentityRoster(n)
+	}
+	return &RosterTracker{m: memberState{roster: slices.Clone(roster)}}
+}
+
+// Observe returns the roster of e (index = position; not to be modified)
+// and moves past e, the entry after the previous one observed.
+func (t *RosterTracker) Observe(e *Entry) []uint8 {
+	if t.m.hasNext && e.Seq >= t.m.nextAt {
+		t.m.switchNow()
+	}
+	r := t.m.roster
+	t.m.observe(e)
+	return r
+}
