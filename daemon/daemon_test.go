@@ -115,7 +115,11 @@ func writeKey(t *testing.T, dir string, key []byte) string {
 	return path
 }
 
-func startRack(t *testing.T, n int) *testRack {
+func startRack(t *testing.T, n int) *testRack { t.Helper(); return startRackHosts(t, n, n) }
+
+// startRackHosts starts n known members of which 0..hosts-1 form the first
+// roster (the others start as no members).
+func startRackHosts(t *testing.T, n, hosts int) *testRack {
 	t.Helper()
 	dir := t.TempDir()
 	seg := &memSegment{}
@@ -133,7 +137,7 @@ func startRack(t *testing.T, n int) *testRack {
 	r.cancel = cancel
 	for i := 0; i < n; i++ {
 		sock := filepath.Join(dir, fmt.Sprintf("h%d.sock", i))
-		cfg := &Config{Group: 7, ID: i, Interface: "mem0", Roster: roster, APISocket: sock, KeyFile: keyFile}
+		cfg := &Config{Group: 7, ID: i, Hosts: hosts, Interface: "mem0", Roster: roster, APISocket: sock, KeyFile: keyFile}
 		cfg.defaults()
 		if err := cfg.Validate(); err != nil {
 			t.Fatal(err)
