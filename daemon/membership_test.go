@@ -81,9 +81,18 @@ func (r *testRack) propose(t *testing.T, ctx context.Context, i int, op, member 
 // TestDaemonRosterRemoveAdd: a 5-host rack under load removes member 4 and
 // adds it back; every host delivers the same stream, every acknowledged
 // message exactly once.
-func TestDaemonRosterRemoveAdd(t *testing.T) {
-	const n = 5
-	r := startRackHosts(t, n, n)
+func TestDaemonRosterRemoveAdd(t *testing.T) { rosterScenario(t, 5, 4, 4, []int{0, 1, 2, 3, 4}) }
+
+// TestDaemonRosterReplace: member 4 is replaced by member 5, a spare listed
+// in the config that starts as no member and catches up once added; the
+// members at the end deliver the same stream.
+func TestDaemonRosterReplace(t *testing.T) { rosterScenario(t, 6, 4, 5, []int{0, 1, 2, 3, 5}) }
+
+// rosterScenario runs a rack of known members 0..n-1 (first roster 0..4)
+// under load from members 0..3, removes member out, adds member in, and
+// checks the streams of the hosts check.
+func rosterScenario(t *testing.T, n int, out, in uint8, check []int) {
+	r := startRackHosts(t, n, 5)
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 
@@ -127,16 +136,17 @@ func TestDaemonRosterRemoveAdd(t *testing.T) {
 		}()
 	}
 	time.Sleep(300 * time.Millisecond)
-	r.propose(t, ctx, 0, client.RosterRemove, 4)
+	r.propose(t, ctx, 0, client.RosterRemove, out)
 	r.waitRoster(t, ctx, []int{0, 1, 2, 3}, "[0 1 2 3]")
-	if st := statusOf(t, ctx, r.sockets[4]); !st.Removed {
-		t.Fatalf("host 4 after its removal: %+v", st)
+	if st := statusOf(t, ctx, r.sockets[out]); !st.Removed {
+		t.Fatalf("host %d after its removal: %+v", out, st)
 	}
 	time.Sleep(300 * time.Millisecond)
-	r.propose(t, ctx, 1, client.RosterAdd, 4)
-	r.waitRoster(t, ctx, []int{0, 1, 2, 3, 4}, "[0 1 2 3 4]")
-	if st := statusOf(t, ctx, r.sockets[4]); st.Removed {
-		t.Fatalf("host 4 after it was added back: %+v", st)
+	r.propose(t, ctx, 1, client.RosterAdd, in)
+	want := fmt.Sprint(check)
+	r.waitRoster(t, ctx, check, want)
+	if st := statusOf(t, ctx, r.sockets[in]); st.Removed {
+		t.Fatalf("host %d after it was added: %+v", in, st)
 	}
 	time.Sleep(300 * time.Millisecond)
 	close(stop)
@@ -150,7 +160,12 @@ func TestDaemonRosterRemoveAdd(t *testing.T) {
 	if total < 100 {
 		t.Fatalf("only %d messages acknowledged: no load", total)
 	}
-	got := r.collect(t, ctx, total)
+	sub := *r
+	sub.sockets = nil
+	for _, i := range check {
+		sub.sockets = append(sub.sockets, r.sockets[i])
+	}
+	got := sub.collect(t, ctx, total)
 	if t.Failed() {
 		return
 	}
@@ -166,7 +181,7 @@ func TestDaemonRosterRemoveAdd(t *testing.T) {
 		}
 	}
 	// Nothing beyond them either: every host delivered exactly total.
-	for i, sock := range r.sockets {
+	for i, sock := range sub.sockets {
 		c, err := client.Dial(ctx, sock)
 		if err != nil {
 			t.Fatal(err)
@@ -180,5 +195,5 @@ func TestDaemonRosterRemoveAdd(t *testing.T) {
 			t.Fatalf("host %d delivered %v messages, want %d", i, st["messages_delivered"], total)
 		}
 	}
-	t.Logf("%d messages, the same stream at all %d hosts", total, n)
+	t.Logf("%d messages, the same stream at hosts %v", total, check)
 }
