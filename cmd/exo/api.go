@@ -219,7 +219,7 @@ func newStatusCmd() *cobra.Command {
 			if err := json.Unmarshal(raw, &st); err != nil {
 				return err
 			}
-			keys := []string{"id", "hosts", "epoch", "halted", "append_pointer", "agreement_pointer", "token_holder",
+			keys := []string{"id", "hosts", "roster", "epoch", "halted", "append_pointer", "agreement_pointer", "token_holder",
 				"queue_depth", "messages_delivered", "publishes_waiting", "subscribers", "skipped_hosts"}
 			for _, k := range keys {
 				fmt.Fprintf(out, "%-20s %v\n", k, st[k])
