@@ -4,11 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/exo-rack/exo/client"
+	"github.com/exo-rack/exo/exo"
 )
 
 // rosterStatus is the membership part of a host's status.
@@ -196,4 +199,148 @@ func rosterScenario(t *testing.T, n int, out, in uint8, check []int) {
 		}
 	}
 	t.Logf("%d messages, the same stream at hosts %v", total, check)
+}
+
+// TestDaemonRosterDurable: after member 4 is removed and host 2 compacted
+// its log past the switch, host 2 restarts from its durable log: it comes
+// back with the roster [0 1 2 3] (the wal keeps the roster at the log's
+// base: the configuration entry is no longer in the log), publishes, and
+// hosts 0..3 deliver the same stream.
+func TestDaemonRosterDurable(t *testing.T) {
+	const n, per = 5, 200
+	dir := t.TempDir()
+	seg := &memSegment{}
+	var roster []Member
+	for i := 0; i < n; i++ {
+		roster = append(roster, Member{ID: i, MAC: fmt.Sprintf("02:e0:00:00:00:%02x", i+1), OOB: fmt.Sprintf("127.0.0.1:%d", 17700+i)})
+	}
+	keyFile := writeKey(t, dir, testGroupKey)
+	oobs := make([]*memOOB, n)
+	for i := range oobs {
+		oobs[i] = &memOOB{id: uint8(i), all: oobs, in: make(chan exo.Message, 4096)}
+	}
+	r := &testRack{seg: seg, key: testGroupKey, roster: roster}
+	cancels := make([]context.CancelFunc, n)
+	dones := make([]chan error, n)
+	start := func(i int) {
+		sock := filepath.Join(dir, fmt.Sprintf("h%d.sock", i))
+		cfg := &Config{Group: 7, ID: i, Interface: "mem0", Roster: roster, APISocket: sock, KeyFile: keyFile,
+			DataDir: filepath.Join(dir, fmt.Sprintf("data%d", i)), KeepEntries: 1024}
+		cfg.defaults()
+		if err := cfg.Validate(); err != nil {
+			t.Fatal(err)
+		}
+		mac, _ := net.ParseMAC(roster[i].MAC)
+		d, err := New(cfg, seg.attach(mac), oobs[i], nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		cancels[i], dones[i] = cancel, make(chan error, 1)
+		go func() { dones[i] <- d.Run(ctx) }()
+		for k := 0; ; k++ {
+			c, err := client.Dial(ctx, sock)
+			if err == nil {
+				c.Close()
+				break
+			}
+			if k > 200 {
+				t.Fatalf("daemon socket %s never came up: %v", sock, err)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		if len(r.sockets) <= i {
+			r.sockets = append(r.sockets, sock)
+		}
+	}
+	stop := func(i int) {
+		cancels[i]()
+		if err := <-dones[i]; err != nil {
+			t.Errorf("daemon %d: %v", i, err)
+		}
+	}
+	for i := 0; i < n; i++ {
+		start(i)
+	}
+	t.Cleanup(func() {
+		for i := range cancels {
+			if cancels[i] != nil {
+				stop(i)
+			}
+		}
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	publish := func(host int, tag string) {
+		c, err := client.Dial(ctx, r.sockets[host])
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		for k := 0; k < per; k++ {
+			if _, err := c.Publish(ctx, []byte(fmt.Sprintf("%s-%d", tag, k))); err != nil {
+				t.Fatalf("publish %s-%d at host %d: %v", tag, k, host, err)
+			}
+		}
+	}
+	publish(0, "before")
+	r.propose(t, ctx, 0, client.RosterRemove, 4)
+	r.waitRoster(t, ctx, []int{0, 1, 2, 3}, "[0 1 2 3]")
+	publish(1, "after")
+	for { // idle token passes grow the log too
+		c, err := client.Dial(ctx, r.sockets[2])
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, err := c.Status(ctx)
+		c.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st["log_base"].(float64) > st["roster_from_seq"].(float64)+10 {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("host 2 never compacted past the switch: %v", st)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	stop(2)
+	cancels[2] = nil
+	start(2)
+	if st := statusOf(t, ctx, r.sockets[2]); st.Roster != "[0 1 2 3]" || st.Removed {
+		t.Fatalf("host 2 restarted from its log: %+v", st)
+	}
+	var from uint64
+	{
+		c, err := client.Dial(ctx, r.sockets[2])
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, err := c.Status(ctx)
+		c.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		from = uint64(st["agreement_pointer"].(float64))
+	}
+	publish(2, "restarted")
+	last := fmt.Sprintf("restarted-%d", per-1)
+	got := make([][]client.Message, 4)
+	for i := range got {
+		err := client.Subscribe(ctx, r.sockets[i], from, func(m client.Message) error {
+			got[i] = append(got[i], m)
+			if string(m.Payload) == last {
+				return errDone
+			}
+			return nil
+		})
+		if !errors.Is(err, errDone) {
+			t.Fatalf("host %d: %v after %d messages", i, err, len(got[i]))
+		}
+	}
+	if len(got[0]) < per {
+		t.Fatalf("%d messages from seq %d", len(got[0]), from)
+	}
+	sameStreams(t, got)
 }
