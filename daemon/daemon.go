@@ -334,6 +334,13 @@ func (d *Daemon) refreshRoster() {
 			d.pos = uint8(i)
 		}
 	}
+	if d.off != nil {
+		if ro, ok := d.off.off.(RosterOffload); ok {
+			if err := ro.SetRoster(d.rawMACs); err != nil {
+				d.log.Error("offload: roster MACs not written; its MAC check is stale", "offload", d.off.off.Name(), "err", err)
+			}
+		}
+	}
 }
 
 // Publish queues a message for broadcast; reply is called (with the core

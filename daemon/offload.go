@@ -31,6 +31,14 @@ type Offload interface {
 	Close() error
 }
 
+// RosterOffload is a fast path that checks source MACs by sender position
+// (the XDP program, the FPGA engine): the daemon writes the MACs of the
+// core's current roster, by position, at SetOffload and after every
+// membership switch (docs/protocol.md section 7).
+type RosterOffload interface {
+	SetRoster(macs []net.HardwareAddr) error
+}
+
 // ExtraCounters is implemented by a fast path that counts more than the
 // reasons (the XDP program's foreign-MAC drops, for one); the status shows
 // them with the reason counters.
@@ -79,6 +87,11 @@ func (d *Daemon) SetOffload(o Offload) error {
 		return fmt.Errorf("daemon: offload %s: %w", o.Name(), err)
 	}
 	st.pushes++
+	if ro, ok := o.(RosterOffload); ok {
+		if err := ro.SetRoster(d.rawMACs); err != nil {
+			return fmt.Errorf("daemon: offload %s: roster: %w", o.Name(), err)
+		}
+	}
 	d.off = st
 	st.coll = newOffloadCollector(o)
 	d.metrics.reg.MustRegister(st.coll)

@@ -28,6 +28,10 @@ func (x *xdpOffload) Name() string { return "xdp" }
 
 func (x *xdpOffload) SetState(p exo.Pointers) error { return x.prog.SetState(p) }
 
+// SetRoster rewrites the MAC table (by sender position) after a
+// membership switch (daemon.RosterOffload).
+func (x *xdpOffload) SetRoster(macs []net.HardwareAddr) error { return x.prog.SetRoster(macs) }
+
 func (x *xdpOffload) Counters() ([exo.NumReasons]uint64, error) { return x.prog.Counters() }
 
 // ExtraCounters adds the program's foreign-MAC drops (a roster id from
@@ -86,9 +90,14 @@ func offloadSecrets(cfg *daemon.Config) ([exo.TagKeyLen]byte, []net.HardwareAddr
 	if err != nil {
 		return key, nil, err
 	}
-	macs := make([]net.HardwareAddr, len(cfg.Roster))
+	// The rack's first roster, member ids 0..hosts-1 by position; the
+	// daemon rewrites it after every membership switch (SetRoster).
+	macs := make([]net.HardwareAddr, cfg.Hosts)
 	for i, m := range cfg.Roster {
-		if macs[i], err = net.ParseMAC(m.MAC); err != nil {
+		if m.ID >= cfg.Hosts {
+			continue
+		}
+		if macs[m.ID], err = net.ParseMAC(m.MAC); err != nil {
 			return key, nil, fmt.Errorf("roster[%d].mac: %w", i, err)
 		}
 	}
@@ -192,6 +201,9 @@ type fpgaOffload struct {
 func (x *fpgaOffload) Name() string { return "fpga-sim" }
 
 func (x *fpgaOffload) SetState(p exo.Pointers) error { return x.eng.SetState(p) }
+
+// SetRoster rewrites the engine's MAC table (daemon.RosterOffload).
+func (x *fpgaOffload) SetRoster(macs []net.HardwareAddr) error { return x.eng.SetRoster(macs) }
 
 func (x *fpgaOffload) Counters() ([exo.NumReasons]uint64, error) {
 	var out [exo.NumReasons]uint64
