@@ -17,7 +17,16 @@ import (
 // A..D, `exo roster replace 4 5` (run in A's namespace) removes E and adds
 // F; then A..D and F publish too. A, B, C, D and F deliver the same stream,
 // every acknowledged message exactly once.
-func TestRackReplaceMember(t *testing.T) {
+func TestRackReplaceMember(t *testing.T) { replaceMember(t, "software") }
+
+// TestRackReplaceMemberXDP: the same with the XDP program in front of every
+// daemon (its MAC table follows the roster).
+func TestRackReplaceMemberXDP(t *testing.T) {
+	requireXDP(t)
+	replaceMember(t, "xdp")
+}
+
+func replaceMember(t *testing.T, offload string) {
 	if err := lab.CheckRoot(); err != nil {
 		t.Skipf("needs root for network namespaces: %v", err)
 	}
@@ -33,7 +42,7 @@ func TestRackReplaceMember(t *testing.T) {
 			t.Errorf("lab down: %v", err)
 		}
 	})
-	c := startWith(t, r, func(cfg *daemon.Config) { cfg.Hosts = 5 })
+	c := startWith(t, r, func(cfg *daemon.Config) { cfg.Hosts = 5; withOffload(offload)(cfg) })
 	roster := func(i int) ([]int, bool) {
 		st, err := c.Status(ctx, i)
 		if err != nil {
