@@ -290,11 +290,13 @@ func (d *Daemon) stepBatch(f *exo.Frame, b *rxBatch) {
 		// of the current roster must come from that member's MAC (other
 		// groups are the core's BAD_GROUP; a bad tag is the core's
 		// BAD_TAG, checked first as in the XDP program and the FPGA
-		// engine). A frame of another epoch may be of another roster
-		// (section 7: it makes this host catch up): it must come from a
-		// known member's MAC.
+		// engine). A frame of a later epoch may be of a roster this host
+		// has not seen yet (section 7: it makes this host catch up): it
+		// must come from a known member's MAC. Frames of this or an older
+		// epoch are held to the current roster (an older epoch's frame is
+		// dropped either way: STALE_EPOCH).
 		if f.Group == d.cfg.Group && int(f.Sender) < len(d.rawMACs) && !bytesEqual(m.Src, d.rawMACs[f.Sender]) &&
-			(f.Epoch == d.node.Pointers().Epoch || !d.knownMAC(m.Src)) &&
+			(f.Epoch <= d.node.Pointers().Epoch || !d.knownMAC(m.Src)) &&
 			exo.VerifyTag(m.Buf[:m.N], d.tagKey) {
 			d.metrics.foreignMAC.Inc()
 			continue
