@@ -528,7 +528,9 @@ func (nd *Node) pushEntry(e Entry) {
 	// passed over by a takeover are skipped until a view change re-admits
 	// them, or they send again.
 	// The first frame of a new rack may come from any host.
-	for x := nd.Holder(); len(nd.log) > 0 && !nd.freshRoster() && x != e.Sender; x = uint8((int(x) + 1) % nd.n) {
+	// At most one lap: an entry whose sender is not a position of this
+	// roster (an install of a corrupt or foreign log) must not spin here.
+	for x, k := nd.Holder(), 0; k < nd.n && len(nd.log) > 0 && !nd.freshRoster() && x != e.Sender; x, k = uint8((int(x)+1)%nd.n), k+1 {
 		if !nd.p.InHistory(x) {
 			nd.skipped[x] = true
 		}
