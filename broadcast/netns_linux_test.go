@@ -3,17 +3,17 @@
 package broadcast
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"os"
 	"os/exec"
-	"runtime"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
+	"github.com/exo-rack/exo/lab"
 )
 
 // The AF_PACKET tests run in network namespaces they create: two
@@ -67,32 +67,14 @@ func newVethPair(tb testing.TB, mtu int) *vethPair {
 	ip(tb, "-n", p.A, "link", "set", testIf, "address", macA.String(), "up")
 	ip(tb, "-n", p.B, "link", "set", testIf, "address", macB.String(), "up")
 	for _, ns := range []string{p.A, p.B} {
-		waitOperUp(tb, ns)
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		err := lab.WaitOperUp(ctx, ns, testIf)
+		cancel()
+		if err != nil {
+			tb.Fatal(err)
+		}
 	}
 	return p
-}
-
-// waitOperUp waits until exo0 in ns is operationally up. Until the
-// kernel's link watcher has run (it is rate-limited, up to a second after
-// "link set up"), the device still has the noop qdisc and silently drops
-// every frame sent on it, so a test that sends at once can lose its first
-// frame.
-func waitOperUp(tb testing.TB, ns string) {
-	tb.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		out, err := exec.Command("ip", "-n", ns, "-o", "link", "show", testIf).CombinedOutput()
-		if err != nil {
-			tb.Fatalf("ip -n %s link show %s: %v: %s", ns, testIf, err, out)
-		}
-		if strings.Contains(string(out), "state UP") {
-			return
-		}
-		if time.Now().After(deadline) {
-			tb.Fatalf("%s in %s not operationally up after 5 s: %s", testIf, ns, out)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 }
 
 // ip runs the ip command, failing the test on error.
@@ -103,35 +85,11 @@ func ip(tb testing.TB, args ...string) {
 	}
 }
 
-// inNetns runs fn on an OS thread that has joined network namespace ns.
-// Sockets fn creates stay in ns when used from other threads. The thread
-// is locked and never unlocked, so the runtime discards it when fn's
-// goroutine ends: no other goroutine ever runs in ns (or with whatever
-// else fn changed on the thread, such as its capabilities).
-func inNetns(ns string, fn func() error) error {
-	errc := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread()
-		f, err := os.Open("/run/netns/" + ns)
-		if err != nil {
-			errc <- err
-			return
-		}
-		defer f.Close()
-		if err := unix.Setns(int(f.Fd()), unix.CLONE_NEWNET); err != nil {
-			errc <- fmt.Errorf("setns %s: %w", ns, err)
-			return
-		}
-		errc <- fn()
-	}()
-	return <-errc
-}
-
 // listenIn opens a PacketConn on exo0 in namespace ns, closed on cleanup.
 func listenIn(tb testing.TB, ns string, opts Options) *PacketConn {
 	tb.Helper()
 	var c *PacketConn
-	err := inNetns(ns, func() (err error) {
+	err := lab.InNetns(ns, func() (err error) {
 		c, err = Listen(testIf, opts)
 		return err
 	})

@@ -14,6 +14,7 @@ import (
 	"unsafe"
 
 	"github.com/exo-rack/exo/exo"
+	"github.com/exo-rack/exo/lab"
 	"github.com/mdlayher/packet"
 	"golang.org/x/sys/unix"
 )
@@ -49,7 +50,7 @@ func TestPacketConnJumbo(t *testing.T) {
 func rawSocket(t *testing.T, ns string, protocol int) *packet.Conn {
 	t.Helper()
 	var c *packet.Conn
-	err := inNetns(ns, func() error {
+	err := lab.InNetns(ns, func() error {
 		ifi, err := net.InterfaceByName(testIf)
 		if err != nil {
 			return err
@@ -197,7 +198,7 @@ func TestListenErrors(t *testing.T) {
 	})
 	t.Run("MTUTooSmall", func(t *testing.T) {
 		p := newVethPair(t, 100)
-		err := inNetns(p.A, func() error {
+		err := lab.InNetns(p.A, func() error {
 			_, err := Listen(testIf, Options{})
 			return err
 		})
@@ -205,7 +206,7 @@ func TestListenErrors(t *testing.T) {
 			t.Errorf("Listen(MTU 100): %v", err)
 		}
 		t.Log(err)
-		err = inNetns(p.A, func() error {
+		err = lab.InNetns(p.A, func() error {
 			c, err := Listen(testIf, Options{MinMTU: 101})
 			if err == nil {
 				c.Close()
@@ -239,7 +240,7 @@ func TestListenErrors(t *testing.T) {
 			return
 		}
 		p := newVethPair(t, 1500)
-		err := inNetns(p.A, func() error {
+		err := lab.InNetns(p.A, func() error {
 			// This thread is discarded afterwards (see inNetns): drop
 			// CAP_NET_RAW from its effective set and never restore it.
 			if err := dropEffectiveCap(unix.CAP_NET_RAW); err != nil {

@@ -9,8 +9,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"time"
@@ -20,29 +18,6 @@ import (
 	"github.com/exo-rack/exo/lab"
 )
 
-// inHostNetns runs f on an OS thread that has entered host id's network
-// namespace. The thread stays locked and exits with its goroutine, so no
-// other goroutine of the test ever runs in the namespace; sockets f opens
-// stay in it.
-func inHostNetns(r *lab.Rack, id int, f func() error) error {
-	errc := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread() // never unlocked: the thread dies with the goroutine
-		fd, err := unix.Open(filepath.Join("/run/netns", r.Hosts[id].Netns), unix.O_RDONLY|unix.O_CLOEXEC, 0)
-		if err != nil {
-			errc <- fmt.Errorf("opening namespace of %s: %w", r.Hosts[id].Name, err)
-			return
-		}
-		defer unix.Close(fd)
-		if err := unix.Setns(fd, unix.CLONE_NEWNET); err != nil {
-			errc <- fmt.Errorf("entering namespace of %s: %w", r.Hosts[id].Name, os.NewSyscallError("setns", err))
-			return
-		}
-		errc <- f()
-	}()
-	return <-errc
-}
-
 func htons(v uint16) uint16 { return v<<8 | v>>8 }
 
 // sendEthernet sends each whole Ethernet frame (header included, as built
@@ -51,7 +26,7 @@ func htons(v uint16) uint16 { return v<<8 | v>>8 }
 // frames sent.
 func sendEthernet(r *lab.Rack, id int, frames [][]byte, count int) (int, error) {
 	sent := 0
-	err := inHostNetns(r, id, func() error {
+	err := lab.InNetns(r.Hosts[id].Netns, func() error {
 		ifi, err := net.InterfaceByName(r.Hosts[id].Ifname)
 		if err != nil {
 			return err
@@ -102,7 +77,7 @@ func ethFrame(src net.HardwareAddr, etherType uint16, payload []byte, tags ...[4
 // samples by name.
 func scrapeMetrics(r *lab.Rack, id int, addr string) (map[string]float64, error) {
 	var conn net.Conn
-	err := inHostNetns(r, id, func() error {
+	err := lab.InNetns(r.Hosts[id].Netns, func() error {
 		var err error
 		conn, err = net.DialTimeout("tcp", addr, 2*time.Second)
 		return err

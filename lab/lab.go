@@ -372,32 +372,42 @@ func (r *Rack) build(ctx context.Context) error {
 // waitOperUp polls until every host interface, switch port and the bridge
 // report operstate UP, or fails after d.
 func (r *Rack) waitOperUp(ctx context.Context, d time.Duration) error {
-	type link struct{ ns, dev string }
-	links := []link{{r.SwitchNetns, r.Bridge}}
-	for _, h := range r.Hosts {
-		links = append(links, link{r.SwitchNetns, h.Port}, link{h.Netns, h.Ifname})
+	ctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	if err := WaitOperUp(ctx, r.SwitchNetns, r.Bridge); err != nil {
+		return err
 	}
-	deadline := time.Now().Add(d)
-	for _, l := range links {
-		for {
-			out, err := run(ctx, "", "ip", "-n", l.ns, "-o", "link", "show", "dev", l.dev)
-			if err != nil {
-				return err
-			}
-			if strings.Contains(out, "state UP") {
-				break
-			}
-			if time.Now().After(deadline) {
-				return fmt.Errorf("link %s in %s is not operationally up after %v: %s", l.dev, l.ns, d, strings.TrimSpace(out))
-			}
-			select {
-			case <-ctx.Done():
-				return ctx.Err()
-			case <-time.After(10 * time.Millisecond):
-			}
+	for _, h := range r.Hosts {
+		if err := WaitOperUp(ctx, r.SwitchNetns, h.Port); err != nil {
+			return err
+		}
+		if err := WaitOperUp(ctx, h.Netns, h.Ifname); err != nil {
+			return err
 		}
 	}
 	return nil
+}
+
+// WaitOperUp polls until link dev in network namespace ns reports
+// operstate UP, or ctx ends. Until the kernel's link watcher has run
+// (rate-limited: up to a second after "link set up"), a new device keeps
+// the noop qdisc and silently drops what is sent on it, so whoever sends
+// right after bringing a link up waits for this first.
+func WaitOperUp(ctx context.Context, ns, dev string) error {
+	for {
+		out, err := run(ctx, "", "ip", "-n", ns, "-o", "link", "show", "dev", dev)
+		if err != nil {
+			return err
+		}
+		if strings.Contains(out, "state UP") {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("link %s in %s is not operationally up: %s (%w)", dev, ns, strings.TrimSpace(out), ctx.Err())
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
 }
 
 func (r *Rack) hostNetns() []string {

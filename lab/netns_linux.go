@@ -14,12 +14,13 @@ import (
 	"time"
 )
 
-// inNetns runs f on an OS thread that has entered namespace ns. The thread
+// InNetns runs f on an OS thread that has entered network namespace ns
+// (/run/netns/ns). The thread
 // is never unlocked: it exits with its goroutine, so no other goroutine
 // ever runs in the lab's namespace (and since Go 1.10 the runtime starts new
 // threads from a clean template thread, not from this one). Sockets that f
 // opens stay in ns for their whole life, whichever thread uses them later.
-func inNetns(ns string, f func() error) error {
+func InNetns(ns string, f func() error) error {
 	errc := make(chan error, 1)
 	go func() {
 		runtime.LockOSThread()
@@ -46,7 +47,7 @@ func inNetns(ns string, f func() error) error {
 // namespace: the writer's). A sysctl the kernel does not have (no IPv6) is
 // skipped.
 func writeSysctls(ns string, kv map[string]string) error {
-	return inNetns(ns, func() error {
+	return InNetns(ns, func() error {
 		for k, v := range kv {
 			err := os.WriteFile(filepath.Join("/proc/sys", k), []byte(v), 0)
 			if err != nil && !errors.Is(err, os.ErrNotExist) {

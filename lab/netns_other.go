@@ -15,7 +15,7 @@ type rackLock struct{}
 func (*rackLock) release()          {}
 func (*rackLock) removeAndRelease() {}
 
-func inNetns(string, func() error) error           { return errNotLinux }
+func InNetns(string, func() error) error           { return errNotLinux }
 func writeSysctls(string, map[string]string) error { return errNotLinux }
 func killNetnsProcs([]string, time.Duration) error { return errNotLinux }
 func lock(string) (*rackLock, error)               { return nil, errNotLinux }

@@ -97,7 +97,7 @@ func (r *Rack) reach(ctx context.Context, pairs [][2]int, timeout time.Duration,
 		if err != nil {
 			return err
 		}
-		return inNetns(h.Netns, func() error {
+		return InNetns(h.Netns, func() error {
 			c, err := net.ListenUDP("udp4", net.UDPAddrFromAddrPort(netip.AddrPortFrom(h.OOBAddr, 0)))
 			if err != nil {
 				return fmt.Errorf("probe: listening on %s in %s: %w", h.OOBAddr, h.Netns, err)

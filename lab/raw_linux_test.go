@@ -20,7 +20,7 @@ func htons(v uint16) uint16 { return v<<8 | v>>8 }
 // rawSocket opens an AF_PACKET socket for Exo frames on host id's exo0.
 func rawSocket(t *testing.T, r *Rack, id int) (fd, ifindex int) {
 	t.Helper()
-	err := inNetns(r.Hosts[id].Netns, func() error {
+	err := InNetns(r.Hosts[id].Netns, func() error {
 		ifi, err := net.InterfaceByName(Ifname)
 		if err != nil {
 			return err

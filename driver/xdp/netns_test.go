@@ -3,19 +3,18 @@
 package xdp
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"os"
 	"os/exec"
-	"runtime"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/exo-rack/exo/broadcast"
+	"github.com/exo-rack/exo/lab"
 )
 
 // The AF_XDP tests run in network namespaces they create, named
@@ -112,26 +111,6 @@ func newBridgedPair(tb testing.TB) *vethPair {
 	return p
 }
 
-// waitOperUp waits until ifname in ns is operationally up: before, the
-// device has the noop qdisc and drops what is sent on it.
-func waitOperUp(tb testing.TB, ns, ifname string) {
-	tb.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		out, err := exec.Command("ip", "-n", ns, "-o", "link", "show", ifname).CombinedOutput()
-		if err != nil {
-			tb.Fatalf("ip -n %s link show %s: %v: %s", ns, ifname, err, out)
-		}
-		if strings.Contains(string(out), "state UP") {
-			return
-		}
-		if time.Now().After(deadline) {
-			tb.Fatalf("%s in %s not operationally up after 5 s: %s", ifname, ns, out)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 func ipCmd(tb testing.TB, args ...string) {
 	tb.Helper()
 	if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
@@ -139,33 +118,20 @@ func ipCmd(tb testing.TB, args ...string) {
 	}
 }
 
-// inNetns runs fn on an OS thread that has joined network namespace ns.
-// Sockets, links and attachments fn creates stay in ns when used from
-// other threads. The thread is locked and never unlocked, so the runtime
-// discards it when fn returns.
-func inNetns(ns string, fn func() error) error {
-	errc := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread()
-		f, err := os.Open("/run/netns/" + ns)
-		if err != nil {
-			errc <- err
-			return
-		}
-		defer f.Close()
-		if err := unix.Setns(int(f.Fd()), unix.CLONE_NEWNET); err != nil {
-			errc <- fmt.Errorf("setns %s: %w", ns, err)
-			return
-		}
-		errc <- fn()
-	}()
-	return <-errc
+// waitOperUp is lab.WaitOperUp with a 5 s limit, failing tb.
+func waitOperUp(tb testing.TB, ns, ifname string) {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := lab.WaitOperUp(ctx, ns, ifname); err != nil {
+		tb.Fatal(err)
+	}
 }
 
-// mustNetns is inNetns failing tb on error.
+// mustNetns is lab.InNetns failing tb on error.
 func mustNetns(tb testing.TB, ns string, fn func() error) {
 	tb.Helper()
-	if err := inNetns(ns, fn); err != nil {
+	if err := lab.InNetns(ns, fn); err != nil {
 		tb.Fatal(err)
 	}
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/exo-rack/exo/broadcast"
 	"github.com/exo-rack/exo/exo"
+	"github.com/exo-rack/exo/lab"
 )
 
 // xskRoster is authRoster with ids 0..3 on namespace a's MAC (so that a
@@ -289,7 +290,7 @@ func testXSKQueues(t *testing.T, mode Mode) {
 	errc := make(chan error, 2)
 	for half := range 2 {
 		go func() {
-			errc <- inNetns(pair.A, func() error {
+			errc <- lab.InNetns(pair.A, func() error {
 				var cpus unix.CPUSet
 				cpus.Set(half % runtime.NumCPU())
 				_ = unix.SchedSetaffinity(0, &cpus)
