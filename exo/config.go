@@ -27,6 +27,15 @@ type Config struct {
 	// derives it from the group key file (docs/security.md). The zero value
 	// is a key like any other (the tests' default), not "no check".
 	TagKey [TagKeyLen]byte
+	// KeyPhase is the key slot (0 or 1) TagKey sits in, and the key phase
+	// of the frames this host sends until a rotation (Node.StageKey)
+	// switches it. A rack that rotated its key an odd number of times runs
+	// under phase 1 (docs/security.md section 5).
+	KeyPhase uint8
+	// KeyGraceTicks is how long the old key stays valid, for frames still
+	// in flight or sent by hosts that switched later, once this host has
+	// switched to a new key; then its slot is emptied.
+	KeyGraceTicks int
 
 	// TokenTimeout is how many ticks without an append a host waits before
 	// it takes the token over from a silent holder (rank 1; host at rank r
@@ -81,6 +90,7 @@ const (
 	DefaultMaxPending        = 4096
 	DefaultSeqWindow         = 1024
 	DefaultMaxHeld           = 256
+	DefaultKeyGraceTicks     = 20000
 )
 
 // WithDefaults returns c with every zero timing and size field set to its
@@ -104,6 +114,7 @@ func (c Config) WithDefaults() Config {
 	set(&c.MaxBatchBytes, DefaultMaxBatchBytes)
 	set(&c.MaxPending, DefaultMaxPending)
 	set(&c.MaxHeld, DefaultMaxHeld)
+	set(&c.KeyGraceTicks, DefaultKeyGraceTicks)
 	if c.SeqWindow == 0 {
 		c.SeqWindow = DefaultSeqWindow
 	}
@@ -146,6 +157,10 @@ func (c Config) Validate() error {
 		return configErr("MaxHeld", "%d must be at least 1", c.MaxHeld)
 	case c.SeqWindow < 1:
 		return configErr("SeqWindow", "%d must be at least 1", c.SeqWindow)
+	case c.KeyPhase > 1:
+		return configErr("KeyPhase", "%d is neither 0 nor 1", c.KeyPhase)
+	case c.KeyGraceTicks < 1:
+		return configErr("KeyGraceTicks", "%d must be at least 1", c.KeyGraceTicks)
 	}
 	return nil
 }

@@ -12,7 +12,7 @@ type Entry struct {
 	Sender  uint8   // who sent it
 	History []uint8 // the sender's history when it sent (h ids)
 	Count   uint16  // number of payload records (0: a token pass)
-	Flags   uint16  // 0, or FlagReadmit | host id
+	Flags   uint16  // 0, or FlagReadmit | host id (never FlagKeyPhase: the key phase is the frame's, not the entry's)
 	Payload []byte  // records, as on the wire
 }
 
@@ -35,7 +35,8 @@ func (e Entry) Clone() Entry {
 	return e
 }
 
-// Frame returns the frame that carries e in group g.
+// Frame returns the frame that carries e in group g, under key phase 0
+// (Node sets the phase of the frames it sends).
 func (e *Entry) Frame(group uint16) Frame {
 	return Frame{Type: FrameData, Group: group, Sender: e.Sender, Epoch: e.Epoch,
 		Seq: e.Seq, Count: e.Count, Flags: e.Flags, History: e.History, Payload: e.Payload}

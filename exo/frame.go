@@ -337,8 +337,10 @@ func repeatedHistoryID(hist []uint8) int {
 	return -1
 }
 
-// ValidFlags reports whether a flags value is allowed in layout v1: 0, or
-// FlagReadmit with a host id in the low byte.
+// ValidFlags reports whether a flags value is allowed in layout v1: the
+// FlagKeyPhase bit either way, and otherwise 0, or FlagReadmit with a host
+// id in the low byte.
 func ValidFlags(fl uint16) bool {
+	fl &^= FlagKeyPhase
 	return fl == 0 || (fl&FlagReadmit != 0 && fl&^(FlagReadmit|FlagHostMask) == 0)
 }

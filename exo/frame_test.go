@@ -235,8 +235,8 @@ func TestFrameUnmarshalErrors(t *testing.T) {
 		{"type 0", mutate(func(b []byte) []byte { b[OffType] = 0; return b }), ReasonBadType, ErrType, OffType},
 		{"type 2", mutate(func(b []byte) []byte { b[OffType] = 2; return b }), ReasonBadType, ErrType, OffType},
 		{"flags 1", mutate(func(b []byte) []byte { b[OffFlags+1] = 1; return b }), ReasonBadFlags, ErrFlags, OffFlags},
-		{"flags 0x4000", mutate(func(b []byte) []byte { b[OffFlags] = 0x40; return b }), ReasonBadFlags, ErrFlags, OffFlags},
-		{"flags readmit|0x4000", mutate(func(b []byte) []byte { b[OffFlags] = 0xC0; return b }), ReasonBadFlags, ErrFlags, OffFlags},
+		{"flags 0x2000", mutate(func(b []byte) []byte { b[OffFlags] = 0x20; return b }), ReasonBadFlags, ErrFlags, OffFlags},
+		{"flags readmit|key phase|0x2000", mutate(func(b []byte) []byte { b[OffFlags] = 0xE0; return b }), ReasonBadFlags, ErrFlags, OffFlags},
 		{"hist_len 129", mutate(func(b []byte) []byte {
 			b[OffHistLen] = MaxHistory + 1
 			return append(b, make([]byte, 200)...)

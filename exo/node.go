@@ -1,7 +1,6 @@
 package exo
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"maps"
@@ -35,9 +34,11 @@ const (
 	EventInstalled                       // this host moved to a new epoch (Epoch, Seq = log length)
 	EventSafety                          // an agreed entry would have changed: a bug, never expected
 	EventRetransmit                      // this host re-broadcast its newest frame
+	EventKeySwitch                       // this host sends under the staged key now (Peer = its phase)
+	EventKeyRetired                      // a key slot was emptied (Peer = its phase)
 )
 
-var eventNames = [...]string{"?", "gap", "divergence", "takeover", "view-change", "installed", "SAFETY", "retransmit"}
+var eventNames = [...]string{"?", "gap", "divergence", "takeover", "view-change", "installed", "SAFETY", "retransmit", "key-switch", "key-retired"}
 
 func (k EventKind) String() string {
 	if int(k) < len(eventNames) {
@@ -62,7 +63,7 @@ type Ready struct {
 	Truncate    uint64 // the log was cut back to this length before Appended (when HasTruncate)
 	HasTruncate bool
 	Appended    []Entry   // entries appended to the log, in order
-	Frames      []Frame   // frames to broadcast, in order, each with its tag under Config.TagKey
+	Frames      []Frame   // frames to broadcast, in order, each with its key phase and tag set (keys.go)
 	Messages    []Message // OOB messages to send
 	Agreed      []Entry   // newly agreed entries, in log order: deliver each once
 	Dropped     []Entry   // this host's entries a view change removed and whose seq is now agreed with another entry: tell their publishers
@@ -101,7 +102,7 @@ type Node struct {
 	cfg    Config
 	n, h   int
 	id     uint8
-	k0, k1 uint64 // the frame-tag key (Config.TagKey) as SipHash's two key words
+	keys   keyState // the frame-tag key slots and the rotation in flight (keys.go)
 
 	p        Pointers // fast-path state; p.Epoch is the log's epoch
 	promised uint32   // highest epoch promised in a view change (>= p.Epoch)
@@ -154,7 +155,7 @@ func NewNode(cfg Config) (*Node, error) {
 		return nil, err
 	}
 	nd := &Node{cfg: cfg, n: cfg.Hosts, h: HistoryLen(cfg.Hosts), id: cfg.ID}
-	nd.k0, nd.k1 = sipKey(&cfg.TagKey)
+	nd.keys = newKeyState(cfg.KeyPhase, cfg.TagKey)
 	nd.p = NewPointers(cfg.Group, cfg.Hosts, cfg.SeqWindow)
 	nd.held = make(map[uint64]Entry)
 	nd.uid = cfg.ID
@@ -384,7 +385,7 @@ func (nd *Node) Advance() {
 // Propose queues a payload for broadcast; it goes out in the next frame this
 // host sends with the token, batched with other queued payloads.
 func (nd *Node) Propose(payload []byte) error {
-	if bytes.HasPrefix(payload, ConfigMagic) {
+	if reserved(payload) {
 		return ErrReserved
 	}
 	if len(payload)+2 > nd.cfg.MaxBatchBytes {
@@ -418,7 +419,7 @@ func (nd *Node) StepBytes(b []byte) Reason {
 		nd.reject(&f, ReasonBadGroup)
 		return ReasonBadGroup
 	}
-	if !verifyBytes(nd.k0, nd.k1, b) {
+	if !nd.keys.verifyBytes(b) {
 		nd.reject(&f, ReasonBadTag)
 		return ReasonBadTag
 	}
@@ -429,8 +430,8 @@ func (nd *Node) StepBytes(b []byte) Reason {
 // The frame's slices are copied if it is kept.
 //
 // The checks before the state machine's (Pointers.Classify): the type
-// (BAD_TYPE), the group (BAD_GROUP), then the tag under Config.TagKey,
-// computed from the frame's fields (BAD_TAG; for a frame UnmarshalBinary
+// (BAD_TYPE), the group (BAD_GROUP), then the tag under the key of the slot
+// the frame's key phase names (keys.go), computed from the frame's fields (BAD_TAG; for a frame UnmarshalBinary
 // accepted, that is the tag of the bytes it came from). A frame of another
 // group is never checked against this group's key; a forged frame is
 // refused before any other state is read (not even the epoch it claims).
@@ -443,7 +444,7 @@ func (nd *Node) StepFrame(f *Frame) Reason {
 		nd.reject(f, ReasonBadGroup)
 		return ReasonBadGroup
 	}
-	if f.Tag != tagOfFields(nd.k0, nd.k1, f) {
+	if !nd.keys.verify(f) {
 		nd.reject(f, ReasonBadTag)
 		return ReasonBadTag
 	}
@@ -498,12 +499,12 @@ func (nd *Node) step(f *Frame) Reason {
 // frameOf returns the frame that carries e, with its tag.
 func (nd *Node) frameOf(e *Entry) Frame {
 	f := e.Frame(nd.p.Group)
-	f.Tag = tagOfFields(nd.k0, nd.k1, &f)
+	nd.keys.seal(&f)
 	return f
 }
 
 func entryOf(f *Frame) Entry {
-	return Entry{Seq: f.Seq, Epoch: f.Epoch, Sender: f.Sender, History: f.History, Count: f.Count, Flags: f.Flags, Payload: f.Payload}
+	return Entry{Seq: f.Seq, Epoch: f.Epoch, Sender: f.Sender, History: f.History, Count: f.Count, Flags: f.Flags &^ FlagKeyPhase, Payload: f.Payload}
 }
 
 func (nd *Node) reject(f *Frame, r Reason) {
@@ -545,6 +546,9 @@ func (nd *Node) pushEntry(e Entry) {
 	e.Payload = nd.arena.copy(e.Payload)
 	nd.log = append(nd.log, e)
 	nd.p.Accept(e.Sender, e.Seq)
+	if e.Count > 0 {
+		nd.observeKey(&nd.log[len(nd.log)-1])
+	}
 	if nd.ms.observe(&nd.log[len(nd.log)-1]) {
 		// The change took effect: this epoch ends here; a view change
 		// installs the next one under the new roster.
@@ -699,6 +703,11 @@ func (nd *Node) send() {
 		count = 1
 		nd.pendingCfg = nil
 		size = nd.cfg.MaxBatchBytes
+	} else if rec := nd.announcement(); rec != nil {
+		// A key announcement (keys.go) leads the frame.
+		payload, _ = AppendRecord(nil, rec)
+		count = 1
+		size = len(payload)
 	}
 	for size < nd.cfg.MaxBatchBytes && nd.pendHead < len(nd.pending) && count < 65535 {
 		rec := nd.pending[nd.pendHead]
@@ -734,6 +743,7 @@ func (nd *Node) send() {
 // token takeovers, fetch retries and view-change timeouts.
 func (nd *Node) Tick() {
 	nd.idle++
+	nd.tickKeys()
 	if nd.p.Halted {
 		nd.tickHalted()
 		return
@@ -814,6 +824,7 @@ func (nd *Node) Clone() *Node {
 	c.pendHead = 0
 	c.held = maps.Clone(nd.held)
 	c.orphans = maps.Clone(nd.orphans)
+	c.keys = nd.keys.clone()
 	if nd.vc != nil {
 		vc := *nd.vc
 		vc.promises = maps.Clone(nd.vc.promises)

@@ -149,17 +149,18 @@ func verifyBytes(k0, k1 uint64, b []byte) bool {
 }
 
 // ClassifyTagged is the whole state stage of the fast path for a decoded
-// frame: the group check (BAD_GROUP), then the tag under key (BAD_TAG),
+// frame: the group check (BAD_GROUP), then the tag under the key of the
+// slot of keys the frame's key phase names (BAD_TAG; an empty slot too),
 // then Classify's other checks in their order. This is where the XDP
 // program and the FPGA engine check the tag, and where Node.StepFrame does:
 // a frame of another group is never checked against this group's key, and
 // a forged frame is refused before any other state is read. It does not
 // change p.
-func (p *Pointers) ClassifyTagged(f *Frame, key [TagKeyLen]byte) Reason {
+func (p *Pointers) ClassifyTagged(f *Frame, keys *KeyRing) Reason {
 	if f.Group != p.Group {
 		return ReasonBadGroup
 	}
-	if !f.VerifyTag(key) {
+	if !keys.Verify(f) {
 		return ReasonBadTag
 	}
 	return p.Classify(f)

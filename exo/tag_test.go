@@ -178,7 +178,8 @@ func TestClassifyTaggedOrder(t *testing.T) {
 	p := NewPointers(1, 5, 1024)
 	f := Frame{Type: FrameData, Group: 1, Sender: 0, History: []uint8{HistoryNone, HistoryNone}}
 	f.Seal(sipTestKey)
-	if r := p.ClassifyTagged(&f, sipTestKey); r != ReasonAccept {
+	ring := NewKeyRing(0, sipTestKey)
+	if r := p.ClassifyTagged(&f, &ring); r != ReasonAccept {
 		t.Fatalf("sealed frame: %s", r)
 	}
 	forged := f
@@ -192,13 +193,32 @@ func TestClassifyTaggedOrder(t *testing.T) {
 		f    Frame
 		want Reason
 	}{{"forged", forged, ReasonBadTag}, {"forged, sender 9", bad, ReasonBadTag}, {"other group, forged", other, ReasonBadGroup}} {
-		if r := p.ClassifyTagged(&c.f, sipTestKey); r != c.want {
+		if r := p.ClassifyTagged(&c.f, &ring); r != c.want {
 			t.Errorf("%s: %s, want %s", c.name, r, c.want)
 		}
 	}
-	var wrong [TagKeyLen]byte
-	if r := p.ClassifyTagged(&f, wrong); r != ReasonBadTag {
+	wrong := NewKeyRing(0, [TagKeyLen]byte{})
+	if r := p.ClassifyTagged(&f, &wrong); r != ReasonBadTag {
 		t.Errorf("another key: %s", r)
+	}
+	// The key phase picks the slot: the same key in slot 1 does not check a
+	// phase-0 frame, and a phase-1 frame needs a key in slot 1.
+	slot1 := NewKeyRing(1, sipTestKey)
+	if r := p.ClassifyTagged(&f, &slot1); r != ReasonBadTag {
+		t.Errorf("phase-0 frame, key in slot 1 only: %s", r)
+	}
+	f1 := f
+	f1.SealPhase(1, sipTestKey)
+	if r := p.ClassifyTagged(&f1, &slot1); r != ReasonAccept {
+		t.Errorf("phase-1 frame, key in slot 1: %s", r)
+	}
+	if r := p.ClassifyTagged(&f1, &ring); r != ReasonBadTag {
+		t.Errorf("phase-1 frame, slot 1 empty: %s", r)
+	}
+	both := ring
+	both.Key[1], both.Valid[1] = [TagKeyLen]byte{9}, true
+	if r := p.ClassifyTagged(&f1, &both); r != ReasonBadTag {
+		t.Errorf("phase-1 frame under slot 0's key: %s", r)
 	}
 }
 

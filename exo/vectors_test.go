@@ -56,7 +56,8 @@ func replay(p exo.Pointers, b []byte) (exo.Reason, string, exo.Pointers, *exo.Fr
 	if err := f.UnmarshalBinary(b); err != nil {
 		return exo.ReasonOf(err), stageCodec, p, nil
 	}
-	r := p.ClassifyTagged(&f, vecKey)
+	ring := exo.NewKeyRing(0, vecKey)
+	r := p.ClassifyTagged(&f, &ring)
 	if r != exo.ReasonAccept {
 		return r, stageState, p, &f
 	}

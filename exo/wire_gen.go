@@ -14,6 +14,11 @@ const (
 	EtherType = 0x88B5
 	// Flags bits that carry the re-admitted host id (only with flag_readmit).
 	FlagHostMask = 0xFF
+	// Flags bit: the key phase, the key slot (0 or 1) whose key the frame's
+	// tag is under; two keys are valid while the rack rotates its key
+	// (docs/security.md section 5). A property of the frame, not of the entry:
+	// the log keeps flags without it.
+	FlagKeyPhase = 0x4000
 	// Flags bit: the entry re-admits host (flags & flag_host_mask) to the
 	// token order.
 	FlagReadmit = 0x8000
@@ -71,16 +76,18 @@ const (
 	// count: Number of records in the payload.
 	OffCount  = 12
 	SizeCount = 2
-	// flags: 0, or READMIT (0x8000) | host id (low byte): this entry re-admits
-	// a skipped host to the token order. Any other bit set is BAD_FLAGS.
+	// flags: KEY_PHASE (0x4000) names the key slot of the tag; the other bits
+	// are 0, or READMIT (0x8000) | host id (low byte): this entry re-admits a
+	// skipped host to the token order. Any other bit set is BAD_FLAGS.
 	OffFlags  = 14
 	SizeFlags = 2
 	// seq: 64-bit sequence number of this entry.
 	OffSeq  = 16
 	SizeSeq = 8
 	// tag: SipHash-2-4 of bytes 0..23 and the history and payload (never the
-	// padding) under the rack's 16-byte frame key, big-endian; checked right
-	// after the group (BAD_TAG), not by the codec.
+	// padding) under the 16-byte frame key of the key slot flags.KEY_PHASE
+	// names, big-endian; checked right after the group (BAD_TAG), not by the
+	// codec.
 	OffTag  = 24
 	SizeTag = 8
 )
@@ -136,8 +143,9 @@ const (
 	// fast path that dropped it would leave a host that fell behind with no
 	// sign of it).
 	ReasonSeqTooFar Reason = 14
-	// Authentication tag does not verify (checked after the group, before
-	// every other state check).
+	// Authentication tag does not verify under the key of the slot the frame's
+	// KEY_PHASE bit names, or that slot holds no key (checked after the group,
+	// before every other state check).
 	ReasonBadTag Reason = 15
 	// Host is halted (minority or reconciling): every frame goes to the
 	// control plane.
@@ -145,7 +153,7 @@ const (
 	// A history id other than 0xFF is repeated (codec), or is not a roster id
 	// (state machine).
 	ReasonBadHistoryID Reason = 17
-	// Flags field is neither 0 nor READMIT | host id.
+	// Flags field, KEY_PHASE aside, is neither 0 nor READMIT | host id.
 	ReasonBadFlags Reason = 18
 )
 
@@ -190,10 +198,10 @@ var _Reason_doc = [NumReasons]string{
 	ReasonBadPayload:      "payload_len beyond the frame, or records not framing exactly count records.",
 	ReasonSenderInHistory: "Sender id appears in the frame's history.",
 	ReasonSeqTooFar:       "Seq above the append pointer by more than the accepted window: not held, but the control plane learns it is behind and catches up over OOB (a fast path that dropped it would leave a host that fell behind with no sign of it).",
-	ReasonBadTag:          "Authentication tag does not verify (checked after the group, before every other state check).",
+	ReasonBadTag:          "Authentication tag does not verify under the key of the slot the frame's KEY_PHASE bit names, or that slot holds no key (checked after the group, before every other state check).",
 	ReasonHalted:          "Host is halted (minority or reconciling): every frame goes to the control plane.",
 	ReasonBadHistoryID:    "A history id other than 0xFF is repeated (codec), or is not a roster id (state machine).",
-	ReasonBadFlags:        "Flags field is neither 0 nor READMIT | host id.",
+	ReasonBadFlags:        "Flags field, KEY_PHASE aside, is neither 0 nor READMIT | host id.",
 }
 
 // Bit i set: Reason i is a slow-path verdict.

@@ -84,6 +84,9 @@ func identity(e exo.Entry) string {
 func payloadIDs(e exo.Entry) ([]uint64, error) {
 	var ids []uint64
 	err := e.Records(func(rec []byte) error {
+		if exo.IsControlRecord(rec) {
+			return nil // a key announcement (configuration entries are handled by the callers)
+		}
 		if len(rec) < 8 {
 			return fmt.Errorf("record of %d bytes", len(rec))
 		}

@@ -22,6 +22,13 @@
 /* Flags bits that carry the re-admitted host id (only with flag_readmit). */
 #define EXO_FLAG_HOST_MASK 0xFF
 /*
+ * Flags bit: the key phase, the key slot (0 or 1) whose key the frame's
+ * tag is under; two keys are valid while the rack rotates its key
+ * (docs/security.md section 5). A property of the frame, not of the entry:
+ * the log keeps flags without it.
+ */
+#define EXO_FLAG_KEY_PHASE 0x4000
+/*
  * Flags bit: the entry re-admits host (flags & flag_host_mask) to the
  * token order.
  */
@@ -86,8 +93,9 @@
 #define EXO_OFF_COUNT 12
 #define EXO_SIZE_COUNT 2
 /*
- * flags: 0, or READMIT (0x8000) | host id (low byte): this entry re-admits
- * a skipped host to the token order. Any other bit set is BAD_FLAGS.
+ * flags: KEY_PHASE (0x4000) names the key slot of the tag; the other bits
+ * are 0, or READMIT (0x8000) | host id (low byte): this entry re-admits a
+ * skipped host to the token order. Any other bit set is BAD_FLAGS.
  */
 #define EXO_OFF_FLAGS 14
 #define EXO_SIZE_FLAGS 2
@@ -96,8 +104,9 @@
 #define EXO_SIZE_SEQ 8
 /*
  * tag: SipHash-2-4 of bytes 0..23 and the history and payload (never the
- * padding) under the rack's 16-byte frame key, big-endian; checked right
- * after the group (BAD_TAG), not by the codec.
+ * padding) under the 16-byte frame key of the key slot flags.KEY_PHASE
+ * names, big-endian; checked right after the group (BAD_TAG), not by the
+ * codec.
  */
 #define EXO_OFF_TAG 24
 #define EXO_SIZE_TAG 8
@@ -152,8 +161,9 @@ enum exo_reason {
 	 */
 	EXO_REASON_SEQ_TOO_FAR = 14,
 	/*
-	 * Authentication tag does not verify (checked after the group, before
-	 * every other state check).
+	 * Authentication tag does not verify under the key of the slot the frame's
+	 * KEY_PHASE bit names, or that slot holds no key (checked after the group,
+	 * before every other state check).
 	 */
 	EXO_REASON_BAD_TAG = 15,
 	/*
@@ -166,7 +176,7 @@ enum exo_reason {
 	 * (state machine).
 	 */
 	EXO_REASON_BAD_HISTORY_ID = 17,
-	/* Flags field is neither 0 nor READMIT | host id. */
+	/* Flags field, KEY_PHASE aside, is neither 0 nor READMIT | host id. */
 	EXO_REASON_BAD_FLAGS = 18,
 };
 

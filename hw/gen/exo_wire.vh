@@ -20,6 +20,11 @@ localparam EXO_ETH_HEADER_LEN = 14;
 localparam [15:0] EXO_ETHER_TYPE = 16'h88B5;
 // Flags bits that carry the re-admitted host id (only with flag_readmit).
 localparam [15:0] EXO_FLAG_HOST_MASK = 16'hFF;
+// Flags bit: the key phase, the key slot (0 or 1) whose key the frame's
+// tag is under; two keys are valid while the rack rotates its key
+// (docs/security.md section 5). A property of the frame, not of the entry:
+// the log keeps flags without it.
+localparam [15:0] EXO_FLAG_KEY_PHASE = 16'h4000;
 // Flags bit: the entry re-admits host (flags & flag_host_mask) to the
 // token order.
 localparam [15:0] EXO_FLAG_READMIT = 16'h8000;
@@ -74,16 +79,18 @@ localparam EXO_SIZE_EPOCH = 4;
 // count: Number of records in the payload.
 localparam EXO_OFF_COUNT = 12;
 localparam EXO_SIZE_COUNT = 2;
-// flags: 0, or READMIT (0x8000) | host id (low byte): this entry re-admits
-// a skipped host to the token order. Any other bit set is BAD_FLAGS.
+// flags: KEY_PHASE (0x4000) names the key slot of the tag; the other bits
+// are 0, or READMIT (0x8000) | host id (low byte): this entry re-admits a
+// skipped host to the token order. Any other bit set is BAD_FLAGS.
 localparam EXO_OFF_FLAGS = 14;
 localparam EXO_SIZE_FLAGS = 2;
 // seq: 64-bit sequence number of this entry.
 localparam EXO_OFF_SEQ = 16;
 localparam EXO_SIZE_SEQ = 8;
 // tag: SipHash-2-4 of bytes 0..23 and the history and payload (never the
-// padding) under the rack's 16-byte frame key, big-endian; checked right
-// after the group (BAD_TAG), not by the codec.
+// padding) under the 16-byte frame key of the key slot flags.KEY_PHASE
+// names, big-endian; checked right after the group (BAD_TAG), not by the
+// codec.
 localparam EXO_OFF_TAG = 24;
 localparam EXO_SIZE_TAG = 8;
 // history: Sender ids, most recent first; 0xFF = none ("X"). A repeated id
@@ -108,10 +115,10 @@ localparam [7:0] EXO_REASON_BAD_HISTLEN       = 8'd11; // hist_len above 128, or
 localparam [7:0] EXO_REASON_BAD_PAYLOAD       = 8'd12; // payload_len beyond the frame, or records not framing exactly count records.
 localparam [7:0] EXO_REASON_SENDER_IN_HISTORY = 8'd13; // Sender id appears in the frame's history.
 localparam [7:0] EXO_REASON_SEQ_TOO_FAR       = 8'd14; // Seq above the append pointer by more than the accepted window: not held, but the control plane learns it is behind and catches up over OOB (a fast path that dropped it would leave a host that fell behind with no sign of it).
-localparam [7:0] EXO_REASON_BAD_TAG           = 8'd15; // Authentication tag does not verify (checked after the group, before every other state check).
+localparam [7:0] EXO_REASON_BAD_TAG           = 8'd15; // Authentication tag does not verify under the key of the slot the frame's KEY_PHASE bit names, or that slot holds no key (checked after the group, before every other state check).
 localparam [7:0] EXO_REASON_HALTED            = 8'd16; // Host is halted (minority or reconciling): every frame goes to the control plane.
 localparam [7:0] EXO_REASON_BAD_HISTORY_ID    = 8'd17; // A history id other than 0xFF is repeated (codec), or is not a roster id (state machine).
-localparam [7:0] EXO_REASON_BAD_FLAGS         = 8'd18; // Flags field is neither 0 nor READMIT | host id.
+localparam [7:0] EXO_REASON_BAD_FLAGS         = 8'd18; // Flags field, KEY_PHASE aside, is neither 0 nor READMIT | host id.
 localparam EXO_NUM_REASONS = 19;
 // Bit i set: reason i is a slow-path verdict (handed to the control plane).
 localparam [18:0] EXO_REASON_SLOW_PATH_MASK = 19'h1401C;

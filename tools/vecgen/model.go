@@ -72,7 +72,8 @@ func evaluate(in exo.Pointers, b []byte) (result, error) {
 		return res, fmt.Errorf("the tag of the fields and the tag of the bytes disagree")
 	}
 	before := res.Out
-	res.Reason = res.Out.ClassifyTagged(&f, testKey)
+	ring := exo.NewKeyRing(0, testKey)
+	res.Reason = res.Out.ClassifyTagged(&f, &ring)
 	if res.Out != before {
 		return res, fmt.Errorf("the state changed in Classify")
 	}
