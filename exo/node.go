@@ -99,10 +99,10 @@ type HardState struct {
 // ticks go in; a Ready describes what to do. It is not safe for concurrent
 // use.
 type Node struct {
-	cfg    Config
-	n, h   int
-	id     uint8
-	keys   keyState // the frame-tag key slots and the rotation in flight (keys.go)
+	cfg  Config
+	n, h int
+	id   uint8
+	keys keyState // the frame-tag key slots and the rotation in flight (keys.go)
 
 	p        Pointers // fast-path state; p.Epoch is the log's epoch
 	promised uint32   // highest epoch promised in a view change (>= p.Epoch)
