@@ -3,9 +3,10 @@
 // and the hex form (vectors.hex with its manifest vectors.meta), both as
 // one list of (state, frame) -> (reason, state') cases.
 //
-// It reads format 2 (exo-vectors/2, EXOVEC02) and format 3
-// (exo-vectors/3, EXOVEC03: the SipHash tag check, with the test key in
-// the files). The hex reader takes every field position from
+// It reads format 2 (exo-vectors/2, EXOVEC02), format 3 (exo-vectors/3,
+// EXOVEC03: the SipHash tag check, with the test key in the files) and
+// format 4 (exo-vectors/4, EXOVEC04: two key slots; the frame's key phase
+// bit picks one, slot 1 may be empty). The hex reader takes every field position from
 // vectors.meta, so words that move between formats move here too.
 //
 // The readers return errors rather than failing a test, so they can be
@@ -46,6 +47,17 @@ type Case struct {
 	// TagValid: the frame decodes and its tag field is its tag under the
 	// key; TagKnown says the files say so (format 3).
 	TagValid, TagKnown bool
+	// Key1Valid: key slot 1 holds Set.Key1 for this case (format 4);
+	// slot 0 always holds Set.Key. Before format 4 there is no slot 1.
+	Key1Valid bool
+}
+
+// Keys returns the key ring a case runs under: Set.Key in slot 0, and
+// Set.Key1 in slot 1 when the case says slot 1 holds it.
+func (vs *Set) Keys(c *Case) exo.KeyRing {
+	r := exo.NewKeyRing(0, vs.Key)
+	r.Key[1], r.Valid[1] = vs.Key1, c.Key1Valid && vs.HasKey1
+	return r
 }
 
 // Set is one form of the vectors.
@@ -54,6 +66,8 @@ type Set struct {
 	Version int                 // 2 or 3
 	Key     [exo.TagKeyLen]byte // the SipHash key of the tags (format 3)
 	HasKey  bool                // Key is set
+	Key1    [exo.TagKeyLen]byte // the key of slot 1 (format 4)
+	HasKey1 bool                // Key1 is set
 	Cases   []Case              // in file order
 }
 
@@ -141,11 +155,12 @@ func (s vecState) pointers() (exo.Pointers, error) {
 }
 
 type vecCase struct {
-	Suite   string    `json:"suite"`
-	Name    string    `json:"name"`
-	State   *vecState `json:"state"`
-	Frame   string    `json:"frame"`
-	Decoded *struct {
+	Suite     string    `json:"suite"`
+	Name      string    `json:"name"`
+	State     *vecState `json:"state"`
+	Frame     string    `json:"frame"`
+	Key1Valid *bool     `json:"key1_valid"` // format 4
+	Decoded   *struct {
 		TagValid *bool `json:"tag_valid"` // format 3
 	} `json:"decoded"`
 	Expect struct {
@@ -159,7 +174,8 @@ type vecCase struct {
 // ignored (format 3 adds some).
 type vecFile struct {
 	Format       string          `json:"format"`
-	TagKey       json.RawMessage `json:"tag_key"` // format 3
+	TagKey       json.RawMessage `json:"tag_key"`   // format 3
+	TagKey1      json.RawMessage `json:"tag_key_1"` // format 4
 	Key          json.RawMessage `json:"key"`
 	VectorsCount int             `json:"vectors_count"`
 	StepsCount   int             `json:"steps_count"`
@@ -197,11 +213,11 @@ func parseKey(raw json.RawMessage) ([exo.TagKeyLen]byte, error) {
 func formatVersion(format, prefix string) (int, error) {
 	v, ok := strings.CutPrefix(format, prefix)
 	if !ok {
-		return 0, fmt.Errorf("format %q, want %s2 or %s3", format, prefix, prefix)
+		return 0, fmt.Errorf("format %q, want %s2, 3 or 4", format, prefix)
 	}
 	n, err := strconv.Atoi(v)
-	if err != nil || n < 2 || n > 3 {
-		return 0, fmt.Errorf("format %q: this reader knows versions 2 and 3", format)
+	if err != nil || n < 2 || n > 4 {
+		return 0, fmt.Errorf("format %q: this reader knows versions 2, 3 and 4", format)
 	}
 	return n, nil
 }
@@ -236,6 +252,15 @@ func loadJSON(dir string) (Set, error) {
 	} else if vs.Version >= 3 {
 		vs.Key, vs.HasKey = TestKey(), true
 	}
+	if vs.Version >= 4 {
+		if len(vf.TagKey1) == 0 {
+			return Set{}, errors.New("format 4 without tag_key_1")
+		}
+		if vs.Key1, err = parseKey(vf.TagKey1); err != nil {
+			return Set{}, fmt.Errorf("tag_key_1: %w", err)
+		}
+		vs.HasKey1 = true
+	}
 	add := func(where string, in exo.Pointers, c *vecCase, chained bool) (exo.Pointers, error) {
 		want, err := c.Expect.State.pointers()
 		if err != nil {
@@ -250,6 +275,12 @@ func loadJSON(dir string) (Set, error) {
 		if vs.Version >= 3 {
 			g.TagKnown = true
 			g.TagValid = c.Decoded != nil && c.Decoded.TagValid != nil && *c.Decoded.TagValid
+		}
+		if vs.Version >= 4 {
+			if c.Key1Valid == nil {
+				return want, fmt.Errorf("%s: format 4 case without key1_valid", where)
+			}
+			g.Key1Valid = *c.Key1Valid
 		}
 		vs.Cases = append(vs.Cases, g)
 		return want, nil
@@ -299,6 +330,7 @@ type hexMeta struct {
 	magic   uint64
 	chained uint64 // flag_chained
 	tagOK   uint64 // flag_tag_valid (format 3)
+	key1    uint64 // flag_key1_valid (format 4)
 	fields  map[string]hexField
 }
 
@@ -336,6 +368,8 @@ func loadHexMeta(dir string) (hexMeta, error) {
 			m.chained = num(w[1])
 		case "flag_tag_valid":
 			m.tagOK = num(w[1])
+		case "flag_key1_valid":
+			m.key1 = num(w[1])
 		case "field":
 			if len(w) != 5 {
 				return m, fmt.Errorf("vectors.meta: %q", sc.Text())
@@ -422,17 +456,39 @@ func loadHex(dir string) (Set, error) {
 		return s
 	}
 
-	// the key: format 3 has it in fields tag_key_*, MSB first in word order
-	var keyFields []hexField
+	// the key: format 3 has it in fields tag_key_*, MSB first in word
+	// order; format 4 the slot-1 key in fields tag_key1_*
+	var keyFields, key1Fields []hexField
 	for name, fl := range m.fields {
-		if strings.HasPrefix(name, "tag_key") || strings.HasPrefix(name, "key") {
+		switch {
+		case strings.HasPrefix(name, "tag_key1"):
+			key1Fields = append(key1Fields, fl)
+		case strings.HasPrefix(name, "tag_key") || strings.HasPrefix(name, "key"):
 			keyFields = append(keyFields, fl)
 		}
 	}
-	sort.Slice(keyFields, func(i, j int) bool {
-		a, b := keyFields[i], keyFields[j]
-		return a.word < b.word || a.word == b.word && a.msb > b.msb
-	})
+	for _, kf := range [][]hexField{keyFields, key1Fields} {
+		sort.Slice(kf, func(i, j int) bool {
+			a, b := kf[i], kf[j]
+			return a.word < b.word || a.word == b.word && a.msb > b.msb
+		})
+	}
+	if vs.Version >= 4 && (len(key1Fields) == 0 || m.key1 == 0) {
+		return Set{}, errors.New("vectors.meta: format 4 without the tag_key1 fields or flag_key1_valid")
+	}
+	keyOf := func(rec []uint64, fields []hexField) ([]byte, error) {
+		var kb []byte
+		for _, kf := range fields {
+			v := kf.get(rec)
+			for b := (kf.msb-kf.lsb+1)/8 - 1; b >= 0; b-- {
+				kb = append(kb, byte(v>>(8*b)))
+			}
+		}
+		if len(kb) != exo.TagKeyLen {
+			return nil, fmt.Errorf("vectors.meta: the key fields hold %d bytes, want %d", len(kb), exo.TagKeyLen)
+		}
+		return kb, nil
+	}
 
 	words, err := readHexWords(filepath.Join(dir, "vectors.hex"))
 	if err != nil {
@@ -446,16 +502,22 @@ func loadHex(dir string) (Set, error) {
 		if magic.get(rec) != m.magic {
 			return Set{}, fmt.Errorf("hex record %d: magic %016x, want %016x", i, magic.get(rec), m.magic)
 		}
-		if len(keyFields) > 0 {
-			var kb []byte
-			for _, kf := range keyFields {
-				v := kf.get(rec)
-				for b := (kf.msb-kf.lsb+1)/8 - 1; b >= 0; b-- {
-					kb = append(kb, byte(v>>(8*b)))
-				}
+		if len(key1Fields) > 0 {
+			kb, err := keyOf(rec, key1Fields)
+			if err != nil {
+				return Set{}, err
 			}
-			if len(kb) != exo.TagKeyLen {
-				return Set{}, fmt.Errorf("vectors.meta: the key fields hold %d bytes, want %d", len(kb), exo.TagKeyLen)
+			if i == 0 {
+				copy(vs.Key1[:], kb)
+				vs.HasKey1 = true
+			} else if string(kb) != string(vs.Key1[:]) {
+				return Set{}, fmt.Errorf("hex record %d: slot-1 key %x, record 0 has %x", i, kb, vs.Key1)
+			}
+		}
+		if len(keyFields) > 0 {
+			kb, err := keyOf(rec, keyFields)
+			if err != nil {
+				return Set{}, err
 			}
 			if i == 0 {
 				copy(vs.Key[:], kb)
@@ -483,6 +545,8 @@ func loadHex(dir string) (Set, error) {
 			Decoded:  exoLen.get(rec) != 0,
 			TagKnown: m.tagOK != 0,
 			TagValid: m.tagOK != 0 && vflags.get(rec)&m.tagOK != 0,
+			// format 4
+			Key1Valid: m.key1 != 0 && vflags.get(rec)&m.key1 != 0,
 		})
 	}
 	if vs.Version >= 3 && !vs.HasKey {
@@ -523,18 +587,19 @@ func readHexWords(path string) ([]uint64, error) {
 // before) in JSON order, with the same state after, reason, slow path,
 // decoding and tag validity. It returns how many hex records it matched.
 func Agree(js, hx Set) (int, error) {
-	if js.Version != hx.Version || js.HasKey != hx.HasKey || js.Key != hx.Key {
-		return 0, fmt.Errorf("forms disagree: json %s key %v %x, hex %s key %v %x", js.Format, js.HasKey, js.Key, hx.Format, hx.HasKey, hx.Key)
+	if js.Version != hx.Version || js.HasKey != hx.HasKey || js.Key != hx.Key || js.HasKey1 != hx.HasKey1 || js.Key1 != hx.Key1 {
+		return 0, fmt.Errorf("forms disagree: json %s key %v %x key1 %v %x, hex %s key %v %x key1 %v %x",
+			js.Format, js.HasKey, js.Key, js.HasKey1, js.Key1, hx.Format, hx.HasKey, hx.Key, hx.HasKey1, hx.Key1)
 	}
 	j := 0
 	for i, h := range hx.Cases {
-		for j < len(js.Cases) && (string(js.Cases[j].Frame) != string(h.Frame) || js.Cases[j].In != h.In) {
+		for j < len(js.Cases) && (string(js.Cases[j].Frame) != string(h.Frame) || js.Cases[j].In != h.In || js.Cases[j].Key1Valid != h.Key1Valid) {
 			j++
 		}
 		if j == len(js.Cases) {
 			return i, fmt.Errorf("hex record %d is not a JSON case (in JSON order)", i)
 		}
-		if c := js.Cases[j]; c.Out != h.Out || c.Reason != h.Reason || c.SlowPath != h.SlowPath || c.TagValid != h.TagValid || c.Decoded != h.Decoded {
+		if c := js.Cases[j]; c.Out != h.Out || c.Reason != h.Reason || c.SlowPath != h.SlowPath || c.TagValid != h.TagValid || c.Decoded != h.Decoded || c.Key1Valid != h.Key1Valid {
 			return i, fmt.Errorf("%s and %s disagree", h.Where, c.Where)
 		}
 		j++

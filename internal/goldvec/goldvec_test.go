@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/exo-rack/exo/exo"
 )
 
 func loadBoth(t *testing.T) (js, hx Set) {
@@ -110,5 +112,46 @@ func TestLoadErrors(t *testing.T) {
 	}
 	if _, err := LoadHex(dir); err == nil {
 		t.Error("LoadHex of an empty directory: no error")
+	}
+}
+
+// TestKeySlots: format 4 carries the slot-1 key 10..1f, some cases with
+// slot 1 empty, and every case's tag_valid is what its key ring says.
+func TestKeySlots(t *testing.T) {
+	for _, load := range []func(string) (Set, error){LoadJSON, LoadHex} {
+		vs, err := load("")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if vs.Version < 4 {
+			t.Fatalf("%s: want format 4", vs.Format)
+		}
+		if !vs.HasKey1 || hex.EncodeToString(vs.Key1[:]) != "101112131415161718191a1b1c1d1e1f" {
+			t.Fatalf("%s: slot-1 key %v %x, want 10..1f", vs.Format, vs.HasKey1, vs.Key1)
+		}
+		var with, without, phase1 int
+		for i := range vs.Cases {
+			c := &vs.Cases[i]
+			if c.Key1Valid {
+				with++
+			} else {
+				without++
+			}
+			var f exo.Frame
+			if f.UnmarshalBinary(c.Frame) != nil {
+				continue
+			}
+			if f.Flags&exo.FlagKeyPhase != 0 {
+				phase1++
+			}
+			kr := vs.Keys(c)
+			if kr.Verify(&f) != c.TagValid {
+				t.Errorf("%s: tag_valid %v, the key ring says %v", c.Where, c.TagValid, !c.TagValid)
+			}
+		}
+		if without == 0 || with == 0 || phase1 == 0 {
+			t.Errorf("%s: %d cases with slot 1, %d without, %d frames in phase 1: want some of each", vs.Format, with, without, phase1)
+		}
+		t.Logf("%s: %d cases with slot 1, %d without, %d decoded frames in phase 1", vs.Format, with, without, phase1)
 	}
 }

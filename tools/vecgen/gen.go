@@ -21,6 +21,9 @@ type vector struct {
 	Stream   int // index in gen.streams, or noStream
 	Step     int
 	HexIndex int // record number in vectors.hex, or -1
+	// Key1Valid: key slot 1 holds testKey1 (else it is empty); slot 0
+	// always holds testKey.
+	Key1Valid bool
 	// Kind names what a vector of the tag suite exercises, for the
 	// coverage check (kindsRequired); "" for the others.
 	Kind string
@@ -84,16 +87,20 @@ func (g *gen) errorf(format string, args ...any) {
 // vec adds a standalone vector for suite/name: state in, frame r. If intent
 // is not noIntent, the Go core's verdict must be intent.
 func (g *gen) vec(suite, name, desc string, intent exo.Reason, in exo.Pointers, r *raw) *vector {
-	return g.vecBytes(suite, name, desc, intent, in, r.bytes())
+	return g.vecBytesKeys(suite, name, desc, intent, in, r.bytes(), !r.NoKey1)
 }
 
 func (g *gen) vecBytes(suite, name, desc string, intent exo.Reason, in exo.Pointers, frame []byte) *vector {
+	return g.vecBytesKeys(suite, name, desc, intent, in, frame, true)
+}
+
+func (g *gen) vecBytesKeys(suite, name, desc string, intent exo.Reason, in exo.Pointers, frame []byte, key1 bool) *vector {
 	full := suite + "/" + name
 	if g.names[full] {
 		g.errorf("duplicate vector name %s", full)
 	}
 	g.names[full] = true
-	v := &vector{Suite: suite, Name: name, Desc: desc, Intent: intent, In: in, Frame: frame, Stream: noStream, HexIndex: -1}
+	v := &vector{Suite: suite, Name: name, Desc: desc, Intent: intent, In: in, Frame: frame, Stream: noStream, HexIndex: -1, Key1Valid: key1}
 	g.run(v)
 	g.vectors = append(g.vectors, v)
 	return v
@@ -101,7 +108,7 @@ func (g *gen) vecBytes(suite, name, desc string, intent exo.Reason, in exo.Point
 
 // run evaluates v with the Go core and checks the intent.
 func (g *gen) run(v *vector) {
-	res, err := evaluate(v.In, v.Frame)
+	res, err := evaluate(v.In, v.Frame, v.Key1Valid)
 	if err != nil {
 		g.errorf("%s/%s: %v", v.Suite, v.Name, err)
 	}
@@ -129,7 +136,7 @@ func (s *stream) step(note string, intent exo.Reason, r *raw) *vector {
 	v := &vector{
 		Suite: "stream", Name: fmt.Sprintf("%s#%d", s.Name, len(s.Steps)), Desc: note,
 		Intent: intent, In: s.cur, Frame: r.bytes(),
-		Stream: s.idx, Step: len(s.Steps), HexIndex: -1,
+		Stream: s.idx, Step: len(s.Steps), HexIndex: -1, Key1Valid: !r.NoKey1,
 	}
 	s.g.run(v)
 	s.cur = v.Res.Out
@@ -188,6 +195,7 @@ func generate() (*gen, error) {
 	g.suiteLarge()
 	g.suiteEpochStart()
 	g.suiteTag()
+	g.suiteKeyPhase()
 	g.suiteRandom()
 	g.streamsAll()
 	if len(g.streams) > 0xFFFF {

@@ -15,7 +15,9 @@ import (
 // jsonFormat names the JSON form; format 2 added "epoch_start" to STATE,
 // format 3 the frame tag: "tag_key" at the top, "tag_valid" in DECODED,
 // and every frame sealed under the key but the BAD_TAG cases.
-const jsonFormat = "exo-vectors/3"
+// Format 4: two key slots, "tag_key_1" at the top, "key1_valid" in every
+// vector and step.
+const jsonFormat = "exo-vectors/4"
 
 type jState struct {
 	Group  uint16 `json:"group"`
@@ -50,7 +52,7 @@ type jDecoded struct {
 	Flags      uint16   `json:"flags"`
 	Seq        uint64   `json:"seq"`
 	Tag        string   `json:"tag"`
-	TagValid   bool     `json:"tag_valid"` // the tag is the frame's tag under tag_key (format 3)
+	TagValid   bool     `json:"tag_valid"` // the tag is the frame's tag under the key of its phase's slot, which holds a key (format 3, 4)
 	History    []int    `json:"history"`
 	Records    []string `json:"records"`
 }
@@ -128,6 +130,7 @@ func frameFields(v *vector) []kv {
 		{"frame_len", len(v.Frame)},
 		{"decoded", decodedJSON(v.Res)},
 		{"expect", expectJSON(v.Res)},
+		{"key1_valid", v.Key1Valid},
 		{"hex_index", v.HexIndex},
 	}
 }
@@ -152,7 +155,8 @@ func jsonFile(g *gen, hexTotal int) []byte {
 		{"layout_version", exo.Version},
 		{"seed", fmt.Sprintf("0x%016x", uint64(seed))},
 		{"tag_key", fmt.Sprintf("%x", testKey)},
-		{"tag", "SipHash-2-4 under tag_key (k0 = little-endian key[0:8], k1 = little-endian key[8:16]) of exo[0:24] || exo[32:32+hist_len+payload_len], big-endian in exo[24:32] (docs/wire.md)"},
+		{"tag_key_1", fmt.Sprintf("%x", testKey1)},
+		{"tag", "SipHash-2-4 under the key of the slot the frame's KEY_PHASE bit (flags 0x4000) names: tag_key (slot 0, always valid) or tag_key_1 (slot 1, valid where key1_valid), k0 = little-endian key[0:8], k1 = little-endian key[8:16], of exo[0:24] || exo[32:32+hist_len+payload_len], big-endian in exo[24:32]; an empty slot: BAD_TAG (docs/wire.md)"},
 		{"vectors_count", len(g.vectors)},
 		{"streams_count", len(g.streams)},
 		{"steps_count", steps},

@@ -40,20 +40,35 @@ type result struct {
 	Out     exo.Pointers
 	Decoded *exo.Frame // nil when the codec rejected the frame
 	ExoLen  int        // HeaderLen+hist_len+payload_len when decoded, else 0
-	// TagValid: decoded, and the tag field holds the tag under testKey.
+	// TagValid: decoded, and the tag field holds the tag under the key of
+	// the slot its key phase names, and that slot holds a key.
 	TagValid bool
 }
 
-// testKey is the frame-tag key of every vector (the hex form carries it
-// in words 4-5 of every record, the headers as EXO_VEC_TAG_KEY*): the
-// SipHash paper's test key 00 01 .. 0f.
+// testKey is the frame-tag key of key slot 0 in every vector (the hex
+// form carries it in words 4-5 of every record, the headers as
+// EXO_VEC_TAG_KEY*): the SipHash paper's test key 00 01 .. 0f.
 var testKey = [exo.TagKeyLen]byte{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15}
 
+// testKey1 is the key of slot 1 (format 4: key phase 1), 10 11 .. 1f, in
+// words 6-7 of every hex record; a vector says whether slot 1 holds it
+// (vector.Key1Valid) or is empty.
+var testKey1 = [exo.TagKeyLen]byte{16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31}
+
+// ring returns the key slots of a vector: testKey in slot 0, testKey1 in
+// slot 1 when key1 is set.
+func ring(key1 bool) exo.KeyRing {
+	r := exo.NewKeyRing(0, testKey)
+	r.Key[1], r.Valid[1] = testKey1, key1
+	return r
+}
+
 // evaluate runs the Go fast-path rules: UnmarshalBinary, then
-// ClassifyTagged under testKey (the group, the tag, then Classify), then
-// Accept on ACCEPT. The frame bytes are copied first so that the decoded
-// frame's slices never alias the caller's buffer.
-func evaluate(in exo.Pointers, b []byte) (result, error) {
+// ClassifyTagged under the key ring (the group, the tag under the slot of
+// the frame's key phase, then Classify), then Accept on ACCEPT. The frame
+// bytes are copied first so that the decoded frame's slices never alias
+// the caller's buffer.
+func evaluate(in exo.Pointers, b []byte, key1 bool) (result, error) {
 	buf := append([]byte(nil), b...)
 	res := result{Out: in}
 	var f exo.Frame
@@ -67,13 +82,13 @@ func evaluate(in exo.Pointers, b []byte) (result, error) {
 	}
 	res.Decoded = &f
 	res.ExoLen = exo.HeaderLen + len(f.History) + len(f.Payload)
-	res.TagValid = f.VerifyTag(testKey)
-	if exo.VerifyTag(buf, testKey) != res.TagValid {
+	kr := ring(key1)
+	res.TagValid = kr.Verify(&f)
+	if kr.VerifyBytes(buf) != res.TagValid {
 		return res, fmt.Errorf("the tag of the fields and the tag of the bytes disagree")
 	}
 	before := res.Out
-	ring := exo.NewKeyRing(0, testKey)
-	res.Reason = res.Out.ClassifyTagged(&f, &ring)
+	res.Reason = res.Out.ClassifyTagged(&f, &kr)
 	if res.Out != before {
 		return res, fmt.Errorf("the state changed in Classify")
 	}
@@ -107,11 +122,14 @@ type raw struct {
 	Pad        []byte // appended after the frame (Ethernet padding, garbage)
 	Trunc      int    // if > 0: cut the encoded bytes (with Pad) to this length
 	Empty      bool   // the frame has zero bytes (Trunc cannot say 0)
-	// Tagging says what goes in the tag field: the tag under testKey
-	// (the default: every vector but the forged ones), Tag as it is, or
-	// the tag under Key.
+	// Tagging says what goes in the tag field: the tag under the key of
+	// the frame's phase (testKey, or testKey1 for key phase 1; the default:
+	// every vector but the forged ones), Tag as it is, or the tag under Key.
 	Tagging tagging
 	Key     [exo.TagKeyLen]byte // the key of tagKey
+	// NoKey1: the vector's host holds no key in slot 1 (format 4; not a
+	// property of the frame, carried here for g.vec and stream.step).
+	NoKey1 bool
 	// Forge changes the encoded, sealed frame (before Trunc): what an
 	// attacker without the key does to a genuine frame.
 	Forge func(b []byte)
@@ -121,7 +139,7 @@ type raw struct {
 type tagging uint8
 
 const (
-	tagSeal tagging = iota // the tag of the frame under testKey
+	tagSeal tagging = iota // the tag of the frame under the key of its phase
 	tagAsIs                // raw.Tag, whatever it is (a forged or placeholder tag)
 	tagKey                 // the tag of the frame under raw.Key (another rack's key)
 )
@@ -168,7 +186,11 @@ func (r *raw) bytes() []byte {
 	// (the codec rejects it before the tag matters).
 	switch r.Tagging {
 	case tagSeal:
-		_ = exo.Seal(b, testKey)
+		k := testKey
+		if r.Flags&exo.FlagKeyPhase != 0 {
+			k = testKey1
+		}
+		_ = exo.Seal(b, k)
 	case tagKey:
 		_ = exo.Seal(b, r.Key)
 	}

@@ -175,6 +175,7 @@ func (g *gen) streamsAll() {
 
 	g.epochStartStreams()
 	g.tagStreams()
+	g.keyPhaseStreams()
 	g.randomStreams()
 }
 

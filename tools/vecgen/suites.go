@@ -171,8 +171,8 @@ func (g *gen) suiteCodec() {
 	g.vec(s, "malformed_beats_type", "31 bytes with type 2: the header length is checked before the type", M, st,
 		mod(v, func(r *raw) { r.Type = 2; r.Trunc = 31 }))
 
-	for _, fl := range []uint16{0x0001, 0x0002, 0x00FF, 0x0100, 0x4000, 0x8100, 0xC002, 0x7FFF, 0xFFFF} {
-		g.vec(s, fmt.Sprintf("bad_flags_%04x", fl), fmt.Sprintf("flags 0x%04x: neither 0 nor READMIT|host", fl), F, st, mod(v, func(r *raw) { r.Flags = fl }))
+	for _, fl := range []uint16{0x0001, 0x0002, 0x00FF, 0x0100, 0x2000, 0x6000, 0x8100, 0xA002, 0xE002, 0x7FFF, 0xFFFF} {
+		g.vec(s, fmt.Sprintf("bad_flags_%04x", fl), fmt.Sprintf("flags 0x%04x: KEY_PHASE aside, neither 0 nor READMIT|host", fl), F, st, mod(v, func(r *raw) { r.Flags = fl }))
 	}
 	g.vec(s, "bad_flags_beats_histlen", "flags 0x0001 and hist_len 200: flags first", F, st, mod(v, func(r *raw) { r.Flags = 1; r.HistLen = 200 }))
 

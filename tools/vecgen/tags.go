@@ -369,3 +369,122 @@ func (g *gen) tagStreams() {
 		after(f23, func(b []byte) { b[exo.OffSender] = 4 }))
 	step("seq 23 from host 3: accept", "", A, f23)
 }
+
+// Kinds of the key phase suite (format 4).
+const (
+	kindPhase1       = "ACCEPT: key phase 1 under slot 1's key"
+	kindPhaseNoKey   = "BAD_TAG: key phase 1 with slot 1 empty"
+	kindPhaseWrong   = "BAD_TAG: sealed under the other slot's key"
+	kindPhaseFlipped = "BAD_TAG: the key phase bit flipped after sealing"
+	kindPhaseFlags   = "BAD_FLAGS: key phase with a reserved bit"
+)
+
+func init() {
+	kindsRequired = append(kindsRequired, kindPhase1, kindPhaseNoKey, kindPhaseWrong, kindPhaseFlipped, kindPhaseFlags)
+}
+
+// phase1 returns a copy of r in key phase 1 (sealed under testKey1).
+func phase1(r *raw) *raw { return mod(r, func(c *raw) { c.Flags |= exo.FlagKeyPhase }) }
+
+// noKey1 returns a copy of r for a host whose slot 1 is empty.
+func noKey1(r *raw) *raw { return mod(r, func(c *raw) { c.NoKey1 = true }) }
+
+// suiteKeyPhase: two key slots (key rotation, docs/security.md section 5).
+// The frame's KEY_PHASE bit names the slot whose key its tag is under; an
+// empty slot is BAD_TAG; the bit is covered by the tag; the codec ignores it.
+func (g *gen) suiteKeyPhase() {
+	const s = "keyphase"
+	A, T, F := exo.ReasonAccept, exo.ReasonBadTag, exo.ReasonBadFlags
+	vk := func(name, desc, kind string, intent exo.Reason, in exo.Pointers, r *raw) {
+		g.vec(s, name, desc, intent, in, r).Kind = kind
+	}
+	st := steady(5, 100)
+	v := next(st).withRecords([]byte("phase"))
+	p1 := phase1(v)
+	vk("phase0", "phase 0 sealed under slot 0's key, slot 1 holds another key: accept", "", A, st, v)
+	vk("phase0_no_key1", "phase 0 sealed under slot 0's key, slot 1 empty: accept", "", A, st, noKey1(v))
+	vk("phase1", "phase 1 (flags 0x4000) sealed under slot 1's key 10 11 .. 1f: accept", kindPhase1, A, st, p1)
+	vk("phase1_padded", "the same, padded: accept", kindPhase1, A, st, mod(p1, func(r *raw) { r.padTo(0) }))
+	vk("phase1_no_key1", "phase 1 sealed under slot 1's key, but this host's slot 1 is empty: bad tag", kindPhaseNoKey, T, st, noKey1(p1))
+	vk("phase1_under_key0", "phase 1 sealed under slot 0's key: bad tag", kindPhaseWrong, T, st, keyed(p1, testKey))
+	vk("phase0_under_key1", "phase 0 sealed under slot 1's key: bad tag", kindPhaseWrong, T, st, keyed(v, testKey1))
+	vk("phase1_under_key0_no_key1", "phase 1 sealed under slot 0's key, slot 1 empty: bad tag", kindPhaseNoKey, T, st, noKey1(keyed(p1, testKey)))
+	vk("phase_bit_set_after", "phase 0 sealed, then the key phase bit set (the tag kept): bad tag", kindPhaseFlipped, T, st,
+		after(v, flip(exo.OffFlags, 6)))
+	vk("phase_bit_cleared_after", "phase 1 sealed, then the key phase bit cleared (the tag kept): bad tag", kindPhaseFlipped, T, st,
+		after(p1, flip(exo.OffFlags, 6)))
+	vk("phase_bit_cleared_no_key1", "phase 1 sealed, the bit cleared, slot 1 empty: bad tag", kindPhaseFlipped, T, st,
+		noKey1(after(p1, flip(exo.OffFlags, 6))))
+	readmit := mod(p1, func(r *raw) { r.Flags = exo.FlagKeyPhase | exo.FlagReadmit | 2 })
+	vk("phase1_readmit", "flags KEY_PHASE|READMIT|2 sealed under slot 1's key: accept", kindPhase1, A, st, readmit)
+	vk("phase1_readmit_no_key1", "flags KEY_PHASE|READMIT|2, slot 1 empty: bad tag", kindPhaseNoKey, T, st, noKey1(readmit))
+	vk("phase1_reserved_2000", "flags KEY_PHASE|0x2000: the codec refuses (bad flags) before the tag", kindPhaseFlags, F, st,
+		mod(p1, func(r *raw) { r.Flags = exo.FlagKeyPhase | 0x2000 }))
+	vk("phase1_readmit_reserved", "flags KEY_PHASE|READMIT|0x0100: bad flags", kindPhaseFlags, F, st,
+		mod(p1, func(r *raw) { r.Flags = exo.FlagKeyPhase | exo.FlagReadmit | 0x0100 }))
+	vk("phase1_group_first", "phase 1 of another group, slot 1 empty: bad group, the tag never checked", "", exo.ReasonBadGroup, st,
+		noKey1(mod(p1, func(r *raw) { r.Group = 2 })))
+	vk("phase1_tag_bit", "phase 1, the tag's bit 0 flipped: bad tag", kindTagBit, T, st, after(p1, flip(exo.OffTag+7, 0)))
+	// The state checks behind a valid phase-1 tag, and the tag before them
+	// when slot 1 is empty.
+	for _, c := range []struct {
+		name string
+		want exo.Reason
+		in   exo.Pointers
+		r    *raw
+	}{
+		{"gap", exo.ReasonGap, st, mod(p1, func(r *raw) { r.Seq = 101 })},
+		{"duplicate", exo.ReasonDuplicate, st, mod(p1, func(r *raw) { r.Seq = 99; r.Sender = 4; r.History = []uint8{3, 2} })},
+		{"divergence", exo.ReasonDivergence, st, mod(p1, func(r *raw) { r.History = []uint8{3, 4} })},
+		{"future_epoch", exo.ReasonFutureEpoch, st, mod(p1, func(r *raw) { r.Epoch = 9 })},
+		{"halted", exo.ReasonHalted, with(st, func(p *exo.Pointers) { p.Halted = true }), p1},
+		{"sender", exo.ReasonBadSender, st, mod(p1, func(r *raw) { r.Sender = 9 })},
+	} {
+		vk("phase1_"+c.name, fmt.Sprintf("phase 1 sealed under slot 1's key: %s", c.want), "", c.want, c.in, c.r)
+		vk("phase1_"+c.name+"_no_key1", fmt.Sprintf("the same frame with slot 1 empty: bad tag before %s", c.want), kindPhaseNoKey, T, c.in, noKey1(c.r))
+	}
+	for _, n := range rostersAll {
+		p := steady(n, 50)
+		r := phase1(next(p).withRecords([]byte{byte(n), 1}))
+		vk(fmt.Sprintf("n%d_phase1", n), fmt.Sprintf("n=%d: the valid next frame in phase 1: accept", n), kindPhase1, A, p, r)
+		vk(fmt.Sprintf("n%d_phase1_no_key1", n), fmt.Sprintf("n=%d: the same with slot 1 empty: bad tag", n), kindPhaseNoKey, T, p, noKey1(r))
+	}
+}
+
+// keyPhaseStreams: a rotation as a receiver sees it. Hosts switch to the
+// new key one by one (phase 0 and phase 1 frames interleave, both keys
+// valid), frames in flight under the old key are still taken, replays of
+// either phase are duplicates; once the old slot is emptied, its frames
+// are refused.
+func (g *gen) keyPhaseStreams() {
+	A, T, U := exo.ReasonAccept, exo.ReasonBadTag, exo.ReasonDuplicate
+	st := steady(5, 40)
+	c := &chain{st}
+	f := make([]*raw, 6)
+	for i := range f {
+		f[i] = c.sendNext([]byte(fmt.Sprintf("rot %d", i)))
+	}
+	s := g.newStream("keyphase_rotation_n5", "n=5 at append 40, both key slots valid: hosts switch to key phase 1 one by one; frames of either phase are taken in order, replays of either are duplicates", st)
+	step := func(note, kind string, intent exo.Reason, r *raw) { s.step(note, intent, r).Kind = kind }
+	step("seq 40 from host 0, phase 0: accept", "", A, f[0])
+	step("seq 41 from host 1, phase 1 (it switched): accept", kindPhase1, A, phase1(f[1]))
+	step("seq 42 from host 2, phase 0 (not yet switched): accept", "", A, f[2])
+	step("seq 41 again in phase 1 (a replay): duplicate", "", U, phase1(f[1]))
+	step("seq 41 again as phase 0 (a retransmission sealed under the old key): duplicate", "", U, f[1])
+	step("seq 43 from host 3, phase 1 sealed under slot 0's key: bad tag", kindPhaseWrong, T, keyed(phase1(f[3]), testKey))
+	step("seq 43 from host 3, phase 1: accept", kindPhase1, A, phase1(f[3]))
+	step("seq 44 from host 4, phase 1: accept", kindPhase1, A, phase1(f[4]))
+	step("seq 45 from host 0, phase 1: accept", kindPhase1, A, phase1(f[5]))
+
+	// The next rotation goes back to phase 0; once it is done, slot 1 (the
+	// old key) is emptied.
+	st2 := steady(5, 60)
+	c2 := &chain{st2}
+	a := noKey1(c2.sendNext([]byte("new")))
+	b := noKey1(c2.sendNext([]byte("late")))
+	s2 := g.newStream("keyphase_old_retired_n5", "n=5 at append 60, a rotation from phase 1 back to phase 0 done and slot 1 (the old key) emptied: frames of the old phase are refused, however genuine", st2)
+	s2.step("seq 60 from host 0, phase 0: accept", A, a)
+	s2.step("seq 61 from host 1, phase 1 under the retired key (a host still on the old key): bad tag", T, phase1(b)).Kind = kindPhaseNoKey
+	s2.step("seq 60 replayed in phase 1 under the retired key: bad tag (not even a duplicate)", T, phase1(a)).Kind = kindPhaseNoKey
+	s2.step("seq 61 from host 1, phase 0: accept", A, b)
+}
