@@ -32,12 +32,25 @@ import (
 const vectorsDir = "../testdata/vectors"
 
 // jsonFormat is the format of vectors.json this test reads (format 2 added
-// epoch_start to the state, format 3 the frame tag).
-const jsonFormat = "exo-vectors/3"
+// epoch_start to the state, format 3 the frame tag, format 4 the second
+// key slot).
+const jsonFormat = "exo-vectors/4"
 
 // vecKey is the tag key of the vectors (tag_key in vectors.json and
 // vectors.meta, words 4-5 of every hex record): 00 01 .. 0f.
 var vecKey = [exo.TagKeyLen]byte{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15}
+
+// vecKey1 is the key of slot 1 (tag_key_1, words 6-7 of every hex record):
+// 10 11 .. 1f; a case says whether its host holds it (key1_valid, vflags
+// bit 4).
+var vecKey1 = [exo.TagKeyLen]byte{16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31}
+
+// vecRing is the key ring of a case.
+func vecRing(key1 bool) *exo.KeyRing {
+	r := exo.NewKeyRing(0, vecKey)
+	r.Key[1], r.Valid[1] = vecKey1, key1
+	return &r
+}
 
 // ---- replay ----------------------------------------------------------
 
@@ -51,13 +64,12 @@ const (
 var stageCode = map[string]uint64{stageAccept: 0, stageCodec: 1, stageState: 2}
 
 // replay runs one frame through the Go fast path.
-func replay(p exo.Pointers, b []byte) (exo.Reason, string, exo.Pointers, *exo.Frame) {
+func replay(p exo.Pointers, b []byte, key1 bool) (exo.Reason, string, exo.Pointers, *exo.Frame) {
 	var f exo.Frame
 	if err := f.UnmarshalBinary(b); err != nil {
 		return exo.ReasonOf(err), stageCodec, p, nil
 	}
-	ring := exo.NewKeyRing(0, vecKey)
-	r := p.ClassifyTagged(&f, &ring)
+	r := p.ClassifyTagged(&f, vecRing(key1))
 	if r != exo.ReasonAccept {
 		return r, stageState, p, &f
 	}
@@ -130,6 +142,7 @@ type jsonCase struct {
 	FrameLen    int          `json:"frame_len"`
 	Decoded     *jsonDecoded `json:"decoded"`
 	Expect      jsonExpect   `json:"expect"`
+	Key1Valid   *bool        `json:"key1_valid"`
 	HexIndex    int          `json:"hex_index"`
 }
 
@@ -146,6 +159,7 @@ type jsonFile struct {
 	Doc         string `json:"doc"`
 	Seed        string `json:"seed"`
 	TagKey      string `json:"tag_key"`
+	TagKey1     string `json:"tag_key_1"`
 	Tag         string `json:"tag"`
 	NotCovered  []struct {
 		Reason uint8  `json:"reason"`
@@ -187,6 +201,9 @@ func loadJSON(t *testing.T) *jsonFile {
 	}
 	if vf.TagKey != hex.EncodeToString(vecKey[:]) {
 		t.Fatalf("vectors.json: tag_key %q, want %x", vf.TagKey, vecKey)
+	}
+	if vf.TagKey1 != hex.EncodeToString(vecKey1[:]) {
+		t.Fatalf("vectors.json: tag_key_1 %q, want %x", vf.TagKey1, vecKey1)
 	}
 	if len(vf.NotCovered) != 0 {
 		t.Errorf("vectors.json: not_covered %v: every reason is covered since format 3", vf.NotCovered)
@@ -254,7 +271,11 @@ func checkCase(t *testing.T, where string, in exo.Pointers, c *jsonCase) exo.Poi
 	if len(frame) != c.FrameLen {
 		t.Errorf("%s: frame has %d bytes, frame_len says %d", where, len(frame), c.FrameLen)
 	}
-	r, stage, out, f := replay(in, frame)
+	if c.Key1Valid == nil {
+		t.Errorf("%s: no key1_valid", where)
+		return in
+	}
+	r, stage, out, f := replay(in, frame, *c.Key1Valid)
 	want, err := c.Expect.State.pointers()
 	if err != nil {
 		t.Errorf("%s: expect.state: %v", where, err)
@@ -275,14 +296,14 @@ func checkCase(t *testing.T, where string, in exo.Pointers, c *jsonCase) exo.Poi
 	if (f == nil) != (c.Decoded == nil) {
 		t.Errorf("%s: decoded %v, vector has decoded %v", where, f != nil, c.Decoded != nil)
 	} else if f != nil {
-		if err := compareDecoded(f, c.Decoded); err != nil {
+		if err := compareDecoded(f, c.Decoded, *c.Key1Valid); err != nil {
 			t.Errorf("%s: decoded frame: %v", where, err)
 		}
 	}
 	return out
 }
 
-func compareDecoded(f *exo.Frame, d *jsonDecoded) error {
+func compareDecoded(f *exo.Frame, d *jsonDecoded, key1 bool) error {
 	var recs []string
 	if err := exo.ForEachRecord(f.Payload, f.Count, func(rec []byte) error {
 		recs = append(recs, hex.EncodeToString(rec))
@@ -291,7 +312,7 @@ func compareDecoded(f *exo.Frame, d *jsonDecoded) error {
 		return err
 	}
 	got := fmt.Sprintf("%d %d %d %d %d %d %d %d %d %016x %v %v %v", f.Type, f.Group, f.Sender, len(f.History), len(f.Payload),
-		f.Epoch, f.Count, f.Flags, f.Seq, f.Tag, f.VerifyTag(vecKey), []byte(f.History), recs)
+		f.Epoch, f.Count, f.Flags, f.Seq, f.Tag, vecRing(key1).Verify(f), []byte(f.History), recs)
 	want := fmt.Sprintf("%d %d %d %d %d %d %d %d %d %s %v %v %v", d.Type, d.Group, d.Sender, d.HistLen, d.PayloadLen,
 		d.Epoch, d.Count, d.Flags, d.Seq, d.Tag, d.TagValid, d.History, d.Records)
 	if got != want {
@@ -348,14 +369,16 @@ const (
 	historyMax   = 16
 	stateInWord  = 8
 	stateOutWord = 16
-	hexMagic     = 0x45584f5645433033 // "EXOVEC03"
-	hexFormat    = "exo-vectors-hex/3"
+	hexMagic     = 0x45584f5645433034 // "EXOVEC04"
+	hexFormat    = "exo-vectors-hex/4"
 	noStream     = 0xFFFF
 	flagChained  = 1
 	flagPadded   = 2
 	flagStream   = 4
 	flagTagValid = 8
+	flagKey1     = 16
 	keyWord      = 4 // words 4-5: the tag key, MSB first
+	key1Word     = 6 // words 6-7: the slot-1 tag key, MSB first
 )
 
 type hexLayout struct {
@@ -512,10 +535,8 @@ func decodeRecord(r *hexRecord) (hexCase, error) {
 	if r.w[keyWord] != binary.BigEndian.Uint64(vecKey[0:8]) || r.w[keyWord+1] != binary.BigEndian.Uint64(vecKey[8:16]) {
 		return c, fmt.Errorf("tag key words %016x %016x", r.w[keyWord], r.w[keyWord+1])
 	}
-	for w := keyWord + 2; w < stateInWord; w++ {
-		if r.w[w] != 0 {
-			return c, fmt.Errorf("reserved word %d set", w)
-		}
+	if r.w[key1Word] != binary.BigEndian.Uint64(vecKey1[0:8]) || r.w[key1Word+1] != binary.BigEndian.Uint64(vecKey1[8:16]) {
+		return c, fmt.Errorf("slot-1 tag key words %016x %016x", r.w[key1Word], r.w[key1Word+1])
 	}
 	for w := 24; w < frameWord; w++ {
 		if r.w[w] != 0 {
@@ -550,7 +571,8 @@ func TestVectorsHex(t *testing.T) {
 		"record_words": fmt.Sprint(recordWords), "frame_word": fmt.Sprint(frameWord), "frame_max": fmt.Sprint(frameMax),
 		"history_max": fmt.Sprint(historyMax), "state_in_word": fmt.Sprint(stateInWord), "state_out_word": fmt.Sprint(stateOutWord),
 		"magic": fmt.Sprintf("0x%016x", uint64(hexMagic)), "count": fmt.Sprint(len(recs)),
-		"flag_chained": "1", "flag_padded": "2", "flag_stream": "4", "flag_tag_valid": "8",
+		"flag_chained": "1", "flag_padded": "2", "flag_stream": "4", "flag_tag_valid": "8", "flag_key1_valid": "16",
+		"tag_key_1": hex.EncodeToString(vecKey1[:]), "tag_key1_0_7": "0x1011121314151617", "tag_key1_8_15": "0x18191a1b1c1d1e1f",
 		"tag_key": hex.EncodeToString(vecKey[:]), "tag_key_0_7": "0x0001020304050607", "tag_key_8_15": "0x08090a0b0c0d0e0f",
 		"tag_k0": "0x0706050403020100", "tag_k1": "0x0f0e0d0c0b0a0908",
 	} {
@@ -562,7 +584,7 @@ func TestVectorsHex(t *testing.T) {
 		"magic": {0, 63, 0}, "index": {1, 63, 32}, "stream": {1, 31, 16}, "step": {1, 15, 0},
 		"frame_len": {2, 63, 48}, "exo_len": {2, 47, 32}, "vflags": {2, 31, 16},
 		"reason": {3, 63, 56}, "stage": {3, 55, 48}, "slow_path": {3, 47, 40},
-		"tag_key_0_7": {4, 63, 0}, "tag_key_8_15": {5, 63, 0},
+		"tag_key_0_7": {4, 63, 0}, "tag_key_8_15": {5, 63, 0}, "tag_key1_0_7": {6, 63, 0}, "tag_key1_8_15": {7, 63, 0},
 		"in_group": {8, 63, 48}, "in_hosts": {8, 47, 32}, "in_epoch": {8, 31, 0}, "in_halted": {9, 63, 56}, "in_h": {9, 55, 48},
 		"in_window": {10, 63, 0}, "in_append": {11, 63, 0}, "in_agreed": {12, 63, 0}, "in_hist0_7": {13, 63, 0}, "in_hist8_15": {14, 63, 0},
 		"out_group": {16, 63, 48}, "out_hosts": {16, 47, 32}, "out_epoch": {16, 31, 0}, "out_halted": {17, 63, 56}, "out_h": {17, 55, 48},
@@ -574,8 +596,8 @@ func TestVectorsHex(t *testing.T) {
 			t.Errorf("vectors.meta: field %s = %v, want %v", name, got, want)
 		}
 	}
-	if len(meta.fields) != 35 {
-		t.Errorf("vectors.meta: %d fields, want 35", len(meta.fields))
+	if len(meta.fields) != 37 {
+		t.Errorf("vectors.meta: %d fields, want 37", len(meta.fields))
 	}
 
 	var counts [exo.NumReasons]int
@@ -590,7 +612,7 @@ func TestVectorsHex(t *testing.T) {
 		if c.index != i {
 			t.Errorf("%s: index field %d", where, c.index)
 		}
-		r, stage, out, f := replay(c.in, c.frame)
+		r, stage, out, f := replay(c.in, c.frame, c.flags&flagKey1 != 0)
 		if uint64(r) != c.reason || stageCode[stage] != c.stage || boolBit(r.SlowPath()) != c.slow {
 			t.Errorf("%s: got %s (%s, slow %v), record says reason %d stage %d slow %d\n\tstate %s\n\tframe %x",
 				where, r, stage, r.SlowPath(), c.reason, c.stage, c.slow, stateString(c.in), c.frame)
@@ -606,7 +628,7 @@ func TestVectorsHex(t *testing.T) {
 		if c.exoLen != exoLen || (c.flags&flagPadded != 0) != padded {
 			t.Errorf("%s: exo_len %d padded %v, record says %d %v", where, exoLen, padded, c.exoLen, c.flags&flagPadded != 0)
 		}
-		if valid := f != nil && exo.VerifyTag(c.frame, vecKey); (c.flags&flagTagValid != 0) != valid {
+		if valid := f != nil && vecRing(c.flags&flagKey1 != 0).VerifyBytes(c.frame); (c.flags&flagTagValid != 0) != valid {
 			t.Errorf("%s: tag valid %v, record says %v", where, valid, c.flags&flagTagValid != 0)
 		}
 		switch {
@@ -628,7 +650,7 @@ func TestVectorsHex(t *testing.T) {
 				t.Errorf("%s: state in is not the state out of the record before", where)
 			}
 		}
-		if c.flags&^(flagChained|flagPadded|flagStream|flagTagValid) != 0 {
+		if c.flags&^(flagChained|flagPadded|flagStream|flagTagValid|flagKey1) != 0 {
 			t.Errorf("%s: unknown flags %#x", where, c.flags)
 		}
 		if r < exo.NumReasons {
@@ -918,7 +940,7 @@ func TestVectorsTagged(t *testing.T) {
 			continue
 		}
 		frame, _ := hex.DecodeString(fc.c.Frame)
-		if exo.VerifyTag(frame, vecKey) != d.TagValid {
+		if vecRing(*fc.c.Key1Valid).VerifyBytes(frame) != d.TagValid {
 			t.Errorf("%s: tag_valid %v, the bytes say otherwise", fc.where, d.TagValid)
 		}
 		r := exo.Reason(fc.c.Expect.Reason)

@@ -6,7 +6,8 @@
  * and the agreement rule (appending s agrees s-h only if s >= epoch_start
  * && s-epoch_start >= h), the chaining of stream steps, the tag key in
  * every record and, with its own SipHash-2-4, the tag of every decoded
- * frame against the record's tag-valid flag (format 3). It prints the
+ * frame against the record's tag-valid flag (format 3; format 4: under
+ * the key of the slot its key phase names). It prints the
  * same lines as hexread_tb.v, which tools/vecgen's test compares with Go.
  *
  *   gcc -std=c99 -Wall -Wextra -Werror -I testdata/vectors \
@@ -126,8 +127,18 @@ int main(int argc, char **argv)
 		}
 		if (vflags & EXO_VEC_FLAG_TAG_VALID)
 			tags_valid++;
+		if (FIELD(rec, TAG_KEY1_0_7) != EXO_VEC_TAG_KEY1_0_7 || FIELD(rec, TAG_KEY1_8_15) != EXO_VEC_TAG_KEY1_8_15) {
+			printf("record %zu: slot-1 tag key differs from EXO_VEC_TAG_KEY1_*\n", i);
+			errors++;
+		}
 		if (FIELD(rec, EXO_LEN) > 0) {
-			static const unsigned char key[16] = EXO_VEC_TAG_KEY_BYTES;
+			/* Format 4: the key phase bit (flags 0x4000, frame byte 14
+			 * bit 6) picks the slot; slot 1 may be empty (vflags). */
+			static const unsigned char key0[16] = EXO_VEC_TAG_KEY_BYTES;
+			static const unsigned char key1[16] = EXO_VEC_TAG_KEY1_BYTES;
+			int phase = (frame_byte(rec, 14) >> 6) & 1;
+			int slot_ok = !phase || (vflags & EXO_VEC_FLAG_KEY1_VALID);
+			const unsigned char *key = phase ? key1 : key0;
 			unsigned char m[EXO_VEC_FRAME_MAX];
 			uint64_t k0 = 0, k1 = 0, tag = 0;
 			int elen = (int)FIELD(rec, EXO_LEN), n = 0;
@@ -135,8 +146,12 @@ int main(int argc, char **argv)
 				k0 |= (uint64_t)key[k] << (8 * k);
 				k1 |= (uint64_t)key[8 + k] << (8 * k);
 			}
-			if (k0 != EXO_VEC_TAG_K0 || k1 != EXO_VEC_TAG_K1) {
+			if (!phase && (k0 != EXO_VEC_TAG_K0 || k1 != EXO_VEC_TAG_K1)) {
 				printf("record %zu: EXO_VEC_TAG_K0/K1 are not the key's little-endian halves\n", i);
+				errors++;
+			}
+			if (phase && (k0 != EXO_VEC_TAG1_K0 || k1 != EXO_VEC_TAG1_K1)) {
+				printf("record %zu: EXO_VEC_TAG1_K0/K1 are not the slot-1 key's little-endian halves\n", i);
 				errors++;
 			}
 			for (k = 0; k < elen; k++) {
@@ -145,7 +160,7 @@ int main(int argc, char **argv)
 				else
 					tag = tag << 8 | frame_byte(rec, k);
 			}
-			if ((sip24(k0, k1, m, (size_t)n) == tag) != !!(vflags & EXO_VEC_FLAG_TAG_VALID)) {
+			if ((slot_ok && sip24(k0, k1, m, (size_t)n) == tag) != !!(vflags & EXO_VEC_FLAG_TAG_VALID)) {
 				printf("record %zu: the tag's validity differs from vflags\n", i);
 				errors++;
 			}

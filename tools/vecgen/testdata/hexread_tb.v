@@ -53,6 +53,10 @@ module hexread_tb;
         $display("record %0d: tag key differs from EXO_VEC_TAG_KEY", i);
         errors = errors + 1;
       end
+      if ({mem[base + `EXO_VEC_TAG_KEY1_0_7_WORD], mem[base + `EXO_VEC_TAG_KEY1_8_15_WORD]} !== `EXO_VEC_TAG_KEY1) begin
+        $display("record %0d: slot-1 tag key differs from EXO_VEC_TAG_KEY1", i);
+        errors = errors + 1;
+      end
       if (vflags & `EXO_VEC_FLAG_TAG_VALID) tags_valid = tags_valid + 1;
       // Frame bytes: byte k is bits [63-8*(k%8) -: 8] of word FRAME_WORD + k/8.
       for (k = 0; k < `EXO_VEC_FRAME_MAX; k = k + 1) begin
