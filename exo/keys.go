@@ -20,15 +20,18 @@ import (
 //     accepts frames under both keys and still sends under the old one.
 //     Every frame it sends from now on, until the grace window ends,
 //     starts with a key announcement record (KeyMagic, the phase, the new
-//     key's fingerprint): "I hold this key".
+//     key's fingerprint): "I hold this key". A host that sends under a key
+//     another member announces announces it again in its next frame: an
+//     announcement lost with entries a view change dropped is made good.
 //  2. A host switches its own frames to the new phase once its log holds
 //     an announcement of that key from every other member of its current
 //     roster: no member can then drop its frames as BAD_TAG. Switching is
 //     a local decision; since every host's log is the same sequence, the
 //     hosts switch within a token rotation of each other.
-//  3. KeyGraceTicks later the old slot is emptied. Frames under the old key
-//     then are BAD_TAG; a host still sending under it (one that lags far
-//     behind) catches up from the frames under the new key it receives.
+//  3. The old slot is emptied once KeyGraceTicks have passed since the
+//     switch and every member of the roster has been seen sending under
+//     the new key: a host never drops the key another member still sends
+//     under. Frames under the old key are BAD_TAG from then on.
 //
 // The log entries themselves do not depend on the key: the phase bit is the
 // frame's (entries keep flags without it), a re-sent entry is sealed under
@@ -42,7 +45,7 @@ var KeyMagic = []byte("\xE0EXOKEY1")
 
 // keyRecordLen is the length of a key announcement record: KeyMagic, the
 // phase byte, the 8-byte big-endian fingerprint.
-const keyRecordLen = 9 + 1 + 8
+const keyRecordLen = 8 + 1 + 8
 
 // Errors of StageKey.
 var (
@@ -166,7 +169,21 @@ type keyState struct {
 	send     uint8        // phase of the frames this host sends
 	staged   bool         // slot 1-send holds a new key not yet sent under
 	announce bool         // frames this host sends carry the announcement of the new key
-	grace    int          // ticks left before the old slot (1-send) is emptied; 0: none running
+	// reannounce: another member announced the key this host sends under
+	// (it waits for every member's announcement, and this host's may have
+	// been lost with entries a view change dropped): the next frame this
+	// host sends carries it once more.
+	reannounce bool
+	grace    int          // ticks left before the old slot (1-send) may be emptied; 0: none running
+	// oldValid: since the switch, slot 1-send still holds the old key;
+	// moved: the members (bit per member id) seen sending under the new
+	// key since (a tag-checked frame of this host's send phase). The old
+	// key is retired once the grace window has passed and every member
+	// of the roster has moved: a host never drops the key another member
+	// still sends under (it could not hear that member, nor learn that it
+	// falls behind).
+	oldValid bool
+	moved    [4]uint64
 	// ann holds each member's newest announcement seen in the log (by
 	// member id); nil until the first one.
 	ann map[uint8]KeyAnnouncement
@@ -209,15 +226,22 @@ type KeyStatus struct {
 	// the log does not hold yet.
 	Staged  bool
 	Waiting []uint8
-	// GraceTicks is how long the old key (slot 1-SendPhase) stays valid
-	// after a switch; 0 when no grace window runs.
+	// OldValid: since a switch, slot 1-SendPhase still holds the old
+	// key. It is retired once GraceTicks (the grace window left) is 0 and
+	// no member is left in NotMoved (members not yet seen sending under
+	// the new key); RetireKey forces it.
+	OldValid   bool
 	GraceTicks int
+	NotMoved   []uint8
 }
 
 // KeyStatus returns the state of this host's keys.
 func (nd *Node) KeyStatus() KeyStatus {
 	ks := &nd.keys
-	st := KeyStatus{SendPhase: ks.send, Valid: ks.ring.Valid, Staged: ks.staged, GraceTicks: ks.grace}
+	st := KeyStatus{SendPhase: ks.send, Valid: ks.ring.Valid, Staged: ks.staged, GraceTicks: ks.grace, OldValid: ks.oldValid}
+	if ks.oldValid {
+		st.NotMoved = nd.notMoved()
+	}
 	for i := range 2 {
 		if ks.ring.Valid[i] {
 			st.Fingerprints[i] = KeyFingerprint(ks.ring.Key[i])
@@ -251,7 +275,7 @@ func (nd *Node) StageKey(key [TagKeyLen]byte) (uint8, error) {
 		nd.checkKeySwitch()
 		return next, nil
 	}
-	if ks.staged || ks.grace > 0 {
+	if ks.staged || ks.oldValid {
 		return 0, fmt.Errorf("%w: slot %d is busy (RetireKey ends it)", ErrKeyInFlight, next)
 	}
 	if nd.cfg.MaxBatchBytes < 2+keyRecordLen {
@@ -273,7 +297,7 @@ func (nd *Node) RetireKey() bool {
 	had := ks.ring.Valid[old]
 	ks.ring.Key[old], ks.ring.Valid[old] = [TagKeyLen]byte{}, false
 	ks.w[old] = [2]uint64{}
-	ks.staged, ks.announce, ks.grace = false, false, 0
+	ks.staged, ks.announce, ks.grace, ks.oldValid = false, false, 0, false
 	if had {
 		nd.event(EventKeyRetired, nd.p.Epoch, nd.p.Append, old)
 	}
@@ -304,6 +328,9 @@ func (nd *Node) checkKeySwitch() {
 	ks.send = 1 - ks.send
 	ks.staged = false
 	ks.grace = nd.cfg.KeyGraceTicks
+	ks.oldValid = true
+	ks.moved = [4]uint64{}
+	ks.moved[nd.uid/64] |= 1 << (nd.uid % 64)
 	nd.event(EventKeySwitch, nd.p.Epoch, nd.p.Append, ks.send)
 }
 
@@ -322,17 +349,47 @@ func (nd *Node) observeKey(e *Entry) {
 		nd.keys.ann = make(map[uint8]KeyAnnouncement)
 	}
 	nd.keys.ann[u] = a
+	ks := &nd.keys
+	if u != nd.uid && !ks.staged && a.Phase == ks.send && a.Fingerprint == KeyFingerprint(ks.ring.Key[ks.send]) {
+		ks.reannounce = true
+	}
 	nd.checkKeySwitch()
 }
 
-// tickKeys counts the old key's grace window down.
+// sawPhase notes that the member at position sender sent a frame whose tag
+// verified under the key of slot phase.
+func (nd *Node) sawPhase(sender uint8, phase uint8) {
+	ks := &nd.keys
+	if ks.oldValid && phase == ks.send {
+		if u := nd.uidOf(sender); u != HistoryNone {
+			ks.moved[u/64] |= 1 << (u % 64)
+		}
+	}
+}
+
+// notMoved returns the members not yet seen sending under the new key.
+func (nd *Node) notMoved() []uint8 {
+	var w []uint8
+	for _, u := range nd.ms.roster {
+		if nd.keys.moved[u/64]&(1<<(u%64)) == 0 {
+			w = append(w, u)
+		}
+	}
+	return w
+}
+
+// tickKeys counts the old key's grace window down, and retires the old
+// key once it has passed and every member sends under the new one.
 func (nd *Node) tickKeys() {
 	ks := &nd.keys
-	if ks.grace == 0 {
+	if !ks.oldValid {
 		return
 	}
-	ks.grace--
-	if ks.grace == 0 {
+	if ks.grace > 0 {
+		ks.grace--
+	}
+	if ks.grace == 0 && len(nd.notMoved()) == 0 {
+		ks.oldValid = false
 		ks.announce = false
 		old := 1 - ks.send
 		ks.ring.Key[old], ks.ring.Valid[old] = [TagKeyLen]byte{}, false
@@ -345,12 +402,13 @@ func (nd *Node) tickKeys() {
 // with, or nil.
 func (nd *Node) announcement() []byte {
 	ks := &nd.keys
-	if !ks.announce {
+	if !ks.announce && !ks.reannounce {
 		return nil
 	}
+	ks.reannounce = false
 	ph := 1 - ks.send // staged
 	if !ks.staged {
-		ph = ks.send // switched, in the grace window: the key now sent under
+		ph = ks.send // switched: the key now sent under
 	}
 	return KeyAnnouncement{Phase: ph, Fingerprint: KeyFingerprint(ks.ring.Key[ph])}.Record()
 }

@@ -423,6 +423,7 @@ func (nd *Node) StepBytes(b []byte) Reason {
 		nd.reject(&f, ReasonBadTag)
 		return ReasonBadTag
 	}
+	nd.sawPhase(f.Sender, KeyPhaseOf(f.Flags))
 	return nd.step(&f)
 }
 
@@ -448,6 +449,7 @@ func (nd *Node) StepFrame(f *Frame) Reason {
 		nd.reject(f, ReasonBadTag)
 		return ReasonBadTag
 	}
+	nd.sawPhase(f.Sender, KeyPhaseOf(f.Flags))
 	return nd.step(f)
 }
 

@@ -34,6 +34,7 @@ type simOptions struct {
 	Amnesia    float64
 	Forge      float64
 	Roster     float64
+	Keys       float64
 	Propose    float64
 	Workers    int
 	JSON       bool
@@ -61,6 +62,8 @@ type simReport struct {
 	Dropped        uint64   `json:"dropped_reported"`
 	Forged         uint64   `json:"forged_copies"`
 	RosterSwitches uint64   `json:"roster_switches"`
+	KeyRotations   uint64   `json:"key_rotations"`
+	KeySwitches    uint64   `json:"key_switches"`
 	ViewChanges    uint64   `json:"view_changes"`
 	Takeovers      uint64   `json:"takeovers"`
 	Crashes        uint64   `json:"crashes"`
@@ -119,6 +122,7 @@ is agreed once) and liveness (after the faults stop the rack converges within
 	f.BoolVar(&o.Crashes, "crashes", true, "crash and restart hosts at random")
 	f.Float64Var(&o.Amnesia, "amnesia", 0, "probability that a restart also loses the durable state")
 	f.Float64Var(&o.Forge, "forge", 0, "probability per frame that an attacker without the key also delivers a forged copy (changed tag, or changed fields under the old tag); every copy must be BAD_TAG")
+	f.Float64Var(&o.Keys, "key-rotations", 0, "per-tick probability that the operator starts a key rotation (when none runs): hosts stage the next key at random ticks; every run must end with every member sending under the newest key")
 	f.Float64Var(&o.Roster, "roster-changes", 0, "per-tick probability that a member proposes a membership change (remove a host, add one back, add a spare host); the checker checks the switch points and that consecutive rosters differ by one host")
 	f.Float64Var(&o.Propose, "propose", def.ProposeP, "per-tick probability that a client publishes at a host")
 	f.IntVar(&o.Workers, "workers", runtime.GOMAXPROCS(0), "seeds run in parallel")
@@ -138,7 +142,7 @@ func (o *simOptions) validate() error {
 		return fmt.Errorf("--seeds: %d must be at least 1", o.Seeds)
 	case o.Ticks < 0 || o.Quiet < 1:
 		return fmt.Errorf("--ticks must be >= 0 and --quiet >= 1")
-	case o.Drop < 0 || o.Drop >= 1, o.Dup < 0 || o.Dup >= 1, o.Amnesia < 0 || o.Amnesia > 1, o.Propose < 0 || o.Propose > 1, o.Forge < 0 || o.Forge > 1, o.Roster < 0 || o.Roster > 1:
+	case o.Drop < 0 || o.Drop >= 1, o.Dup < 0 || o.Dup >= 1, o.Amnesia < 0 || o.Amnesia > 1, o.Propose < 0 || o.Propose > 1, o.Forge < 0 || o.Forge > 1, o.Roster < 0 || o.Roster > 1, o.Keys < 0 || o.Keys > 1:
 		return fmt.Errorf("--drop and --dup must be in [0,1), --amnesia, --forge and --propose in [0,1]")
 	case o.Delay < 0:
 		return fmt.Errorf("--delay: %d must not be negative", o.Delay)
@@ -155,6 +159,7 @@ func (o *simOptions) options(hosts int, seed uint64) sim.Options {
 	s.Partitions, s.Crashes, s.Amnesia, s.ProposeP = o.Partitions, o.Crashes, o.Amnesia, o.Propose
 	s.Forge = o.Forge
 	s.RosterChanges = o.Roster
+	s.KeyRotations = o.Keys
 	return s
 }
 
@@ -176,6 +181,7 @@ func (o *simOptions) replay(hosts int, seed uint64) string {
 	add(o.Amnesia != 0, fmt.Sprintf("--amnesia %g", o.Amnesia))
 	add(o.Forge != 0, fmt.Sprintf("--forge %g", o.Forge))
 	add(o.Roster != 0, fmt.Sprintf("--roster-changes %g", o.Roster))
+	add(o.Keys != 0, fmt.Sprintf("--key-rotations %g", o.Keys))
 	add(o.Propose != def.ProposeP, fmt.Sprintf("--propose %g", o.Propose))
 	add(o.Ticks != def.Ticks, fmt.Sprintf("--ticks %d", o.Ticks))
 	add(o.Quiet != def.Quiet, fmt.Sprintf("--quiet %d", o.Quiet))
@@ -213,6 +219,9 @@ func runSim(ctx context.Context, o *simOptions) error {
 			rep.Frames, rep.Messages, rep.Proposed, rep.AgreedEntries, rep.Dropped)
 		if rep.Forged > 0 {
 			fmt.Fprintf(o.Out, " forged=%d (every one BAD_TAG: checked)", rep.Forged)
+		}
+		if o.Keys > 0 {
+			fmt.Fprintf(o.Out, " key-rotations=%d key-switches=%d (every rotation completed: checked)", rep.KeyRotations, rep.KeySwitches)
 		}
 		if o.Roster > 0 {
 			fmt.Fprintf(o.Out, " roster-switches=%d (switch points and one-host steps: checked)", rep.RosterSwitches)
@@ -298,6 +307,8 @@ feed:
 		rep.Dropped += st.Dropped
 		rep.Forged += st.Forged
 		rep.RosterSwitches += st.RosterChanges
+		rep.KeyRotations += st.KeyRotations
+		rep.KeySwitches += st.KeySwitches
 		rep.ViewChanges += st.ViewChanges
 		rep.Takeovers += st.Takeovers
 		rep.Crashes += st.Crashes

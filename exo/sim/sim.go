@@ -11,6 +11,7 @@ package sim
 import (
 	"container/heap"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -52,6 +53,14 @@ type Options struct {
 	// within Hosts-1..Hosts+1; a replace is a remove followed by an add. 0
 	// draws nothing and adds no spare host.
 	RosterChanges float64
+	// KeyRotations is the per-tick probability that the operator starts a
+	// key rotation when none runs (docs/security.md section 5): from then
+	// on every live host stages the next rack key at a random tick (10% a
+	// tick), a restarted host stages it again if it had, and in the quiet
+	// phase every host that has not staged it does. The run must end with
+	// every member sending under the new key. Config.KeyGraceTicks
+	// defaults to 40 ticks here. 0 draws nothing.
+	KeyRotations float64
 
 	// Config is the protocol configuration (ID and Hosts are set per host).
 	Config exo.Config
@@ -108,6 +117,8 @@ type host struct {
 	inc     int // incarnation, for the checker's delivery streams
 	removed bool
 	switch_ uint64 // the last configuration switch seq reported to the checker
+	keyIdx  int    // index of the rack key it sends under (Options.KeyRotations)
+	staged  bool   // it staged key keyIdx+1
 }
 
 // Sim is one simulated rack.
@@ -124,6 +135,8 @@ type Sim struct {
 	// amnesiac is set once any host restarted without its state.
 	amnesiac bool
 
+	keyGen int // index of the newest rack key (0: Config.TagKey)
+
 	nextID uint64
 	chk    *Checker
 	Stats  Stats
@@ -138,6 +151,8 @@ type Stats struct {
 	Partitions                           uint64
 	Forged                               uint64 // forged copies sent (Options.Forge)
 	RosterChanges                        uint64 // configuration switches seen (max over hosts)
+	KeyRotations                         uint64 // rotations started (Options.KeyRotations)
+	KeySwitches                          uint64 // hosts that switched to a new key (summed)
 	Rejects                              [exo.NumReasons]uint64
 	MaxAgreed                            uint64
 	// Stalled is set when a run with amnesiac restarts did not converge:
@@ -199,7 +214,93 @@ func (s *Sim) config(i int) exo.Config {
 	c := s.opt.Config
 	c.ID = uint8(i)
 	c.Hosts = max(s.opt.Hosts, i+1)
+	if s.opt.KeyRotations > 0 {
+		if c.KeyGraceTicks == 0 {
+			c.KeyGraceTicks = 40
+		}
+		if s.hosts != nil && i < len(s.hosts) {
+			// A restart comes back under the keys its configuration names:
+			// the one it sent under; while a rotation runs anywhere, the
+			// old key (key_file), the new one being staged again after
+			// the restart (next_key_file, see restart).
+			k := s.hosts[i].keyIdx
+			if s.rotating() && k == s.keyGen {
+				k--
+			}
+			c.TagKey, c.KeyPhase = s.key(k), uint8(k%2)
+		}
+	}
 	return c
+}
+
+// rotating reports whether a rotation runs at some host: a host has not
+// switched to the newest key, or still holds the old one.
+func (s *Sim) rotating() bool {
+	if s.keyGen == 0 {
+		return false
+	}
+	for _, h := range s.hosts {
+		if h.keyIdx != s.keyGen || h.staged {
+			return true
+		}
+		if h.up && h.node.KeyStatus().OldValid {
+			return true
+		}
+	}
+	return false
+}
+
+// key returns rack key k: Config.TagKey for 0, then keys derived from the
+// seed.
+func (s *Sim) key(k int) [exo.TagKeyLen]byte {
+	if k == 0 {
+		return s.opt.Config.TagKey
+	}
+	var b [8]byte
+	binary.BigEndian.PutUint64(b[:], uint64(k))
+	var key [exo.TagKeyLen]byte
+	binary.LittleEndian.PutUint64(key[:], exo.SipHash24(s.opt.Config.TagKey, b[:])^s.opt.Seed)
+	binary.LittleEndian.PutUint64(key[8:], exo.SipHash24(s.opt.Config.TagKey, append(b[:], 1)))
+	return key
+}
+
+// keys moves key rotations along: starts one when none runs, and has
+// hosts stage the new key.
+func (s *Sim) keys(all bool) {
+	busy := false
+	for _, h := range s.hosts {
+		if h.keyIdx < s.keyGen || h.staged {
+			busy = true
+		}
+	}
+	if !busy && !all && s.rng.Float64() < s.opt.KeyRotations {
+		s.keyGen++
+		s.Stats.KeyRotations++
+		s.tracef("key rotation to key %d starts", s.keyGen)
+		busy = true
+	}
+	if !busy {
+		return
+	}
+	for i, h := range s.hosts {
+		if h.up && !h.staged && h.keyIdx == s.keyGen-1 && !h.node.Amnesiac() && (all || s.rng.Float64() < 0.1) {
+			s.stage(i)
+		}
+	}
+}
+
+// stage has host i stage the rack's newest key.
+func (s *Sim) stage(i int) {
+	h := s.hosts[i]
+	if _, err := h.node.StageKey(s.key(s.keyGen)); err != nil {
+		if !errors.Is(err, exo.ErrKeyInFlight) {
+			s.chk.violation("host %d: StageKey: %v", i, err)
+		}
+		return // the last rotation's grace window still runs: later
+	}
+	h.staged = true
+	s.tracef("host %d stages key %d", i, s.keyGen)
+	s.ready(i)
 }
 
 // Checker returns the run's checker.
@@ -215,6 +316,9 @@ func (s *Sim) Run() error {
 	}
 	s.beginQuiet()
 	for end := s.tick + s.opt.Quiet; s.tick < end; s.tick++ {
+		if s.opt.KeyRotations > 0 {
+			s.keys(true) // hosts still in the last grace window stage later
+		}
 		s.step()
 		if s.settled() {
 			break
@@ -228,6 +332,13 @@ func (s *Sim) Run() error {
 		s.chk.QuietTicks = s.tick - s.opt.Ticks
 	} else {
 		s.chk.Final(s.members(), s.tick-s.opt.Ticks, s.opt.Quiet)
+		if s.opt.KeyRotations > 0 && !s.keysDone() {
+			for i, h := range s.hosts {
+				ks := h.node.KeyStatus()
+				s.tracef("host %d key %d staged %v phase %d waiting %v grace %d", i, h.keyIdx, ks.Staged, ks.SendPhase, ks.Waiting, ks.GraceTicks)
+			}
+			s.chk.violation("key rotation to key %d did not complete in the quiet phase", s.keyGen)
+		}
 	}
 	s.chk.FinalRoster()
 	s.Stats.RosterChanges = uint64(s.chk.Switches)
@@ -395,6 +506,10 @@ func (s *Sim) ready(i int) {
 			s.Stats.Takeovers++
 		case exo.EventSafety:
 			s.chk.violation("host %d: safety event at seq %d (epoch %d)", i, e.Seq, e.Epoch)
+		case exo.EventKeySwitch:
+			h.keyIdx++
+			h.staged = false
+			s.Stats.KeySwitches++
 		}
 		if e.Kind != exo.EventRetransmit || s.quiet {
 			s.tracef("host %d %s epoch=%d seq=%d peer=%d", i, e.Kind, e.Epoch, e.Seq, e.Peer)
@@ -511,6 +626,9 @@ func (s *Sim) faults() {
 	if s.opt.RosterChanges > 0 && s.rng.Float64() < s.opt.RosterChanges {
 		s.rosterChange()
 	}
+	if s.opt.KeyRotations > 0 {
+		s.keys(false)
+	}
 	if !s.opt.Crashes {
 		return
 	}
@@ -555,6 +673,10 @@ func (s *Sim) restart(i int) {
 	h := s.hosts[i]
 	var err error
 	h.inc++
+	if s.rotating() && h.keyIdx == s.keyGen {
+		// Back under the old key, with the new one staged again.
+		h.keyIdx, h.staged = s.keyGen-1, true
+	}
 	if s.rng.Float64() >= s.opt.Amnesia {
 		h.node, err = exo.RestartNode(s.config(i), h.durable)
 		s.tracef("restart host %d durable", i)
@@ -569,6 +691,10 @@ func (s *Sim) restart(i int) {
 		return
 	}
 	h.up = true
+	if h.staged && !h.node.Amnesiac() {
+		h.staged = false
+		s.stage(i) // the staged key is in its configuration (next_key_file)
+	}
 	s.ready(i)
 }
 
@@ -643,11 +769,34 @@ func (s *Sim) beginQuiet() {
 			s.propose(i)
 		}
 	}
+	if s.opt.KeyRotations > 0 {
+		s.keys(true)
+	}
 	s.chk.QuietStart(s.nodes())
 }
 
 // settled reports whether every host is in one epoch, halted nowhere, and
 // has delivered everything published that was not dropped.
 func (s *Sim) settled() bool {
+	if s.opt.KeyRotations > 0 {
+		if !s.keysDone() {
+			return false
+		}
+	}
 	return s.chk.converged(s.members())
+}
+
+// keysDone reports whether every member sends under the rack's newest key.
+func (s *Sim) keysDone() bool {
+	for _, nd := range s.members() {
+		if ks := nd.KeyStatus(); ks.Staged || ks.SendPhase != uint8(s.keyGen%2) {
+			return false
+		}
+	}
+	for _, h := range s.hosts {
+		if h.keyIdx != s.keyGen && !h.node.Removed() {
+			return false
+		}
+	}
+	return true
 }
