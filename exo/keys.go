@@ -174,7 +174,7 @@ type keyState struct {
 	// been lost with entries a view change dropped): the next frame this
 	// host sends carries it once more.
 	reannounce bool
-	grace    int          // ticks left before the old slot (1-send) may be emptied; 0: none running
+	grace      int // ticks left before the old slot (1-send) may be emptied; 0: none running
 	// oldValid: since the switch, slot 1-send still holds the old key;
 	// moved: the members (bit per member id) seen sending under the new
 	// key since (a tag-checked frame of this host's send phase). The old
@@ -262,8 +262,8 @@ func (nd *Node) Keys() KeyRing { return nd.keys.ring }
 // it from now on, announces it in its frames, and sends under it once the
 // log shows every other member holds it too. It returns the new key's
 // phase. Staging the key already staged announces it again and is not an
-// error; staging another key while a rotation (or the grace window of the
-// last one) runs is ErrKeyInFlight.
+// error; staging another key while one is staged is ErrKeyInFlight. Staging
+// while the last rotation's old key is still held retires that key.
 func (nd *Node) StageKey(key [TagKeyLen]byte) (uint8, error) {
 	ks := &nd.keys
 	next := 1 - ks.send
@@ -275,8 +275,13 @@ func (nd *Node) StageKey(key [TagKeyLen]byte) (uint8, error) {
 		nd.checkKeySwitch()
 		return next, nil
 	}
-	if ks.staged || ks.oldValid {
-		return 0, fmt.Errorf("%w: slot %d is busy (RetireKey ends it)", ErrKeyInFlight, next)
+	if ks.staged {
+		return 0, fmt.Errorf("%w: slot %d holds another staged key (RetireKey cancels it)", ErrKeyInFlight, next)
+	}
+	if ks.oldValid {
+		// The last rotation's old key is still held for a member not yet
+		// seen under the new one: the operator moves on, the old key goes.
+		nd.RetireKey()
 	}
 	if nd.cfg.MaxBatchBytes < 2+keyRecordLen {
 		return 0, fmt.Errorf("%w: MaxBatchBytes %d cannot carry the %d-byte announcement", ErrConfig, nd.cfg.MaxBatchBytes, 2+keyRecordLen)

@@ -16,6 +16,7 @@ type rack struct {
 	inbox   []func()
 	frames  int
 	onFrame func(from int, f Frame)
+	rejects []Reject // every frame any node rejected
 }
 
 func newRack(t testing.TB, n int, mod func(*Config)) *rack {
@@ -55,6 +56,7 @@ func (r *rack) collect(i int) {
 		r.inbox = append(r.inbox, func() { r.nodes[mc.To].Step(mc); r.collect(int(mc.To)) })
 	}
 	r.agreed[i] = append(r.agreed[i], rd.Agreed...)
+	r.rejects = append(r.rejects, rd.Rejects...)
 	nd.Advance()
 }
 

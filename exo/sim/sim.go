@@ -283,7 +283,7 @@ func (s *Sim) keys(all bool) {
 		return
 	}
 	for i, h := range s.hosts {
-		if h.up && !h.staged && h.keyIdx == s.keyGen-1 && !h.node.Amnesiac() && (all || s.rng.Float64() < 0.1) {
+		if h.up && !h.staged && h.keyIdx == s.keyGen-1 && (all || s.rng.Float64() < 0.1) {
 			s.stage(i)
 		}
 	}
@@ -691,7 +691,7 @@ func (s *Sim) restart(i int) {
 		return
 	}
 	h.up = true
-	if h.staged && !h.node.Amnesiac() {
+	if h.staged {
 		h.staged = false
 		s.stage(i) // the staged key is in its configuration (next_key_file)
 	}
