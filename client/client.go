@@ -81,9 +81,9 @@ func (c *Client) readLoop() {
 			}
 			c.finish(binary.BigEndian.Uint64(body), Ack{Err: &APIError{
 				Code: binary.BigEndian.Uint16(body[8:]), Text: string(body[10:])}})
-		case TypeRosterQueued:
+		case TypeRosterQueued, TypeKeyDone:
 			if len(body) < 8 {
-				c.fail(fmt.Errorf("%w: short RosterQueued", ErrFrame))
+				c.fail(fmt.Errorf("%w: short reply %#x", ErrFrame, typ))
 				return
 			}
 			c.finish(binary.BigEndian.Uint64(body), Ack{})
@@ -148,6 +148,32 @@ const (
 // (not applicable: adding a member, removing a non-member, a member unknown
 // to the daemon's config, asking a host that is no member).
 func (c *Client) ProposeRoster(ctx context.Context, op, member uint8) error {
+	return c.request(ctx, TypeRoster, []byte{op, member})
+}
+
+// Key operations of TypeKey.
+const (
+	KeyStage  uint8 = 1
+	KeyRetire uint8 = 2
+)
+
+// StageKey asks the daemon to stage the group key in the file at path (a
+// path on the daemon's host, mode 0600): the first step of a key rotation
+// (docs/security.md section 5). It returns once the key is staged; the
+// status (keys) shows when the host switches to it.
+func (c *Client) StageKey(ctx context.Context, path string) error {
+	return c.request(ctx, TypeKey, append([]byte{KeyStage}, path...))
+}
+
+// RetireKey asks the daemon to empty the key slot it does not send under:
+// it cancels a staged key or ends the old key's grace window at once.
+func (c *Client) RetireKey(ctx context.Context) error {
+	return c.request(ctx, TypeKey, []byte{KeyRetire})
+}
+
+// request sends a request that is answered by an acknowledgment or an
+// error, and waits for it.
+func (c *Client) request(ctx context.Context, typ byte, body []byte) error {
 	c.mu.Lock()
 	if c.err != nil {
 		err := c.err
@@ -160,7 +186,7 @@ func (c *Client) ProposeRoster(ctx context.Context, op, member uint8) error {
 	c.waiting[id] = ch
 	c.mu.Unlock()
 	c.wmu.Lock()
-	err := WriteFrame(c.w, TypeRoster, U64(id), []byte{op, member})
+	err := WriteFrame(c.w, typ, U64(id), body)
 	if err == nil {
 		err = c.w.Flush()
 	}

@@ -30,10 +30,12 @@ const (
 	TypeSubscribe    byte = 0x02
 	TypeStatus       byte = 0x03
 	TypeRoster       byte = 0x04
+	TypeKey          byte = 0x05 // [req u64][op u8][key file path]: KeyStage or KeyRetire
 	TypePublished    byte = 0x81
 	TypeMessage      byte = 0x82
 	TypeStatusReply  byte = 0x83
 	TypeRosterQueued byte = 0x84
+	TypeKeyDone      byte = 0x85 // [req u64]
 	TypeError        byte = 0xFF
 )
 

@@ -180,6 +180,29 @@ func (d *Daemon) serveConn(ctx context.Context, c net.Conn) error {
 			if err != nil {
 				return err
 			}
+		case client.TypeKey:
+			if len(body) < 9 {
+				return sendErr(0, client.CodeBadRequest, "key: want [req u64][op u8][path]")
+			}
+			id := binary.BigEndian.Uint64(body)
+			var err error
+			switch body[8] {
+			case client.KeyStage:
+				err = d.StageKeyFile(string(body[9:]))
+			case client.KeyRetire:
+				err = d.RetireKey()
+			default:
+				err = &client.APIError{Code: client.CodeBadRequest, Text: fmt.Sprintf("key: operation %d is neither stage (1) nor retire (2)", body[8])}
+			}
+			var ae *client.APIError
+			if errors.As(err, &ae) {
+				err = sendErr(id, ae.Code, ae.Text)
+			} else {
+				err = send(client.TypeKeyDone, client.U64(id))
+			}
+			if err != nil {
+				return err
+			}
 		case client.TypeStatus:
 			if err := send(client.TypeStatusReply, d.StatusJSON()); err != nil {
 				return err

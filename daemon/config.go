@@ -44,6 +44,20 @@ type Config struct {
 	// KeyFile holds the group key (at least 16 bytes, mode 0600): the OOB
 	// connections between hosts prove it both ways.
 	KeyFile string `json:"key_file"`
+	// KeyPhase is the key slot (0 or 1) of key_file's frame key: 0 for a
+	// rack that never rotated its key, then alternating with each rotation
+	// (docs/security.md section 5; exo key status shows it).
+	KeyPhase int `json:"key_phase,omitempty"`
+	// NextKeyFile, if set, holds the next group key: the daemon stages it
+	// at start (as exo key stage does) and switches to it once every member
+	// holds it. Kept in the config while a rotation runs, so that a
+	// restarted host comes back holding both keys.
+	NextKeyFile string `json:"next_key_file,omitempty"`
+	// KeyGraceText is how long the old key stays valid after this host
+	// switched to the new one, at least (default "5s"); it is retired once
+	// every member was also seen sending under the new key.
+	KeyGraceText string        `json:"key_grace,omitempty"`
+	KeyGrace     time.Duration `json:"-"`
 	// Offload is the fast path: "software" (default), "xdp" (the XDP
 	// program in front of the socket; the daemon refuses to start without
 	// it), "auto" (xdp, else software with one log line) or "fpga-sim" (the
@@ -183,6 +197,14 @@ func (c *Config) Validate() error {
 		}
 		c.Tick = d
 	}
+	c.KeyGrace = 5 * time.Second
+	if c.KeyGraceText != "" {
+		d, err := time.ParseDuration(c.KeyGraceText)
+		if err != nil || d <= 0 {
+			return fieldErr("key_grace", "%q is not a positive duration such as \"5s\"", c.KeyGraceText)
+		}
+		c.KeyGrace = d
+	}
 	n := len(c.Roster)
 	switch {
 	case n < 1 || n > exo.MaxRoster:
@@ -197,6 +219,10 @@ func (c *Config) Validate() error {
 		return fieldErr("api_socket", "missing (e.g. /run/exo/exo.sock)")
 	case c.KeyFile == "":
 		return fieldErr("key_file", "missing (the group key: OOB connections are never anonymous; e.g. head -c 32 /dev/urandom > /etc/exo/key; chmod 600 /etc/exo/key)")
+	case c.KeyPhase != 0 && c.KeyPhase != 1:
+		return fieldErr("key_phase", "%d is neither 0 nor 1", c.KeyPhase)
+	case c.NextKeyFile != "" && c.NextKeyFile == c.KeyFile:
+		return fieldErr("next_key_file", "is key_file: the next key must be another key")
 	case c.Offload != "software" && c.Offload != "xdp" && c.Offload != "auto" && c.Offload != "fpga-sim":
 		return fieldErr("offload", "%q is none of software, xdp, auto, fpga-sim", c.Offload)
 	case c.XDPMode != "" && c.XDPMode != "auto" && c.XDPMode != "native" && c.XDPMode != "generic":
@@ -280,6 +306,7 @@ func (c *Config) coreConfig(mtu int) exo.Config {
 		IdleBackoffMax: orDefault(c.IdleBackoffMax, 8), ViewChangeTimeout: orDefault(c.ViewChangeTimeout, 800),
 		TakeoverStagger: 20, RejoinTicks: 400, FetchTicks: 20,
 		MaxBatchBytes: min(batch, 65535), MaxPending: c.QueueLen,
+		KeyPhase: uint8(c.KeyPhase), KeyGraceTicks: keyGraceTicks(c.KeyGrace, c.Tick),
 	}
 }
 

@@ -66,7 +66,11 @@ type Daemon struct {
 	txbuf   []byte
 	holdAt  time.Time
 	off     *offloadState // the fast path, or nil (software)
-	tagKey  [exo.TagKeyLen]byte
+	// Key slots (keys.go): the core's ring, and each slot's group key
+	// (for the OOB proofs) and file.
+	ring      exo.KeyRing
+	groupKeys [2][]byte
+	keyFiles  [2]string
 
 	// Shared with API goroutines (subscribers).
 	mu       sync.Mutex
@@ -94,6 +98,12 @@ func New(cfg *Config, conn FrameConn, o OOB, log *slog.Logger) (*Daemon, error) 
 	}
 	cc := cfg.coreConfig(mtu)
 	cc.TagKey = FrameKey(groupKey) // every frame sent is sealed under it, every frame received checked
+	var nextKey []byte
+	if cfg.NextKeyFile != "" {
+		if nextKey, err = ReadKey(cfg.NextKeyFile); err != nil {
+			return nil, fmt.Errorf("daemon: next_key_file: %w", err)
+		}
+	}
 	var nd *exo.Node
 	var disk *wal.Log
 	var hs exo.HardState
@@ -118,7 +128,7 @@ func New(cfg *Config, conn FrameConn, o OOB, log *slog.Logger) (*Daemon, error) 
 	if err != nil {
 		return nil, fmt.Errorf("daemon: %w", err)
 	}
-	d := &Daemon{cfg: cfg, log: log, conn: conn, oob: o, node: nd, disk: disk, tagKey: cc.TagKey,
+	d := &Daemon{cfg: cfg, log: log, conn: conn, oob: o, node: nd, disk: disk,
 		chunk: cc.MaxBatchBytes, fatal: make(chan error, 1),
 		nextID: rand.Uint64() >> 16, waiters: map[uint64]func(client.Ack){},
 		reasm: map[uint8]*reassembler{}, subs: map[*subscriber]struct{}{},
@@ -126,6 +136,21 @@ func New(cfg *Config, conn FrameConn, o OOB, log *slog.Logger) (*Daemon, error) 
 	for _, m := range cfg.Roster {
 		hw, _ := net.ParseMAC(m.MAC)
 		d.macs[uint8(m.ID)] = hw
+	}
+	d.groupKeys[cc.KeyPhase], d.keyFiles[cc.KeyPhase] = groupKey, cfg.KeyFile
+	if nextKey != nil {
+		// A rotation in progress (or starting): stage the next key now; a
+		// log that already holds every member's announcement switches at
+		// once.
+		ph, err := nd.StageKey(FrameKey(nextKey))
+		if err != nil {
+			return nil, fmt.Errorf("daemon: next_key_file %s: %w", cfg.NextKeyFile, err)
+		}
+		d.groupKeys[ph], d.keyFiles[ph] = nextKey, cfg.NextKeyFile
+		log.Info("next key staged", "file", cfg.NextKeyFile, "phase", ph)
+	}
+	if err := d.keysChanged(); err != nil {
+		return nil, err
 	}
 	// The delivered stream starts at the core's log base (a restart
 	// delivers its log again), whose roster the durable state names.
@@ -297,7 +322,7 @@ func (d *Daemon) stepBatch(f *exo.Frame, b *rxBatch) {
 		// dropped either way: STALE_EPOCH).
 		if f.Group == d.cfg.Group && int(f.Sender) < len(d.rawMACs) && !bytesEqual(m.Src, d.rawMACs[f.Sender]) &&
 			(f.Epoch <= d.node.Pointers().Epoch || !d.knownMAC(m.Src)) &&
-			exo.VerifyTag(m.Buf[:m.N], d.tagKey) {
+			d.ring.VerifyBytes(m.Buf[:m.N]) {
 			d.metrics.foreignMAC.Inc()
 			continue
 		}
@@ -477,6 +502,14 @@ func (d *Daemon) ready() error {
 			d.log.Info("token taken over", "from", e.Peer, "seq", e.Seq)
 		case exo.EventSafety:
 			d.log.Error("SAFETY: an agreed entry would change; refused", "seq", e.Seq, "epoch", e.Epoch)
+		case exo.EventKeySwitch, exo.EventKeyRetired:
+			what := map[exo.EventKind]string{exo.EventKeySwitch: "switched", exo.EventKeyRetired: "retired"}[e.Kind]
+			d.metrics.keyEvents.WithLabelValues(what).Inc()
+			fp := d.node.KeyStatus().Fingerprints[e.Peer&1]
+			d.log.Info("key "+what, "phase", e.Peer, "fingerprint", fmt.Sprintf("%016x", fp), "file", d.keyFiles[e.Peer&1], "seq", e.Seq)
+			if err := d.keysChanged(); err != nil {
+				return err
+			}
 		}
 	}
 	for i := range rd.Agreed {
@@ -541,6 +574,9 @@ func (d *Daemon) deliverEntry(e *exo.Entry) {
 	var msgs []client.Message
 	_ = e.Records(func(rec []byte) error {
 		defer func() { idx++ }()
+		if exo.IsControlRecord(rec) {
+			return nil // a key announcement: for the core, no message
+		}
 		id, msg, done, err := ra.add(rec, d.cfg.MaxMessage)
 		if err != nil {
 			d.metrics.badFragments.Inc()
@@ -601,6 +637,7 @@ type Status struct {
 	Known          []int             `json:"known_members"`
 	Counters       map[string]uint64 `json:"counters"`
 	Offload        *OffloadStatus    `json:"offload,omitempty"`
+	Keys           *KeyStatus        `json:"keys"`
 }
 
 func (d *Daemon) statusJSON() []byte {
@@ -610,7 +647,7 @@ func (d *Daemon) statusJSON() []byte {
 	st := Status{ID: d.cfg.ID, Hosts: len(d.roster), Epoch: p.Epoch, Promised: nd.Promised(), Halted: nd.Halted(),
 		Append: p.Append, Agreed: p.Agreed, LogBase: nd.LogBase(), Holder: int(nd.Holder()), Pending: nd.Pending(),
 		Delivered: d.delivCnt, Subscribers: len(d.subs), Waiting: len(d.waiters), Skipped: []int{},
-		Counters: d.metrics.counters(), Offload: d.offloadStatusLocked()}
+		Counters: d.metrics.counters(), Offload: d.offloadStatusLocked(), Keys: d.keyStatus()}
 	d.mu.Unlock()
 	for i := range d.roster {
 		if nd.Skipped(uint8(i)) {

@@ -33,6 +33,8 @@ type metrics struct {
 	tokenHold                       prometheus.Histogram
 	offloadDrops                    *prometheus.CounterVec
 	offloadPushes                   prometheus.Counter
+	keyPhase                        prometheus.Gauge
+	keyEvents                       *prometheus.CounterVec
 }
 
 func newMetrics() *metrics {
@@ -68,15 +70,21 @@ func newMetrics() *metrics {
 		offloadDrops: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "offload_inline_drops_total",
 			Help: "Frames an inline fast path (fpga-sim) dropped before the core, by reason."}, []string{"reason"}),
 		offloadPushes: c("offload_state_writes_total", "Times the control plane wrote the core's pointers to the fast path."),
+		keyPhase: g("key_phase", "Key phase (slot) of the frames this host sends (docs/security.md section 5)."),
+		keyEvents: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "key_events_total",
+			Help: "Key rotation steps at this host: staged, switched, retired."}, []string{"event"}),
 		tokenHold: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: ns, Name: "token_hold_seconds",
 			Help: "Time from receiving the token to sending a frame.", Buckets: prometheus.ExponentialBuckets(1e-6, 4, 12)}),
 	}
 	m.reg.MustRegister(m.info, m.appendPtr, m.agreedPtr, m.epoch, m.queueDepth, m.halted, m.framesIn, m.framesOut,
 		m.oobOut, m.readErrors, m.writeErrors, m.foreignMAC, m.badFragments, m.published, m.delivered, m.queueFull,
 		m.viewChanges, m.takeovers, m.rejects, m.tokenHold, m.offloadDrops, m.offloadPushes,
-		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+		m.keyPhase, m.keyEvents, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	for r := exo.Reason(1); r < exo.NumReasons; r++ {
 		m.rejects.WithLabelValues(r.String())
+	}
+	for _, e := range []string{"staged", "switched", "retired"} {
+		m.keyEvents.WithLabelValues(e)
 	}
 	return m
 }

@@ -92,6 +92,12 @@ func (d *Daemon) SetOffload(o Offload) error {
 			return fmt.Errorf("daemon: offload %s: roster: %w", o.Name(), err)
 		}
 	}
+	if ko, ok := o.(KeyOffload); ok {
+		// Both key slots: a rotation may be in flight (next_key_file).
+		if err := ko.SetKeys(d.ring); err != nil {
+			return fmt.Errorf("daemon: offload %s: keys: %w", o.Name(), err)
+		}
+	}
 	d.off = st
 	st.coll = newOffloadCollector(o)
 	d.metrics.reg.MustRegister(st.coll)

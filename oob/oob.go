@@ -66,6 +66,50 @@ type Transport struct {
 	log   *slog.Logger
 
 	sent, received, dropped, refused, dials, bytesOut, bytesIn atomic.Uint64
+
+	// keys are the group keys: keys[0] is the one this host proves, every
+	// one is accepted in a peer's proof (two during a key rotation).
+	keys atomic.Pointer[[][]byte]
+}
+
+// SetKeys replaces the group keys: primary is the one this host proves
+// (the key it sends frames under), others are accepted from peers as well
+// (a key rotation's other key). Connections already open stay open.
+func (t *Transport) SetKeys(primary []byte, others ...[]byte) error {
+	ks := [][]byte{primary}
+	for _, k := range others {
+		if len(k) > 0 {
+			ks = append(ks, k)
+		}
+	}
+	for _, k := range ks {
+		if len(k) < 16 {
+			return fmt.Errorf("oob: a group key must have at least 16 bytes (got %d)", len(k))
+		}
+	}
+	t.keys.Store(&ks)
+	return nil
+}
+
+// matchKey returns the first of this host's keys under which mac is the
+// proof fn computes, or nil.
+func (t *Transport) matchKey(mac []byte, fn func(key []byte) []byte) []byte {
+	for _, k := range t.keyList() {
+		if hmac.Equal(mac, fn(k)) {
+			return k
+		}
+	}
+	return nil
+}
+
+func (t *Transport) primary() []byte { return t.keyList()[0] }
+
+// keyList returns the keys: Config.Key until SetKeys.
+func (t *Transport) keyList() [][]byte {
+	if ks := t.keys.Load(); ks != nil {
+		return *ks
+	}
+	return [][]byte{t.cfg.Key}
 }
 
 type peer struct {
@@ -223,7 +267,7 @@ func (t *Transport) serve(ctx context.Context, c net.Conn) error {
 	}
 	ours := nonce()
 	reply, _ := encodeFrame(hello{ID: t.cfg.ID, Group: t.cfg.Group, Nonce: ours,
-		MAC: proof(t.cfg.Key, "listener", t.cfg.Group, t.cfg.ID, h.ID, h.Nonce, ours)})
+		MAC: proof(t.primary(), "listener", t.cfg.Group, t.cfg.ID, h.ID, h.Nonce, ours)})
 	c.SetWriteDeadline(time.Now().Add(t.cfg.WriteTimeout))
 	if _, err := c.Write(reply); err != nil {
 		return fmt.Errorf("hello reply: %w", err)
@@ -233,7 +277,7 @@ func (t *Transport) serve(ctx context.Context, c net.Conn) error {
 		t.refused.Add(1)
 		return fmt.Errorf("auth: %w", err)
 	}
-	if !hmac.Equal(a.MAC, proof(t.cfg.Key, "dialer", t.cfg.Group, h.ID, t.cfg.ID, ours, h.Nonce)) {
+	if t.matchKey(a.MAC, func(k []byte) []byte { return proof(k, "dialer", t.cfg.Group, h.ID, t.cfg.ID, ours, h.Nonce) }) == nil {
 		t.refused.Add(1)
 		return fmt.Errorf("peer %d failed the group-key proof: refused", h.ID)
 	}
@@ -388,11 +432,16 @@ func (t *Transport) handshake(c net.Conn, peer uint8) error {
 	if err := t.readFrame(bufio.NewReaderSize(c, 512), nil, &h); err != nil {
 		return fmt.Errorf("no hello reply: %w", err)
 	}
-	if h.ID != peer || h.Group != t.cfg.Group ||
-		!hmac.Equal(h.MAC, proof(t.cfg.Key, "listener", t.cfg.Group, peer, t.cfg.ID, ours, h.Nonce)) {
+	var key []byte
+	if h.ID == peer && h.Group == t.cfg.Group {
+		key = t.matchKey(h.MAC, func(k []byte) []byte { return proof(k, "listener", t.cfg.Group, peer, t.cfg.ID, ours, h.Nonce) })
+	}
+	if key == nil {
 		return fmt.Errorf("host at this address failed the group-key proof (says id %d group %d)", h.ID, h.Group)
 	}
-	b, _ = encodeFrame(auth{MAC: proof(t.cfg.Key, "dialer", t.cfg.Group, t.cfg.ID, peer, h.Nonce, ours)})
+	// Prove the key the listener proved (of a rotation's two keys, the
+	// one both hold).
+	b, _ = encodeFrame(auth{MAC: proof(key, "dialer", t.cfg.Group, t.cfg.ID, peer, h.Nonce, ours)})
 	_, err := c.Write(b)
 	return err
 }

@@ -158,3 +158,45 @@ func TestSlowPeerCutOff(t *testing.T) {
 		t.Fatalf("cut off after %v, want about %v", d, bodyTimeout)
 	}
 }
+
+// TestKeyRotation: during a key rotation a host proves its primary key and
+// accepts either: a host that switched to the new key and one still on the
+// old key (holding both) talk; a host with the new key alone and one with
+// the old key alone do not.
+func TestKeyRotation(t *testing.T) {
+	newKey := []byte("the next group key, 32 bytes.....")
+	recv := func(tr *Transport) bool {
+		select {
+		case <-tr.Recv():
+			return true
+		case <-time.After(700 * time.Millisecond):
+			return false
+		}
+	}
+	// b proves the new key, accepts the old; a proves the old, accepts the new.
+	a, b := pairKeys(t, 1, newKey)
+	if err := b.SetKeys(newKey, testKey); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.SetKeys(testKey, newKey); err != nil {
+		t.Fatal(err)
+	}
+	b.Send(exo.Message{Type: exo.MsgFetch, From: 1, To: 0, Lo: 1})
+	a.Send(exo.Message{Type: exo.MsgFetch, From: 0, To: 1, Lo: 2})
+	if !recv(a) || !recv(b) {
+		t.Fatal("two hosts holding both keys (different primaries) did not talk")
+	}
+	// After the old key is retired at c, a host that only holds the old key
+	// is refused.
+	c, d := pairKeys(t, 1, testKey)
+	if err := c.SetKeys(newKey); err != nil {
+		t.Fatal(err)
+	}
+	d.Send(exo.Message{Type: exo.MsgFetch, From: 1, To: 0, Lo: 3})
+	if recv(c) {
+		t.Fatal("a host with the retired key alone was accepted")
+	}
+	if err := c.SetKeys([]byte("short")); err == nil {
+		t.Fatal("a 5-byte key was accepted")
+	}
+}

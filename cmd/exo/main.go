@@ -39,7 +39,7 @@ senders. See docs/protocol.md and docs/wire.md.`,
 	root.AddCommand(newFrameCmd())
 	root.AddCommand(newProbeCmd(), newProbeEndpointCmd())
 	root.AddCommand(newDaemonCmd(), newSendCmd(), newTailCmd(), newStatusCmd(), newDemoCmd(), newBenchCmd(), newRawCmd())
-	root.AddCommand(newTopCmd(), newRosterCmd())
+	root.AddCommand(newTopCmd(), newRosterCmd(), newKeyCmd())
 	return root
 }
 
