@@ -70,7 +70,7 @@ func newMetrics() *metrics {
 		offloadDrops: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "offload_inline_drops_total",
 			Help: "Frames an inline fast path (fpga-sim) dropped before the core, by reason."}, []string{"reason"}),
 		offloadPushes: c("offload_state_writes_total", "Times the control plane wrote the core's pointers to the fast path."),
-		keyPhase: g("key_phase", "Key phase (slot) of the frames this host sends (docs/security.md section 5)."),
+		keyPhase:      g("key_phase", "Key phase (slot) of the frames this host sends (docs/security.md section 5)."),
 		keyEvents: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "key_events_total",
 			Help: "Key rotation steps at this host: staged, switched, retired."}, []string{"event"}),
 		tokenHold: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: ns, Name: "token_hold_seconds",
