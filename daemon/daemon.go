@@ -71,6 +71,7 @@ type Daemon struct {
 	ring      exo.KeyRing
 	groupKeys [2][]byte
 	keyFiles  [2]string
+	keyFPs    [2]uint64 // fingerprints as of the last keysChanged (for the log of a retire)
 
 	// Shared with API goroutines (subscribers).
 	mu       sync.Mutex
@@ -505,8 +506,7 @@ func (d *Daemon) ready() error {
 		case exo.EventKeySwitch, exo.EventKeyRetired:
 			what := map[exo.EventKind]string{exo.EventKeySwitch: "switched", exo.EventKeyRetired: "retired"}[e.Kind]
 			d.metrics.keyEvents.WithLabelValues(what).Inc()
-			fp := d.node.KeyStatus().Fingerprints[e.Peer&1]
-			d.log.Info("key "+what, "phase", e.Peer, "fingerprint", fmt.Sprintf("%016x", fp), "file", d.keyFiles[e.Peer&1], "seq", e.Seq)
+			d.log.Info("key "+what, "phase", e.Peer, "fingerprint", fmt.Sprintf("%016x", d.keyFPs[e.Peer&1]), "file", d.keyFiles[e.Peer&1], "seq", e.Seq)
 			if err := d.keysChanged(); err != nil {
 				return err
 			}

@@ -68,7 +68,7 @@ func (d *Daemon) StageKeyFile(path string) error {
 	}
 	d.groupKeys[ph], d.keyFiles[ph] = g, path
 	d.log.Info("key staged", "file", path, "phase", ph, "fingerprint", fmt.Sprintf("%016x", exo.KeyFingerprint(FrameKey(g))),
-		"waiting_for", d.node.KeyStatus().Waiting)
+		"waiting_for", ints(d.node.KeyStatus().Waiting))
 	d.metrics.keyEvents.WithLabelValues("staged").Inc()
 	if err := d.keysChanged(); err != nil {
 		return &client.APIError{Code: client.CodeBadChange, Text: err.Error()}
@@ -103,6 +103,7 @@ func (d *Daemon) keysChanged() error {
 		if !ks.Valid[ph] {
 			d.groupKeys[ph], d.keyFiles[ph] = nil, ""
 		}
+		d.keyFPs[ph] = ks.Fingerprints[ph]
 	}
 	d.metrics.keyPhase.Set(float64(ks.SendPhase))
 	if ko, ok := d.oob.(KeyedOOB); ok {

@@ -134,6 +134,7 @@ func (m *metrics) counters() map[string]uint64 {
 	read("view_changes", m.viewChanges)
 	read("takeovers", m.takeovers)
 	read("rejects", m.rejects)
+	read("key_events", m.keyEvents)
 	return out
 }
 

@@ -1,0 +1,223 @@
+package cluster
+
+import (
+	"context"
+	"crypto/rand"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/exo-rack/exo/daemon"
+	"github.com/exo-rack/exo/exo"
+)
+
+// TestRackKeyRotation: the group key of a running 5-host lab rack is
+// rotated under load, without stopping it (docs/security.md section 5).
+// `exo key stage` runs on A..D; nobody switches while E lacks the new key;
+// E is killed (-9) and comes back with --join and next_key_file in its
+// config, holding both keys; then every host switches, the old key is
+// retired everywhere, no genuine frame is ever BAD_TAG, and every
+// acknowledged message is delivered once, in the same order, at every host.
+// Last, C restarts with the new key alone as key_file (key_phase 1).
+func TestRackKeyRotation(t *testing.T) { keyRotation(t, "software") }
+
+// TestRackKeyRotationXDP: the same with the XDP program in front of every
+// daemon: it gets both key slots whenever they change.
+func TestRackKeyRotationXDP(t *testing.T) {
+	requireXDP(t)
+	keyRotation(t, "xdp")
+}
+
+func keyRotation(t *testing.T, offload string) {
+	r := rack(t, 5)
+	c := startWith(t, r, func(cfg *daemon.Config) { withOffload(offload)(cfg); cfg.KeyGraceText = "1s" })
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	all := []int{0, 1, 2, 3, 4}
+
+	newKey := filepath.Join(c.opt.Dir, "group.key.next")
+	kb := make([]byte, 32)
+	rand.Read(kb)
+	if err := os.WriteFile(newKey, kb, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	oldKey, err := daemon.ReadKey(c.keyPath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	fpOld := fmt.Sprintf("%016x", exo.KeyFingerprint(daemon.FrameKey(oldKey)))
+	fpNew := fmt.Sprintf("%016x", exo.KeyFingerprint(daemon.FrameKey(kb)))
+
+	// A..D publish in rounds of 4x2000 until the rotation is over.
+	const perHost = 2000
+	acked, rounds := 0, 0
+	stop := make(chan struct{})
+	loadDone := make(chan error, 1)
+	go func() {
+		for {
+			rounds++
+			res, err := c.Publish(ctx, Load{Hosts: []int{0, 1, 2, 3}, PerHost: perHost, Size: 64, Window: 16, Round: 100 + rounds})
+			acked += int(res.Published)
+			if err != nil {
+				loadDone <- err
+				return
+			}
+			select {
+			case <-stop:
+				loadDone <- nil
+				return
+			default:
+			}
+		}
+	}()
+	time.Sleep(300 * time.Millisecond)
+
+	status := func(i int) daemon.Status {
+		st, err := c.Status(ctx, i)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Keys == nil {
+			t.Fatalf("host %s: no keys in the status", r.Hosts[i].Name)
+		}
+		return st
+	}
+	t0 := time.Now()
+	for i := range 4 {
+		out, err := r.CommandContext(ctx, i, exoBin, "key", "stage", "--no-wait", "--socket", c.Socket(i), newKey).CombinedOutput()
+		if err != nil {
+			t.Fatalf("exo key stage on %s: %v\n%s", r.Hosts[i].Name, err, out)
+		}
+	}
+	// E has not staged: nobody switches, however long we wait.
+	time.Sleep(500 * time.Millisecond)
+	for i := range 4 {
+		ks := status(i).Keys
+		if ks.SendPhase != 0 || !ks.Staged || !slices.Equal(ks.Waiting, []int{4}) || ks.Slots[1] == nil || ks.Slots[1].Fingerprint != fpNew {
+			t.Fatalf("host %s with E not staged: %+v", r.Hosts[i].Name, ks)
+		}
+	}
+	// E dies and comes back without its state, with both keys in its
+	// config: it stages the new key at start.
+	if err := c.Kill(4); err != nil {
+		t.Fatal(err)
+	}
+	prev := c.opt.Config
+	c.opt.Config = func(cfg *daemon.Config) {
+		if prev != nil {
+			prev(cfg)
+		}
+		if cfg.ID == 4 {
+			cfg.NextKeyFile = newKey
+		}
+	}
+	if err := c.writeConfig(4); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.StartHost(ctx, 4, true); err != nil {
+		t.Fatal(err)
+	}
+	// Every host switches, then retires the old key.
+	var switched, retired time.Duration
+	for _, i := range all {
+		for {
+			ks := status(i).Keys
+			if ks.SendPhase == 1 && switched == 0 {
+				switched = time.Since(t0)
+			}
+			if ks.SendPhase == 1 && !ks.Staged && !ks.OldValid && ks.Slots[0] == nil {
+				break
+			}
+			if ctx.Err() != nil {
+				t.Fatalf("host %s never finished the rotation: %+v", r.Hosts[i].Name, ks)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	retired = time.Since(t0)
+	select {
+	case err := <-loadDone:
+		t.Fatalf("the load ended (%v) before the rotation did", err)
+	default:
+	}
+	close(stop)
+	if err := <-loadDone; err != nil {
+		t.Fatal(err)
+	}
+	if acked != 4*perHost*rounds {
+		t.Fatalf("%d of %d messages acknowledged", acked, 4*perHost*rounds)
+	}
+	// Under the new key alone: E publishes too.
+	if _, err := c.Publish(ctx, Load{Hosts: all, PerHost: 300, Size: 64, Window: 16, Round: 2}); err != nil {
+		t.Fatal(err)
+	}
+	total := acked + 5*300
+	s, err := c.Collect(ctx, all, total)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := Compare(s); err != nil {
+		t.Fatal(err)
+	}
+	for j, i := range all {
+		if len(s[j]) != total {
+			t.Fatalf("host %s delivered %d messages, want %d", r.Hosts[i].Name, len(s[j]), total)
+		}
+		st := status(i)
+		if st.Keys.Slots[1] == nil || st.Keys.Slots[1].Fingerprint != fpNew {
+			t.Fatalf("host %s ends with keys %+v, want only %s in slot 1 (old %s)", r.Hosts[i].Name, st.Keys, fpNew, fpOld)
+		}
+		if n := st.Counters["rejects.BAD_TAG"]; n != 0 {
+			t.Errorf("host %s rejected %d genuine frames as BAD_TAG during the rotation", r.Hosts[i].Name, n)
+		}
+		if st.Counters["key_events.switched"] != 1 || st.Counters["key_events.retired"] != 1 {
+			t.Errorf("host %s key events %v", r.Hosts[i].Name, st.Counters)
+		}
+	}
+	if offload != "software" {
+		for j, m := range offloadCounters(t, c, all) {
+			if m["BAD_TAG"] != 0 {
+				t.Errorf("host %s: the fast path dropped %d genuine frames as BAD_TAG", r.Hosts[all[j]].Name, m["BAD_TAG"])
+			}
+			if m["ACCEPT"] == 0 {
+				t.Errorf("host %s: the fast path accepted nothing", r.Hosts[all[j]].Name)
+			}
+		}
+	}
+	if t.Failed() {
+		return
+	}
+	// The config after the rotation: the new key is key_file, in slot 1.
+	// C restarts (kill -9, --join) under it alone and catches up.
+	if err := c.Kill(2); err != nil {
+		t.Fatal(err)
+	}
+	c.opt.Config = func(cfg *daemon.Config) {
+		if prev != nil {
+			prev(cfg)
+		}
+		cfg.KeyFile, cfg.KeyPhase, cfg.NextKeyFile = newKey, 1, ""
+	}
+	if err := c.writeConfig(2); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.StartHost(ctx, 2, true); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Publish(ctx, Load{Hosts: all, PerHost: 200, Size: 64, Window: 16, Round: 3}); err != nil {
+		t.Fatal(err)
+	}
+	total += 5 * 200
+	if s, err = c.Collect(ctx, all, total); err != nil {
+		t.Fatal(err)
+	}
+	if err := Compare(s); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%s: rotation under load: first switch %v and the old key retired everywhere %v after the first stage; "+
+		"E killed and rejoined mid-rotation; %d messages acknowledged, all 5 streams identical (%d messages, 0 BAD_TAG); C restarted under the new key alone",
+		offload, switched, retired, acked, total)
+}
