@@ -61,20 +61,28 @@ func TestRegressionSeeds(t *testing.T) {
 		seed    uint64
 		amnesia float64
 		why     string
+		keys    float64 // Options.KeyRotations
+		roster  float64 // Options.RosterChanges
 	}{
-		{3, 10, 0, "two hosts duelling view changes while the third was amnesiac"},
-		{3, 114, 0, "holder computed as a host in its own history: token stuck"},
-		{3, 40, 0, "token stuck after skips"},
-		{16, 18, 0, "non-responders skipped at install, then re-admission storms"},
-		{16, 11, 0, "rejoin view changes every RejoinTicks"},
-		{7, 502, 0.2, "an amnesiac host restarted again before any Ready came back non-amnesiac"},
-		{7, 889, 0.2, "same as 502"},
-		{16, 3536, 0, "an entry reported dropped by one view change was kept by a later one"},
-		{3, 1, 0, "two orphans at one seq: the first was never reported"},
-		{5, 1, 0, "a host more than SeqWindow behind rejected every frame as SEQ_TOO_FAR and never caught up (found by exo lab chaos, then by the sim with a small window)"},
+		{3, 10, 0, "two hosts duelling view changes while the third was amnesiac", 0, 0},
+		{3, 114, 0, "holder computed as a host in its own history: token stuck", 0, 0},
+		{3, 40, 0, "token stuck after skips", 0, 0},
+		{16, 18, 0, "non-responders skipped at install, then re-admission storms", 0, 0},
+		{16, 11, 0, "rejoin view changes every RejoinTicks", 0, 0},
+		{7, 502, 0.2, "an amnesiac host restarted again before any Ready came back non-amnesiac", 0, 0},
+		{7, 889, 0.2, "same as 502", 0, 0},
+		{16, 3536, 0, "an entry reported dropped by one view change was kept by a later one", 0, 0},
+		{3, 1, 0, "two orphans at one seq: the first was never reported", 0, 0},
+		{5, 1, 0, "a host more than SeqWindow behind rejected every frame as SEQ_TOO_FAR and never caught up (found by exo lab chaos, then by the sim with a small window)", 0, 0},
+		{5, 1, 0, "key rotation: no announcement was ever parsed (record length off by one: the records reached the checker as payloads): no host switched", 0.02, 0},
+		{5, 5, 0, "key rotation: a host's announcements were all dropped by view changes and it stopped announcing: the others waited forever (fix: re-announce the key sent under when another member announces it)", 0.02, 0},
+		{3, 9, 0, "key rotation: a host switched, fell behind, retired the old key on a timer and heard nothing again (fix: retire only once every member was seen under the new key)", 0.02, 0},
+		{3, 46, 0, "key rotation: a host restarted mid-rotation with the new key alone (fix: old + staged new, as next_key_file)", 0.02, 0},
+		{5, 258, 0, "key rotation with roster changes: an old key held for a re-added member blocked the next stage (fix: staging retires it)", 0.02, 0.01},
 	} {
 		o := DefaultOptions(c.hosts, c.seed)
 		o.Amnesia = c.amnesia
+		o.KeyRotations, o.RosterChanges = c.keys, c.roster
 		s, err := New(o)
 		if err != nil {
 			t.Fatal(err)
