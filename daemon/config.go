@@ -335,20 +335,23 @@ func orDefault(v, d int) int {
 
 // ReadKey reads the group key file: at least 16 bytes, not readable by
 // group or others.
-func ReadKey(path string) ([]byte, error) {
+func ReadKey(path string) ([]byte, error) { return readKey(path, "key_file") }
+
+// readKey is ReadKey with the config field its errors name.
+func readKey(path, field string) ([]byte, error) {
 	st, err := os.Stat(path)
 	if err != nil {
-		return nil, fieldErr("key_file", "%v", err)
+		return nil, fieldErr(field, "%v", err)
 	}
 	if st.Mode().Perm()&0o077 != 0 {
-		return nil, fieldErr("key_file", "%s is readable by group or others (mode %v): chmod 600 %s", path, st.Mode().Perm(), path)
+		return nil, fieldErr(field, "%s is readable by group or others (mode %v): chmod 600 %s", path, st.Mode().Perm(), path)
 	}
 	key, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fieldErr("key_file", "%v", err)
+		return nil, fieldErr(field, "%v", err)
 	}
 	if len(key) < 16 {
-		return nil, fieldErr("key_file", "%s holds %d bytes, the key needs at least 16", path, len(key))
+		return nil, fieldErr(field, "%s holds %d bytes, the key needs at least 16", path, len(key))
 	}
 	return key, nil
 }

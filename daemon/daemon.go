@@ -101,8 +101,8 @@ func New(cfg *Config, conn FrameConn, o OOB, log *slog.Logger) (*Daemon, error) 
 	cc.TagKey = FrameKey(groupKey) // every frame sent is sealed under it, every frame received checked
 	var nextKey []byte
 	if cfg.NextKeyFile != "" {
-		if nextKey, err = ReadKey(cfg.NextKeyFile); err != nil {
-			return nil, fmt.Errorf("daemon: next_key_file: %w", err)
+		if nextKey, err = readKey(cfg.NextKeyFile, "next_key_file"); err != nil {
+			return nil, fmt.Errorf("daemon: %w", err)
 		}
 	}
 	var nd *exo.Node

@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -347,6 +349,9 @@ func TestConfigErrors(t *testing.T) {
 		{`{"group":1,"id":0,"hosts":3,"interface":"e","api_socket":"/x","key_file":"/k","roster":[{"id":0,"mac":"02:00:00:00:00:01","oob":"10.0.0.1:1"}]}`, "hosts"},
 		{`{"group":1,"id":0,"interface":"e","api_socket":"/x","key_file":"/k","offload":"magic","roster":[{"id":0,"mac":"02:00:00:00:00:01","oob":"10.0.0.1:1"}]}`, "offload"},
 		{`{"group":1,"id":0,"interface":"e","api_socket":"/x","key_file":"/k","tick":"forever","roster":[{"id":0,"mac":"02:00:00:00:00:01","oob":"10.0.0.1:1"}]}`, "tick"},
+		{`{"group":1,"id":0,"interface":"e","api_socket":"/x","key_file":"/k","key_phase":2,"roster":[{"id":0,"mac":"02:00:00:00:00:01","oob":"10.0.0.1:1"}]}`, "key_phase"},
+		{`{"group":1,"id":0,"interface":"e","api_socket":"/x","key_file":"/k","next_key_file":"/k","roster":[{"id":0,"mac":"02:00:00:00:00:01","oob":"10.0.0.1:1"}]}`, "next_key_file"},
+		{`{"group":1,"id":0,"interface":"e","api_socket":"/x","key_file":"/k","key_grace":"-1s","roster":[{"id":0,"mac":"02:00:00:00:00:01","oob":"10.0.0.1:1"}]}`, "key_grace"},
 		{`{"group":1,"colour":"red"}`, "colour"},
 	} {
 		_, err := ParseConfig([]byte(c.json))
@@ -459,5 +464,76 @@ func TestDaemonFramesSealed(t *testing.T) {
 		if k > 100 {
 			t.Fatal("the forged frame was never counted as BAD_TAG")
 		}
+	}
+}
+
+// TestNextKeyFile: a next_key_file readable by others is refused with the
+// field named; a good one is staged at start, and a one-host rack (no other
+// member to wait for) switches to it at once; the API's stage and retire
+// answer with clear errors.
+func TestNextKeyFile(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "next.bad")
+	if err := os.WriteFile(bad, []byte("0123456789abcdef0123456789abcdef"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	good := filepath.Join(dir, "next.key")
+	if err := os.WriteFile(good, []byte("the next key, 32 bytes long....."), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	keyFile := filepath.Join(dir, "group.key")
+	if err := os.WriteFile(keyFile, []byte("fuzz group key, 32 bytes long..."), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg := &Config{Group: 7, ID: 0, Interface: "mem0", APISocket: filepath.Join(dir, "s"), KeyFile: keyFile, NextKeyFile: bad,
+		Roster: []Member{{ID: 0, MAC: "02:e0:00:00:00:01", OOB: "127.0.0.1:17700"}}}
+	cfg.defaults()
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	mac, _ := net.ParseMAC(cfg.Roster[0].MAC)
+	oob := &memOOB{id: 0, in: make(chan exo.Message, 16)}
+	oob.all = []*memOOB{oob}
+	if _, err := New(cfg, (&memSegment{}).attach(mac), oob, nil); err == nil || !strings.Contains(err.Error(), "next_key_file") {
+		t.Fatalf("next_key_file of mode 0644: %v, want an error naming next_key_file", err)
+	}
+
+	d, sock := startOne(t, func(c *Config) { c.NextKeyFile = good })
+	var ks *KeyStatus
+	for k := 0; ; k++ {
+		var st Status
+		if err := json.Unmarshal(d.StatusJSON(), &st); err != nil {
+			t.Fatal(err)
+		}
+		ks = st.Keys
+		if ks.SendPhase == 1 && !ks.Staged {
+			break
+		}
+		if k > 200 {
+			t.Fatalf("a one-host rack did not switch to its next key: %+v", ks)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if ks.Slots[1] == nil || ks.Slots[1].File != good || ks.Slots[1].Fingerprint != fmt.Sprintf("%016x", exo.KeyFingerprint(FrameKey([]byte("the next key, 32 bytes long.....")))) {
+		t.Fatalf("slot 1: %+v", ks.Slots[1])
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	c, err := client.Dial(ctx, sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if err := c.StageKey(ctx, bad); err == nil || !strings.Contains(err.Error(), "readable by group or others") {
+		t.Fatalf("stage of a 0644 file: %v", err)
+	}
+	if err := c.StageKey(ctx, good); err == nil || !strings.Contains(err.Error(), "key in use") {
+		t.Fatalf("stage of the key in use: %v", err)
+	}
+	if err := c.RetireKey(ctx); err != nil {
+		t.Fatalf("retire the old key: %v", err)
+	}
+	if err := c.RetireKey(ctx); err == nil || !strings.Contains(err.Error(), "no key to retire") {
+		t.Fatalf("retire with the other slot empty: %v", err)
 	}
 }

@@ -158,6 +158,7 @@ func TestWireMatchesGo(t *testing.T) {
 		"version": exo.Version, "type_data": exo.TypeData, "header_len": exo.HeaderLen, "max_history": exo.MaxHistory,
 		"max_hosts": exo.MaxHosts, "history_none": exo.HistoryNone, "max_payload": exo.MaxPayload,
 		"record_len_size": exo.RecordLenSize, "flag_readmit": exo.FlagReadmit, "flag_host_mask": exo.FlagHostMask,
+		"flag_key_phase": exo.FlagKeyPhase,
 	}
 	for _, c := range w.Constants {
 		var v int

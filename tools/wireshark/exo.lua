@@ -32,6 +32,7 @@ local WIRE = {
 	record_len_size = 2,
 	flag_readmit = 0x8000,
 	flag_host_mask = 0x00FF,
+	flag_key_phase = 0x4000,
 }
 local FIELD = {
 	version = { off = 0, size = 1 },
@@ -86,6 +87,7 @@ local f = {
 	flags = ProtoField.uint16("exo.flags", "Flags", base.HEX),
 	readmit = ProtoField.bool("exo.flags.readmit", "Readmit", 16, nil, WIRE.flag_readmit),
 	readmit_host = ProtoField.uint16("exo.flags.host", "Readmitted host", base.DEC, nil, WIRE.flag_host_mask),
+	key_phase = ProtoField.uint16("exo.flags.key_phase", "Key phase", base.DEC, nil, WIRE.flag_key_phase),
 	seq = ProtoField.uint64("exo.seq", "Sequence number", base.DEC),
 	tag = ProtoField.uint64("exo.tag", "Tag", base.HEX),
 	history = ProtoField.bytes("exo.history", "History"),
@@ -124,6 +126,7 @@ local function host_name(id)
 end
 
 local function valid_flags(fl)
+	fl = bit.band(fl, bit.bnot(WIRE.flag_key_phase)) -- the key slot of the tag, either way
 	if fl == 0 then return true end
 	local readmit = bit.band(fl, WIRE.flag_readmit) ~= 0
 	local other = bit.band(fl, bit.bnot(bit.bor(WIRE.flag_readmit, WIRE.flag_host_mask)))
@@ -159,6 +162,7 @@ function exo.dissector(tvb, pinfo, tree)
 			if name == "sender" then
 				it:append_text(" (" .. host_name(v.sender) .. ")")
 			elseif name == "flags" then
+				it:add(f.key_phase, r)
 				it:add(f.readmit, r)
 				if bit.band(v.flags, WIRE.flag_readmit) ~= 0 then
 					it:add(f.readmit_host, r)
