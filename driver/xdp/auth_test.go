@@ -3,6 +3,7 @@
 package xdp
 
 import (
+	"encoding/binary"
 	"net"
 	"testing"
 
@@ -149,9 +150,14 @@ func TestAuthKeyAndRosterChanges(t *testing.T) {
 		}
 		return v
 	}
-	// Freshly loaded: the zero key, no roster.
+	// Freshly loaded: no key slot valid (not even under the zero key), no
+	// roster.
+	if v := run(sealedFrame(t, testSrcMAC, f, [exo.TagKeyLen]byte{})); v.Reason != exo.ReasonBadTag {
+		t.Errorf("zero key before SetKey: %v, want BAD_TAG (no key loaded)", v)
+	}
+	setKey(t, p, [exo.TagKeyLen]byte{})
 	if v := run(sealedFrame(t, testSrcMAC, f, [exo.TagKeyLen]byte{})); v.Reason != exo.ReasonAccept {
-		t.Errorf("zero key before SetKey: %v", v)
+		t.Errorf("zero key after SetKey(zero key): %v", v)
 	}
 	setKey(t, p, authKey)
 	if v := run(sealedFrame(t, testSrcMAC, f, [exo.TagKeyLen]byte{})); v.Reason != exo.ReasonBadTag {
@@ -170,6 +176,12 @@ func TestAuthKeyAndRosterChanges(t *testing.T) {
 	if v := run(sealedFrame(t, testSrcMAC, f, authKey)); !v.ForeignMAC {
 		t.Errorf("roster lost by SetKey: %v", v)
 	}
+	if err := p.SetRoster(authRoster); err != nil {
+		t.Fatal(err)
+	}
+	if v := run(sealedFrame(t, authRoster[0], f, authKey)); v.Reason != exo.ReasonAccept {
+		t.Errorf("key lost by SetRoster: %v", v)
+	}
 	if err := p.SetRoster(nil); err != nil {
 		t.Fatal(err)
 	}
@@ -178,6 +190,99 @@ func TestAuthKeyAndRosterChanges(t *testing.T) {
 	}
 	if err := p.SetRoster([]net.HardwareAddr{{1, 2, 3}}); err == nil {
 		t.Error("a 3-byte MAC was taken")
+	}
+}
+
+// TestAuthKeyPhase: the key phase bit (exo.FlagKeyPhase) picks the key
+// slot a frame's tag is checked under, as exo.KeyRing.Verify does: each
+// case runs through the program (BPF_PROG_TEST_RUN) and through the Go
+// reference (UnmarshalBinary, then Pointers.ClassifyTagged under the same
+// ring), and both must give the expected reason.
+func TestAuthKeyPhase(t *testing.T) {
+	p := loadOrSkip(t, false)
+	keyA := authKey
+	keyB := [exo.TagKeyLen]byte{0xb0, 0x0b, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 0xbb}
+	st := authState()
+	f := exo.Frame{Type: exo.FrameData, Group: 1, Sender: 0, Seq: 10, History: []uint8{4, 3}}
+	sealed := func(f exo.Frame, phase uint8, key [exo.TagKeyLen]byte) []byte {
+		f.SealPhase(phase, key)
+		return EthernetFrame(testSrcMAC, mustMarshal(t, f))
+	}
+	// withFlags is f sealed under key with its flags word set to flags
+	// (also values the encoder refuses).
+	withFlags := func(flags uint16, key [exo.TagKeyLen]byte) []byte {
+		b := mustMarshal(t, f)
+		binary.BigEndian.PutUint16(b[exo.OffFlags:], flags)
+		if err := exo.Seal(b, key); err != nil {
+			t.Fatal(err)
+		}
+		return EthernetFrame(testSrcMAC, b)
+	}
+	readmit := f
+	readmit.Flags = exo.FlagReadmit | 2
+	flipped := sealed(f, 0, keyA) // phase 0 under A, then the phase bit set: the tag covers it
+	flipped[exo.EthHeaderLen+exo.OffFlags] |= exo.FlagKeyPhase >> 8
+
+	both := exo.KeyRing{Key: [2][exo.TagKeyLen]byte{keyA, keyB}, Valid: [2]bool{true, true}}
+	onlyA := exo.NewKeyRing(0, keyA)
+	onlyB1 := exo.NewKeyRing(1, keyB)
+	sameAA := exo.KeyRing{Key: [2][exo.TagKeyLen]byte{keyA, keyA}, Valid: [2]bool{true, true}}
+	for _, c := range []struct {
+		name   string
+		ring   exo.KeyRing
+		frame  []byte
+		reason exo.Reason
+	}{
+		{"phase 1 under B, slot 1 = B", both, sealed(f, 1, keyB), exo.ReasonAccept},
+		{"phase 1 under A (slot 0's key), slot 1 = B", both, sealed(f, 1, keyA), exo.ReasonBadTag},
+		{"phase 0 under A, slot 1 = B", both, sealed(f, 0, keyA), exo.ReasonAccept},
+		{"phase 0 under B (slot 1's key)", both, sealed(f, 0, keyB), exo.ReasonBadTag},
+		{"phase 1 under B, slot 1 empty", onlyA, sealed(f, 1, keyB), exo.ReasonBadTag},
+		{"phase 1 under A, slot 1 empty", onlyA, sealed(f, 1, keyA), exo.ReasonBadTag},
+		{"phase 1 under the zero key, slot 1 empty", onlyA, sealed(f, 1, [exo.TagKeyLen]byte{}), exo.ReasonBadTag},
+		{"phase 0 under A, slot 1 empty", onlyA, sealed(f, 0, keyA), exo.ReasonAccept},
+		{"phase 0 under A, slot 0 empty (A retired)", onlyB1, sealed(f, 0, keyA), exo.ReasonBadTag},
+		{"phase 0 under the zero key, slot 0 empty", onlyB1, sealed(f, 0, [exo.TagKeyLen]byte{}), exo.ReasonBadTag},
+		{"phase 1 under B, slot 0 empty", onlyB1, sealed(f, 1, keyB), exo.ReasonAccept},
+		{"phase bit set after sealing (both slots A)", sameAA, flipped, exo.ReasonBadTag},
+		{"phase 1 under A, both slots A", sameAA, sealed(f, 1, keyA), exo.ReasonAccept},
+		{"phase 1 readmit (flags 0xC002) under B", both, sealed(readmit, 1, keyB), exo.ReasonAccept},
+		{"phase 0 readmit (flags 0x8002) under A", both, sealed(readmit, 0, keyA), exo.ReasonAccept},
+		{"flags 0x4001 (host id without readmit)", both, withFlags(0x4001, keyB), exo.ReasonBadFlags},
+		{"flags 0x6000 (phase and an unknown bit)", both, withFlags(0x6000, keyB), exo.ReasonBadFlags},
+		{"flags 0x2000 (an unknown bit)", both, withFlags(0x2000, keyA), exo.ReasonBadFlags},
+		{"flags 0xC100 (a bit above the host id)", both, withFlags(0xC100, keyB), exo.ReasonBadFlags},
+		{"another group, phase 1, slot 1 empty", onlyA, func() []byte {
+			g := f
+			g.Group = 2
+			return sealed(g, 1, keyB)
+		}(), exo.ReasonBadGroup},
+	} {
+		if err := p.SetKeys(c.ring); err != nil {
+			t.Fatal(err)
+		}
+		if err := p.SetState(st); err != nil {
+			t.Fatal(err)
+		}
+		v, err := p.Run(c.frame)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		want := ActionDrop
+		if c.reason == exo.ReasonAccept {
+			want = ActionPass
+		}
+		if !v.HasReason || v.Reason != c.reason || v.Action != want {
+			t.Errorf("%s: program %v, want %s %s", c.name, v, want, c.reason)
+		}
+		var g exo.Frame
+		ref := exo.ReasonOf(g.UnmarshalBinary(c.frame[exo.EthHeaderLen:]))
+		if ref == exo.ReasonAccept {
+			ref = st.ClassifyTagged(&g, &c.ring)
+		}
+		if ref != c.reason {
+			t.Errorf("%s: Go reference %s, want %s", c.name, ref, c.reason)
+		}
 	}
 }
 

@@ -10,8 +10,12 @@ import (
 	"github.com/exo-rack/exo/internal/goldvec"
 )
 
-// benchKey is the benchmarks' tag key (Program.SetKey).
-var benchKey = [exo.TagKeyLen]byte{0xbe, 0x4c, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15}
+// benchKey is the benchmarks' tag key (Program.SetKey); benchKey1 the key
+// in slot 1 during a rotation (the accept_phase1 case).
+var (
+	benchKey  = [exo.TagKeyLen]byte{0xbe, 0x4c, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15}
+	benchKey1 = [exo.TagKeyLen]byte{0xbe, 0x4c, 0x01, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15}
+)
 
 // benchFrames returns an n=5 state and an in-order frame it accepts (one
 // 64-byte record, sealed under benchKey), and the same frame from another
@@ -43,30 +47,44 @@ func benchFrames(tb testing.TB) (exo.Pointers, []byte, []byte) {
 // undo, and the tag check over its 92-byte message); "drop_bad_group" is a
 // frame of another group (no tag check), "drop_bad_tag" the accept frame
 // with one bit of its tag flipped (the whole tag check, then a drop).
+// "accept_phase1" is the accept frame with key phase 1, sealed under
+// benchKey1, with both key slots valid (a rotation in progress); the other
+// cases load benchKey alone (SetKey).
 func BenchmarkRun(b *testing.B) {
 	st, accept, drop := benchFrames(b)
+	phase1 := append([]byte(nil), accept...)
+	phase1[exo.EthHeaderLen+exo.OffFlags] |= exo.FlagKeyPhase >> 8
+	if err := exo.Seal(phase1[exo.EthHeaderLen:], benchKey1); err != nil {
+		b.Fatal(err)
+	}
+	rotating := exo.KeyRing{Key: [2][exo.TagKeyLen]byte{benchKey, benchKey1}, Valid: [2]bool{true, true}}
 	badVersion := append([]byte(nil), accept...)
 	badVersion[exo.EthHeaderLen+exo.OffVersion] = 2
 	badTag := append([]byte(nil), accept...)
 	badTag[exo.EthHeaderLen+exo.OffTag+7] ^= 1
+	single := exo.NewKeyRing(0, benchKey)
 	for _, bc := range []struct {
 		name   string
 		frame  []byte
+		ring   exo.KeyRing
 		undo   bool
 		reason exo.Reason
 		action Action
 	}{
-		{"accept", accept, true, exo.ReasonAccept, ActionPass},
-		{"drop_bad_group", drop, false, exo.ReasonBadGroup, ActionDrop},
-		{"drop_bad_version", badVersion, false, exo.ReasonBadVersion, ActionDrop},
-		{"drop_bad_tag", badTag, false, exo.ReasonBadTag, ActionDrop},
+		{"accept", accept, single, true, exo.ReasonAccept, ActionPass},
+		{"accept_phase1", phase1, rotating, true, exo.ReasonAccept, ActionPass},
+		{"drop_bad_group", drop, single, false, exo.ReasonBadGroup, ActionDrop},
+		{"drop_bad_version", badVersion, single, false, exo.ReasonBadVersion, ActionDrop},
+		{"drop_bad_tag", badTag, single, false, exo.ReasonBadTag, ActionDrop},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			p := loadOrSkip(b, bc.undo)
 			if err := p.SetState(st); err != nil {
 				b.Fatal(err)
 			}
-			setKey(b, p, benchKey)
+			if err := p.SetKeys(bc.ring); err != nil {
+				b.Fatal(err)
+			}
 			v, err := p.Run(bc.frame)
 			if err != nil || v.Reason != bc.reason || v.Action != bc.action {
 				b.Fatalf("warm-up run: %v %v, want %s %s", v, err, bc.action, bc.reason)

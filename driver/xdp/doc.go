@@ -9,10 +9,11 @@
 // the program's XSKMAP, else to the stack (AF_PACKET).
 //
 // Load loads it; SetState and State write and read the pointer state;
-// SetKey and SetRoster load the tag key and the roster MACs; Counters
-// reads the per-reason counters; Run runs one frame through the program
-// with BPF_PROG_TEST_RUN (no network needed); Attach attaches it to an
-// interface; NewXSKConn opens the AF_XDP sockets, registers them
+// SetKeys (or SetKey, slot 0 alone) and SetRoster load the two tag key
+// slots (the frame's key phase bit picks one) and the roster MACs;
+// Counters reads the per-reason counters; Run runs one frame through the
+// program with BPF_PROG_TEST_RUN (no network needed); Attach attaches it
+// to an interface; NewXSKConn opens the AF_XDP sockets, registers them
 // (RegisterXSK) and reads the passed frames with their verdicts. See
 // docs/xdp.md.
 //

@@ -15,10 +15,15 @@ import (
 
 type exoExoAuth struct {
 	_         structs.HostLayout
-	K0        uint64
-	K1        uint64
+	Key       [2]exoExoKey
+	KeyValid  uint32
 	RosterLen uint32
-	Reserved  uint32
+}
+
+type exoExoKey struct {
+	_  structs.HostLayout
+	K0 uint64
+	K1 uint64
 }
 
 type exoExoMac struct {

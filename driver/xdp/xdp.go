@@ -3,10 +3,12 @@
 package xdp
 
 import (
+	"crypto/rand"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"net"
+	"sync"
 	"time"
 
 	"github.com/cilium/ebpf"
@@ -117,17 +119,22 @@ func ParseMeta(b []byte) (Verdict, bool) {
 // Program is the loaded XDP program and its maps.
 type Program struct {
 	objs exoObjects
+	// authMu serializes the read-modify-write updates of exo_auth_map
+	// (SetKeys, SetRoster) so that neither loses the other's fields.
+	authMu sync.Mutex
 }
 
 // Load loads the program and its maps into the kernel. The state map holds
-// a zero state (group 0, no hosts) until SetState, the key is all zeros
-// until SetKey (every frame sealed under another key is BAD_TAG), and no
-// roster is loaded until SetRoster (no MAC check). A verifier rejection is
-// returned with the verifier log (errors.As(err, new(*ebpf.VerifierError))).
+// a zero state (group 0, no hosts) until SetState, both key slots are empty
+// until SetKeys or SetKey (every frame that passes the group check is
+// BAD_TAG), and no roster is loaded until SetRoster (no MAC check). A
+// verifier rejection is returned with the verifier log
+// (errors.As(err, new(*ebpf.VerifierError))).
 //
-// The order of the checks: the codec, the group (BAD_GROUP), the tag
-// (BAD_TAG), the roster MAC (CounterForeignMAC), then the state checks of
-// exo.Pointers.Classify; see bpf/exo.c and docs/xdp.md.
+// The order of the checks: the codec, the group (BAD_GROUP), the tag under
+// the key slot the frame's key phase names (BAD_TAG), the roster MAC
+// (CounterForeignMAC), then the state checks of exo.Pointers.Classify; see
+// bpf/exo.c and docs/xdp.md.
 func Load() (*Program, error) { return load(false) }
 
 // load with benchUndo set loads a benchmark variant that undoes every
@@ -152,6 +159,11 @@ func load(benchUndo bool) (*Program, error) {
 			return nil, fmt.Errorf("xdp: verifier rejected the program: %+v", ve)
 		}
 		return nil, fmt.Errorf("xdp: load: %w", err)
+	}
+	// Both slots empty, their words random (see SetKeys), not zero.
+	if err := p.SetKeys(exo.KeyRing{}); err != nil {
+		p.Close()
+		return nil, err
 	}
 	return p, nil
 }
@@ -184,22 +196,49 @@ func (p *Program) SetState(s exo.Pointers) error {
 	return nil
 }
 
-// SetKey writes the 16-byte frame-tag key (exo.Config.TagKey): the program
-// verifies every frame's SipHash-2-4 tag under it, right after the group
-// check, and drops the frames whose tag does not verify as BAD_TAG. The
-// two key words are written in one map update; frames classified while it
-// happens may be checked against the old key.
-func (p *Program) SetKey(key [exo.TagKeyLen]byte) error {
+// SetKeys writes the two frame-tag key slots (exo.KeyRing, as
+// exo.Node.Keys returns them): the program verifies every frame's
+// SipHash-2-4 tag, right after the group check, under the key of the slot
+// the frame's key phase bit (exo.FlagKeyPhase) names, and drops as BAD_TAG
+// the frames whose tag does not verify or whose slot is not valid. The
+// roster is kept.
+//
+// Both slots and their valid bits are written in one map update. The
+// program reads them without a lock, so a frame classified during the
+// update may see part of the old value and part of the new one; the words
+// of an invalid slot are therefore written as fresh random words, never
+// zeros or the key the slot held: a torn read checks a frame under the
+// old key, the new key, or a key no one knows, never a retired or a
+// guessable one.
+func (p *Program) SetKeys(ring exo.KeyRing) error {
+	p.authMu.Lock()
+	defer p.authMu.Unlock()
 	var a exoExoAuth
 	if err := p.objs.ExoAuthMap.Lookup(uint32(0), &a); err != nil {
-		return fmt.Errorf("xdp: read key: %w", err)
+		return fmt.Errorf("xdp: read keys: %w", err)
 	}
-	a.K0 = binary.LittleEndian.Uint64(key[0:8])
-	a.K1 = binary.LittleEndian.Uint64(key[8:16])
+	a.KeyValid = 0
+	for ph := range a.Key {
+		k := ring.Key[ph]
+		if ring.Valid[ph] {
+			a.KeyValid |= 1 << ph
+		} else {
+			rand.Read(k[:]) // never fails (crypto/rand)
+		}
+		a.Key[ph].K0 = binary.LittleEndian.Uint64(k[0:8])
+		a.Key[ph].K1 = binary.LittleEndian.Uint64(k[8:16])
+	}
 	if err := p.objs.ExoAuthMap.Update(uint32(0), &a, ebpf.UpdateAny); err != nil {
-		return fmt.Errorf("xdp: write key: %w", err)
+		return fmt.Errorf("xdp: write keys: %w", err)
 	}
 	return nil
+}
+
+// SetKey writes key (exo.Config.TagKey) into key slot 0 and empties slot 1:
+// SetKeys(exo.NewKeyRing(0, key)). Frames of key phase 0 are then checked
+// under key, frames of phase 1 are BAD_TAG.
+func (p *Program) SetKey(key [exo.TagKeyLen]byte) error {
+	return p.SetKeys(exo.NewKeyRing(0, key))
 }
 
 // SetRoster loads the roster's MACs, by sender id (at most exo.MaxRoster).
@@ -212,12 +251,15 @@ func (p *Program) SetRoster(macs []net.HardwareAddr) error {
 	if len(macs) > exo.MaxRoster {
 		return fmt.Errorf("xdp: roster of %d hosts, at most %d", len(macs), exo.MaxRoster)
 	}
+	p.authMu.Lock()
+	defer p.authMu.Unlock()
 	var a exoExoAuth
 	if err := p.objs.ExoAuthMap.Lookup(uint32(0), &a); err != nil {
 		return fmt.Errorf("xdp: read roster length: %w", err)
 	}
 	// Turn the check off while the entries change, then on with the new
-	// length: a frame never meets a half-written roster.
+	// length: a frame never meets a half-written roster. The keys are
+	// written back as read (the same bytes).
 	setLen := func(n int) error {
 		a.RosterLen = uint32(n)
 		if err := p.objs.ExoAuthMap.Update(uint32(0), &a, ebpf.UpdateAny); err != nil {

@@ -9,13 +9,18 @@
  * vector of testdata/vectors through it with BPF_PROG_TEST_RUN.
  *
  * Order of the checks (the first failing one is the verdict):
- *   1. the codec (decode): MALFORMED, BAD_VERSION, BAD_TYPE, BAD_FLAGS,
- *      BAD_HISTLEN > 128, BAD_PAYLOAD, BAD_HISTORY_ID (repeated id);
+ *   1. the codec (decode): MALFORMED, BAD_VERSION, BAD_TYPE, BAD_FLAGS (the
+ *      KEY_PHASE bit aside), BAD_HISTLEN > 128, BAD_PAYLOAD, BAD_HISTORY_ID
+ *      (repeated id);
  *   2. the group: BAD_GROUP (a frame of another group is never checked
  *      against this group's key);
- *   3. the tag: BAD_TAG unless the tag field holds SipHash-2-4, under the key
- *      in exo_auth_map, of exo[0:24] || exo[32 : 32+hist_len+payload_len]
- *      (docs/wire.md; padding never covered);
+ *   3. the tag: BAD_TAG unless the key slot that the frame's KEY_PHASE bit
+ *      (flags & 0x4000) names holds a key in exo_auth_map and the tag field
+ *      holds SipHash-2-4, under that key, of exo[0:24] || exo[32 : 32+
+ *      hist_len+payload_len] (docs/wire.md; padding never covered; the
+ *      flags word, phase bit included, is in exo[0:24]). Two slots let the
+ *      rack rotate its key (docs/security.md section 5); one SipHash runs
+ *      per frame, under the slot chosen before hashing;
  *   4. the roster, when one is loaded (exo_auth_map.roster_len > 0): a frame
  *      whose sender is a roster id but whose Ethernet source MAC is not that
  *      id's is dropped and counted as EXO_COUNTER_FOREIGN_MAC (not a reason:
@@ -90,14 +95,25 @@ struct exo_meta {
 	__u16 flags;  /* EXO_META_FOREIGN_MAC, else 0 */
 };
 
-/* The frame-tag key as SipHash's key words (user space writes k0 = the
- * little-endian uint64 of key[0:8], k1 = that of key[8:16]) and the number
- * of roster MACs loaded in exo_roster (0: no MAC check). */
-struct exo_auth {
+/* A frame-tag key as SipHash's key words: user space writes k0 = the
+ * little-endian uint64 of key[0:8], k1 = that of key[8:16]. */
+struct exo_key {
 	__u64 k0;
 	__u64 k1;
+};
+
+/* The two key slots and the number of roster MACs loaded in exo_roster
+ * (0: no MAC check). key[p] is the key of the frames whose KEY_PHASE bit is
+ * p; bit p of key_valid says slot p holds a key: the frames naming an
+ * empty slot are BAD_TAG. User space writes the whole value in one map
+ * update, and the words of an empty slot are random, never a key that
+ * was (or will be) in use: a frame classified during an update, which may
+ * read a mix of the old and the new value (the update is a plain copy),
+ * is then checked under the old key, the new key, or a key no one knows. */
+struct exo_auth {
+	struct exo_key key[2];
+	__u32 key_valid;
 	__u32 roster_len;
-	__u32 reserved;
 };
 
 /* One roster entry: the source MAC of sender id i. */
@@ -117,7 +133,8 @@ struct exo_scratch {
 
 _Static_assert(sizeof(struct exo_meta) == 8, "exo_meta is 8 bytes");
 _Static_assert(sizeof(struct exo_state) == 176, "exo_state layout");
-_Static_assert(sizeof(struct exo_auth) == 24, "exo_auth layout");
+_Static_assert(sizeof(struct exo_key) == 16, "exo_key layout");
+_Static_assert(sizeof(struct exo_auth) == 40, "exo_auth layout");
 _Static_assert(sizeof(struct exo_mac) == 8, "exo_mac layout");
 _Static_assert((EXO_SCRATCH_WORDS & (EXO_SCRATCH_WORDS - 1)) == 0, "scratch words: a power of 2");
 
@@ -183,6 +200,7 @@ struct exo_hdr {
 	__u16 group;
 	__u16 count;
 	__u16 payload_len;
+	__u16 flags;
 	__u8 sender;
 	__u8 hist_len;
 };
@@ -221,7 +239,7 @@ static __always_inline __u32 decode(struct xdp_md *ctx, __u8 *b, void *data_end,
 				    struct exo_hdr *f, __u8 *hist)
 {
 	__u64 len = (__u64)((long)data_end - (long)b);
-	__u16 flags;
+	__u16 flags, g;
 	__u32 hl, i, end;
 
 	if ((void *)(b + 1) > data_end)
@@ -233,9 +251,13 @@ static __always_inline __u32 decode(struct xdp_md *ctx, __u8 *b, void *data_end,
 	if (b[EXO_OFF_TYPE] != EXO_TYPE_DATA)
 		return EXO_REASON_BAD_TYPE;
 	flags = ((__u16)b[EXO_OFF_FLAGS] << 8) | b[EXO_OFF_FLAGS + 1];
-	if (flags != 0 && (!(flags & EXO_FLAG_READMIT) ||
-			   (flags & ~(EXO_FLAG_READMIT | EXO_FLAG_HOST_MASK)) != 0))
+	/* exo.ValidFlags: the key phase bit either way; the rest 0, or
+	 * READMIT | host id. */
+	g = flags & ~EXO_FLAG_KEY_PHASE;
+	if (g != 0 && (!(g & EXO_FLAG_READMIT) ||
+		       (g & ~(EXO_FLAG_READMIT | EXO_FLAG_HOST_MASK)) != 0))
 		return EXO_REASON_BAD_FLAGS;
+	f->flags = flags;
 	hl = b[EXO_OFF_HIST_LEN];
 	if (hl > EXO_MAX_HISTORY)
 		return EXO_REASON_BAD_HISTLEN;
@@ -336,12 +358,12 @@ static long sip_block(__u64 i, void *arg)
 	return 0;
 }
 
-/* tag_ok reports whether f->tag is the frame's tag under the key: the
+/* tag_ok reports whether f->tag is the frame's tag under the key k: the
  * message is copied into the scratch (two bpf_xdp_load_bytes: the header
  * before the tag field, then the history and the payload; never the
  * padding), absorbed 8 bytes at a time by bpf_loop, and finished with the
  * last block (the remaining len(m) % 8 bytes and len(m) << 56). */
-static __always_inline int tag_ok(struct xdp_md *ctx, const struct exo_hdr *f, const struct exo_auth *a)
+static __always_inline int tag_ok(struct xdp_md *ctx, const struct exo_hdr *f, const struct exo_key *k)
 {
 	__u32 zero = 0, tl = (__u32)f->hist_len + f->payload_len, n, nb, r;
 	struct exo_scratch *sc = bpf_map_lookup_elem(&exo_scratch, &zero);
@@ -361,10 +383,10 @@ static __always_inline int tag_ok(struct xdp_md *ctx, const struct exo_hdr *f, c
 	nb = n / 8;
 	r = n % 8;
 	c.m = sc->w;
-	c.v0 = a->k0 ^ 0x736f6d6570736575ULL;
-	c.v1 = a->k1 ^ 0x646f72616e646f6dULL;
-	c.v2 = a->k0 ^ 0x6c7967656e657261ULL;
-	c.v3 = a->k1 ^ 0x7465646279746573ULL;
+	c.v0 = k->k0 ^ 0x736f6d6570736575ULL;
+	c.v1 = k->k1 ^ 0x646f72616e646f6dULL;
+	c.v2 = k->k0 ^ 0x6c7967656e657261ULL;
+	c.v3 = k->k1 ^ 0x7465646279746573ULL;
 	if (bpf_loop(nb, sip_block, &c, 0) < 0)
 		return 0;
 	last = sc->w[nb & (EXO_SCRATCH_WORDS - 1)] & ((1ULL << (8 * r)) - 1);
@@ -382,15 +404,26 @@ static __always_inline int tag_ok(struct xdp_md *ctx, const struct exo_hdr *f, c
 	return (v0 ^ v1 ^ v2 ^ v3) == f->tag;
 }
 
-/* foreign_mac reports whether a roster is loaded, the sender is one of its
- * ids, and the frame's Ethernet source MAC (src, 6 bytes) is not that
- * id's. */
+/* key_of returns the key slot the frame's KEY_PHASE bit names, or NULL if
+ * that slot holds no key. */
+static __always_inline const struct exo_key *key_of(const struct exo_auth *a, const struct exo_hdr *f)
+{
+	__u32 ph = (f->flags & EXO_FLAG_KEY_PHASE) ? 1 : 0;
+
+	if (!((a->key_valid >> ph) & 1))
+		return 0;
+	return &a->key[ph];
+}
+
+/* foreign_mac reports whether a roster is loaded (roster_len > 0), the
+ * sender is one of its ids, and the frame's Ethernet source MAC (src, 6
+ * bytes) is not that id's. */
 static __always_inline int foreign_mac(const __u8 *src, const struct exo_hdr *f, const struct exo_auth *a)
 {
-	__u32 id = f->sender;
+	__u32 id = f->sender, roster_len = a->roster_len;
 	struct exo_mac *m;
 
-	if (a->roster_len == 0 || id >= a->roster_len)
+	if (roster_len == 0 || id >= roster_len)
 		return 0;
 	m = bpf_map_lookup_elem(&exo_roster, &id);
 	if (!m)
@@ -529,13 +562,15 @@ int exo_xdp(struct xdp_md *ctx)
 	if (reason == EXO_REASON_ACCEPT) {
 		struct exo_state *s = bpf_map_lookup_elem(&exo_state_map, &key);
 		struct exo_auth *a = bpf_map_lookup_elem(&exo_auth_map, &key);
+		const struct exo_key *k;
+
 		if (!s || !a)
 			return XDP_PASS; /* unreachable: array maps */
 		/* The group is read without the lock: one aligned 16-bit load,
 		 * and classify_accept checks it again under the lock. */
 		if (f.group != s->group) {
 			reason = EXO_REASON_BAD_GROUP;
-		} else if (!tag_ok(ctx, &f, a)) {
+		} else if (!(k = key_of(a, &f)) || !tag_ok(ctx, &f, k)) {
 			reason = EXO_REASON_BAD_TAG;
 		} else if (foreign_mac(eth + 6, &f, a)) {
 			reason = EXO_REASON_BAD_SENDER;
