@@ -4,12 +4,14 @@ package xdp
 
 // Replays every golden vector of testdata/vectors (docs/vectors.md), both
 // forms, through the loaded XDP program with BPF_PROG_TEST_RUN: load the
-// vectors' tag key, set the state before, run the frame behind an Ethernet
-// header, and require the expected reason, the action it implies and every
-// field of the state after.
+// case's two key slots (slot 0 the vectors' tag_key, slot 1 tag_key_1 when
+// the case says key1_valid, else empty), set the state before, run the
+// frame behind an Ethernet header, and require the expected reason, the
+// action it implies and every field of the state after.
 
 import (
 	"encoding/binary"
+	"fmt"
 	"net"
 	"testing"
 
@@ -19,24 +21,57 @@ import (
 
 var testSrcMAC = net.HardwareAddr{0x02, 0x00, 0x00, 0x00, 0x00, 0x01}
 
-// vecKey is the vectors' tag key (format 3): 00 01 .. 0f.
-var vecKey = goldvec.TestKey()
+// vecKey is the vectors' slot-0 tag key (format 3 on): 00 01 .. 0f;
+// vecKey1 their slot-1 key (format 4): 10 11 .. 1f.
+var (
+	vecKey  = goldvec.TestKey()
+	vecKey1 = func() (k [exo.TagKeyLen]byte) {
+		for i := range k {
+			k[i] = 0x10 + byte(i)
+		}
+		return k
+	}()
+)
 
-// loadVectors reads one form with goldvec and requires format 3 under
-// vecKey: the program checks tags, so older formats do not apply.
-func loadVectors(t *testing.T, load func(dir string) (goldvec.Set, error)) []goldvec.Case {
+// loadVectors reads one form with goldvec and requires format 4 with
+// vecKey in slot 0 and vecKey1 in slot 1: the program checks tags under
+// the slot the key phase names, so older formats do not apply.
+func loadVectors(t *testing.T, load func(dir string) (goldvec.Set, error)) goldvec.Set {
 	t.Helper()
 	vs, err := load("")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if vs.Version != 3 {
-		t.Fatalf("%s: format version %d, want 3", vs.Format, vs.Version)
+	if vs.Version != 4 {
+		t.Fatalf("%s: format version %d, want 4", vs.Format, vs.Version)
 	}
 	if !vs.HasKey || vs.Key != vecKey {
 		t.Fatalf("%s: tag key %x (%v), want %x", vs.Format, vs.Key, vs.HasKey, vecKey)
 	}
-	return vs.Cases
+	if !vs.HasKey1 || vs.Key1 != vecKey1 {
+		t.Fatalf("%s: slot-1 tag key %x (%v), want %x", vs.Format, vs.Key1, vs.HasKey1, vecKey1)
+	}
+	return vs
+}
+
+// caseKeys is the key ring case c runs under: vecKey in slot 0 (always
+// valid), vecKey1 in slot 1 if c.Key1Valid, else slot 1 empty.
+func caseKeys(c *goldvec.Case) exo.KeyRing {
+	r := exo.NewKeyRing(0, vecKey)
+	r.Key[1], r.Valid[1] = vecKey1, c.Key1Valid
+	return r
+}
+
+// phaseStats counts what the key slots did in a run: cases run with slot 1
+// valid, and the frames of key phase 1 (that decode far enough to have a
+// flags word) accepted, or BAD_TAG with slot 1 empty and with it valid.
+type phaseStats struct {
+	key1Valid, phase1Accept, phase1BadTagEmpty, phase1BadTagValid int
+}
+
+func (s phaseStats) String() string {
+	return fmt.Sprintf("slot 1 valid in %d cases; key phase 1 frames: %d ACCEPT, %d BAD_TAG with slot 1 empty, %d BAD_TAG with slot 1 valid",
+		s.key1Valid, s.phase1Accept, s.phase1BadTagEmpty, s.phase1BadTagValid)
 }
 
 func setKey(tb testing.TB, p *Program, key [exo.TagKeyLen]byte) {
@@ -47,13 +82,31 @@ func setKey(tb testing.TB, p *Program, key [exo.TagKeyLen]byte) {
 }
 
 // runGolden runs every case and returns how many agree; it fails t on
-// each disagreement. In a stream, the state is set only before the first
-// step: later steps run on whatever the program left in its map, so the
-// program has to carry its state from frame to frame.
-func runGolden(t *testing.T, p *Program, cases []goldvec.Case) (agree int, counts [exo.NumReasons]uint64) {
+// each disagreement. Before each case it loads the case's key slots
+// (SetKeys: slot 1 follows Case.Key1Valid). In a stream, the state is set
+// only before the first step: later steps run on whatever the program left
+// in its map, so the program has to carry its state from frame to frame.
+func runGolden(t *testing.T, p *Program, cases []goldvec.Case) (agree int, counts [exo.NumReasons]uint64, ps phaseStats) {
 	t.Helper()
 	bad := 0
-	for _, c := range cases {
+	for i := range cases {
+		c := &cases[i]
+		if err := p.SetKeys(caseKeys(c)); err != nil {
+			t.Fatal(err)
+		}
+		if c.Key1Valid {
+			ps.key1Valid++
+		}
+		if len(c.Frame) >= exo.OffFlags+2 && binary.BigEndian.Uint16(c.Frame[exo.OffFlags:])&exo.FlagKeyPhase != 0 {
+			switch {
+			case c.Reason == exo.ReasonAccept:
+				ps.phase1Accept++
+			case c.Reason == exo.ReasonBadTag && c.Key1Valid:
+				ps.phase1BadTagValid++
+			case c.Reason == exo.ReasonBadTag:
+				ps.phase1BadTagEmpty++
+			}
+		}
 		if !c.Chained {
 			if err := p.SetState(c.In); err != nil {
 				t.Fatal(err)
@@ -73,7 +126,7 @@ func runGolden(t *testing.T, p *Program, cases []goldvec.Case) (agree int, count
 		}
 		ok := true
 		if !v.HasReason || v.Reason != c.Reason || v.Action != wantAction {
-			t.Errorf("%s: got %v, want %s %s\n\tstate %s\n\tframe %x", c.Where, v, wantAction, c.Reason, goldvec.StateString(c.In), c.Frame)
+			t.Errorf("%s: got %v, want %s %s (slot 1 valid %v)\n\tstate %s\n\tframe %x", c.Where, v, wantAction, c.Reason, c.Key1Valid, goldvec.StateString(c.In), c.Frame)
 			ok = false
 		}
 		if got != c.Out {
@@ -92,17 +145,25 @@ func runGolden(t *testing.T, p *Program, cases []goldvec.Case) (agree int, count
 			counts[c.Reason]++
 		}
 	}
-	return agree, counts
+	return agree, counts, ps
+}
+
+// checkPhaseCoverage fails t unless the run covered both key slots.
+func checkPhaseCoverage(t *testing.T, ps phaseStats) {
+	t.Helper()
+	if ps.key1Valid == 0 || ps.phase1Accept == 0 || ps.phase1BadTagEmpty == 0 {
+		t.Errorf("the vectors do not exercise key slot 1: %s", ps)
+	}
 }
 
 func TestGoldenVectorsJSON(t *testing.T) {
 	p := loadOrSkip(t, false)
-	setKey(t, p, vecKey)
-	cases := loadVectors(t, goldvec.LoadJSON)
+	vs := loadVectors(t, goldvec.LoadJSON)
+	cases := vs.Cases
 	if err := p.ResetCounters(); err != nil {
 		t.Fatal(err)
 	}
-	agree, want := runGolden(t, p, cases)
+	agree, want, ps := runGolden(t, p, cases)
 	got, err := p.Counters()
 	if err != nil {
 		t.Fatal(err)
@@ -123,6 +184,8 @@ func TestGoldenVectorsJSON(t *testing.T) {
 	if want[exo.ReasonBadTag] == 0 {
 		t.Error("no BAD_TAG vector")
 	}
+	checkPhaseCoverage(t, ps)
+	t.Logf("%s: %s", vs.Format, ps)
 	t.Logf("vectors.json: %d of %d vectors agree (verdict, action and state after)", agree, len(cases))
 	if agree != len(cases) {
 		t.Errorf("%d of %d vectors disagree", len(cases)-agree, len(cases))
@@ -131,9 +194,11 @@ func TestGoldenVectorsJSON(t *testing.T) {
 
 func TestGoldenVectorsHex(t *testing.T) {
 	p := loadOrSkip(t, false)
-	setKey(t, p, vecKey)
-	cases := loadVectors(t, goldvec.LoadHex)
-	agree, _ := runGolden(t, p, cases)
+	vs := loadVectors(t, goldvec.LoadHex)
+	cases := vs.Cases
+	agree, _, ps := runGolden(t, p, cases)
+	checkPhaseCoverage(t, ps)
+	t.Logf("%s: %s", vs.Format, ps)
 	t.Logf("vectors.hex: %d of %d records agree (verdict, action and state after)", agree, len(cases))
 	if agree != len(cases) {
 		t.Errorf("%d of %d records disagree", len(cases)-agree, len(cases))
