@@ -32,6 +32,10 @@ func (x *xdpOffload) SetState(p exo.Pointers) error { return x.prog.SetState(p) 
 // membership switch (daemon.RosterOffload).
 func (x *xdpOffload) SetRoster(macs []net.HardwareAddr) error { return x.prog.SetRoster(macs) }
 
+// SetKeys writes both frame-key slots whenever they change: a key
+// rotation (daemon.KeyOffload).
+func (x *xdpOffload) SetKeys(ring exo.KeyRing) error { return x.prog.SetKeys(ring) }
+
 func (x *xdpOffload) Counters() ([exo.NumReasons]uint64, error) { return x.prog.Counters() }
 
 // ExtraCounters adds the program's foreign-MAC drops (a roster id from
