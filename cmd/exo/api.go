@@ -224,6 +224,16 @@ func newStatusCmd() *cobra.Command {
 			for _, k := range keys {
 				fmt.Fprintf(out, "%-20s %v\n", k, st[k])
 			}
+			if ks, ok := st["keys"].(map[string]any); ok {
+				line := fmt.Sprintf("sending under slot %v", ks["send_phase"])
+				switch {
+				case ks["staged"] == true:
+					line += fmt.Sprintf("; new key staged, waiting for %v", ks["waiting_for"])
+				case ks["old_key_valid"] == true:
+					line += fmt.Sprintf("; old key still valid (members not yet moved: %v)", ks["not_moved"])
+				}
+				fmt.Fprintf(out, "%-20s %s (exo key status)\n", "keys", line)
+			}
 			if cs, ok := st["counters"].(map[string]any); ok {
 				var parts []string
 				for k, v := range cs {
