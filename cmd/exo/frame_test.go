@@ -575,7 +575,7 @@ func TestFrameBadInput(t *testing.T) {
 		{[]string{"--hosts", "5", "--history", "A,F"}, "not in a rack"},
 		{[]string{"--history", "A,A"}, "repeated"},
 		{[]string{"--history", "A,?"}, `history id "?"`},
-		{[]string{"--flags", "0x4000"}, "BAD_FLAGS"},
+		{[]string{"--flags", "0x2000"}, "BAD_FLAGS"},
 		{[]string{"--flags", "readmit:ZZZZ"}, "readmit:HOST"},
 		{[]string{"--epoch", "4294967296"}, "epoch"},
 		{[]string{"--seq", "9-3"}, "A <= B"},
