@@ -5,7 +5,7 @@
 //      +--------------------------------------+
 //      v                                      v
 //   +---------------+  fields, codec    +-----------+   +----------+
-//   | exo_rx_parser |--verdict--------->| 3-cycle   |   | exo_tag  |<-- key (CSR)
+//   | exo_rx_parser |--verdict--------->| 3-cycle   |   | exo_tag  |<-- key, key1, key_valid
 //   | (codec)       |  frame_valid      | delay     |   | SipHash  |
 //   +---------------+                   +-----------+   +----------+
 //                                             |              | tag_ok
@@ -141,28 +141,44 @@ exo_rx_parser #(
 );
 
 // ---------------------------------------------------------------- tag stage
-reg  [127:0] key_reg = 128'd0;   // CSR key[0..3]: k0 = words 1:0, k1 = words 3:2
+// two key slots (phase 0: CSR key[0..3], phase 1: key1[0..3]; k0 = words
+// 1:0, k1 = words 3:2) and their valid bits (key_valid, 0b01 at reset)
+reg  [127:0] key0_reg = 128'd0;
+reg  [127:0] key1_reg = 128'd0;
+reg  [1:0]   key_valid_reg = 2'b01;
 wire         tag_ok;
 
 exo_tag tag_inst (
     .clk(clk),
     .rst(rst),
-    .key(key_reg),
+    .key0(key0_reg),
+    .key1(key1_reg),
+    .key_valid(key_valid_reg),
     .s_axis_tdata(s_axis_tdata),
     .s_axis_tvalid(s_axis_tvalid),
     .s_axis_tlast(s_axis_tlast),
     .tag_ok(tag_ok)
 );
 
-wire        key_sel = csr_addr >= EXO_REG_KEY_BASE &&
-                      csr_addr < EXO_REG_KEY_BASE + EXO_REG_KEY_COUNT*EXO_REG_KEY_STRIDE;
-wire [11:0] key_off = csr_addr - EXO_REG_KEY_BASE;
+wire        key0_sel = csr_addr >= EXO_REG_KEY_BASE &&
+                       csr_addr < EXO_REG_KEY_BASE + EXO_REG_KEY_COUNT*EXO_REG_KEY_STRIDE;
+wire [11:0] key0_off = csr_addr - EXO_REG_KEY_BASE;
+wire        key1_sel = csr_addr >= EXO_REG_KEY1_BASE &&
+                       csr_addr < EXO_REG_KEY1_BASE + EXO_REG_KEY1_COUNT*EXO_REG_KEY1_STRIDE;
+wire [11:0] key1_off = csr_addr - EXO_REG_KEY1_BASE;
 
 always @(posedge clk) begin
-    if (csr_valid && csr_we && key_sel)
-        key_reg[32*key_off[3:2] +: 32] <= csr_wdata;
-    if (rst)
-        key_reg <= 128'd0;
+    if (csr_valid && csr_we && key0_sel)
+        key0_reg[32*key0_off[3:2] +: 32] <= csr_wdata;
+    if (csr_valid && csr_we && key1_sel)
+        key1_reg[32*key1_off[3:2] +: 32] <= csr_wdata;
+    if (csr_valid && csr_we && csr_addr == EXO_REG_KEY_VALID)
+        key_valid_reg <= {csr_wdata[EXO_REG_KEY_VALID_SLOT1_LSB], csr_wdata[EXO_REG_KEY_VALID_SLOT0_LSB]};
+    if (rst) begin
+        key0_reg <= 128'd0;
+        key1_reg <= 128'd0;
+        key_valid_reg <= EXO_REG_KEY_VALID_RESET[1:0];
+    end
 end
 
 // ---------------------------------------------------------------- state
@@ -337,7 +353,7 @@ reg [7:0] slot;
 // bits deliberately unused: the frame length (the verdict already holds
 // every length check) and the byte-in-word bits of word addresses
 wire unused_ok = &{1'b0, pf_len, hist_roff[11:8], hist_roff[1:0], cnt_roff[1:0],
-                   key_off[11:4], key_off[1:0]};
+                   key0_off[11:4], key0_off[1:0], key1_off[11:4], key1_off[1:0]};
 
 // status.busy: a frame is between its first beat and its verdict
 wire busy = rx_busy_reg || pf_valid || (|delay_valid);
@@ -405,6 +421,7 @@ always @* begin
             EXO_REG_EPOCH_START_HI: rdata_next = st_epoch_start[63:32];
             EXO_REG_FRAMES_IN:      rdata_next = frames_in_reg;
             EXO_REG_FRAMES_ACCEPTED: rdata_next = frames_acc_reg;
+            EXO_REG_KEY_VALID:      rdata_next = {30'd0, key_valid_reg};
             default: begin
                 if (hist_rsel) begin
                     for (i = 0; i < 4; i = i + 1) begin

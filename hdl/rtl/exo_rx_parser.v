@@ -27,7 +27,8 @@
 //
 // Codec checks, in the order of UnmarshalBinary (the first failing check
 // names the reason): len < 1 MALFORMED; version != 1 BAD_VERSION; len < 32
-// MALFORMED; type != DATA BAD_TYPE; flags not 0 / READMIT|id BAD_FLAGS;
+// MALFORMED; type != DATA BAD_TYPE; flags, the KEY_PHASE bit (0x4000)
+// aside, not 0 / READMIT|id BAD_FLAGS (exo.ValidFlags);
 // hist_len > 128 BAD_HISTLEN; history beyond the frame MALFORMED; payload
 // beyond the frame BAD_PAYLOAD; a repeated history id other than 0xFF
 // BAD_HISTORY_ID (all hist_len ids, up to 128); payload not exactly count
@@ -260,7 +261,9 @@ always @* begin
             f_hl      = `EXO_HDR_FIELD(hdr_next, EXO_OFF_HIST_LEN, EXO_SIZE_HIST_LEN);
             f_pl      = `EXO_HDR_FIELD(hdr_next, EXO_OFF_PAYLOAD_LEN, EXO_SIZE_PAYLOAD_LEN);
             f_cnt     = `EXO_HDR_FIELD(hdr_next, EXO_OFF_COUNT, EXO_SIZE_COUNT);
-            f_flags   = `EXO_HDR_FIELD(hdr_next, EXO_OFF_FLAGS, EXO_SIZE_FLAGS);
+            // the key phase bit is either way (it names the tag's key
+            // slot: exo_tag); the rest is 0 or READMIT | host id
+            f_flags   = `EXO_HDR_FIELD(hdr_next, EXO_OFF_FLAGS, EXO_SIZE_FLAGS) & ~EXO_FLAG_KEY_PHASE;
             flags_ok  = (f_flags == 16'd0) ||
                         ((f_flags & EXO_FLAG_READMIT) != 16'd0 &&
                          (f_flags & ~(EXO_FLAG_READMIT | EXO_FLAG_HOST_MASK)) == 16'd0);

@@ -25,6 +25,19 @@
 // different). Format 2 vectors carry placeholder tags: with those the
 // bench signs each decoded frame with the test key before streaming it
 // (format 2 has no BAD_TAG case).
+//
+// Key rotation (register map 1.2): two key slots, key (phase 0) and key1
+// (phase 1), and key_valid; a frame's key phase bit (flags 0x4000) picks
+// the slot. Format 4 vectors (EXOVEC04) carry the slot-1 key in words 6-7
+// and vflags KEY1_VALID (slot 1 valid for the record; slot 0 always is):
+// the bench loads both slots and key_valid per record, and its SipHash
+// model signs with the key the frame's phase names. Its own checks: a
+// phase-1 frame under slot 1's key (ACCEPT while slot 1 is valid, BAD_TAG
+// when it is not or when the frame is under slot 0's key), a phase-0
+// frame unaffected by slot 1, the codec's flags rule with the phase bit,
+// a rotation done through the CSR port while frames stream back to back
+// (the rule of docs/registers.md: write only the slot no frame in flight
+// names), and random traffic and the back-to-back run alternating phases.
 `timescale 1ns/1ps
 `default_nettype none
 `include "vectors.vh"
@@ -176,20 +189,24 @@ endtask
 // The bench's own SipHash-2-4, byte by byte over msg[0..len-1] (the
 // message; tb_sign builds it from pkt[]), key tb_key[0..15].
 reg [7:0] msg [0:2047];
-reg [7:0] tb_key [0:15];
+reg [7:0] tb_key [0:15];    // slot 0 (phase 0)
+reg [7:0] tb_key1 [0:15];   // slot 1 (phase 1)
+reg [1:0] tb_kv = 2'b01;    // key_valid as last written
+reg       tb_phase = 1'b0;  // build_min: the key phase of the frames it builds
+reg       tb_swap = 1'b0;   // tb_frame_tag: sign with the other slot's key
 
 function [63:0] rotl(input [63:0] x, input integer b);
     rotl = (x << b) | (x >> (64 - b));
 endfunction
 
-task tb_siphash(input integer len, output [63:0] tag);
+task tb_siphash(input integer len, input slot, output [63:0] tag);
     reg [63:0] k0, k1, v0, v1, v2, v3, mw;
     integer i, r, b, nb;
     begin
         k0 = 0; k1 = 0;
         for (i = 7; i >= 0; i = i - 1) begin
-            k0 = (k0 << 8) | tb_key[i];
-            k1 = (k1 << 8) | tb_key[8 + i];
+            k0 = (k0 << 8) | (slot ? tb_key1[i] : tb_key[i]);
+            k1 = (k1 << 8) | (slot ? tb_key1[8 + i] : tb_key[8 + i]);
         end
         v0 = k0 ^ 64'h736f6d6570736575;
         v1 = k1 ^ 64'h646f72616e646f6d;
@@ -230,22 +247,28 @@ task tb_siphash_selftest;
     begin
         for (i = 0; i < 16; i = i + 1) tb_key[i] = i;
         for (i = 0; i < 64; i = i + 1) msg[i] = i;
-        tb_siphash(0, t);  if (t !== 64'h726fdb47dd0e0e31) $fatal(1, "tb_siphash(0) = %h", t);
-        tb_siphash(7, t);  if (t !== 64'hab0200f58b01d137) $fatal(1, "tb_siphash(7) = %h", t);
-        tb_siphash(8, t);  if (t !== 64'h93f5f5799a932462) $fatal(1, "tb_siphash(8) = %h", t);
-        tb_siphash(63, t); if (t !== 64'h958a324ceb064572) $fatal(1, "tb_siphash(63) = %h", t);
+        tb_siphash(0, 1'b0, t);  if (t !== 64'h726fdb47dd0e0e31) $fatal(1, "tb_siphash(0) = %h", t);
+        tb_siphash(7, 1'b0, t);  if (t !== 64'hab0200f58b01d137) $fatal(1, "tb_siphash(7) = %h", t);
+        tb_siphash(8, 1'b0, t);  if (t !== 64'h93f5f5799a932462) $fatal(1, "tb_siphash(8) = %h", t);
+        tb_siphash(63, 1'b0, t); if (t !== 64'h958a324ceb064572) $fatal(1, "tb_siphash(63) = %h", t);
     end
 endtask
 
-// the tag of the frame in pkt[] (Ethernet header at 0..13): m = exo[0:24]
-// || exo[32 : 32+hist_len+payload_len], read from the frame's own fields
+// the key phase of the frame in pkt[] (flags 0x4000)
+function frame_phase(input integer dummy);
+    frame_phase = (pkt[14 + EXO_OFF_FLAGS] & EXO_FLAG_KEY_PHASE[15:8]) != 8'd0;
+endfunction
+
+// the tag of the frame in pkt[] (Ethernet header at 0..13) under the key
+// of the slot its phase names: m = exo[0:24] || exo[32 :
+// 32+hist_len+payload_len], read from the frame's own fields
 task tb_frame_tag(output [63:0] tag);
     integer k, n;
     begin
         n = pkt[14 + EXO_OFF_HIST_LEN] + {pkt[14 + EXO_OFF_PAYLOAD_LEN], pkt[14 + EXO_OFF_PAYLOAD_LEN + 1]};
         for (k = 0; k < EXO_OFF_TAG; k = k + 1) msg[k] = pkt[14 + k];
         for (k = 0; k < n; k = k + 1) msg[EXO_OFF_TAG + k] = pkt[14 + EXO_OFF_HISTORY + k];
-        tb_siphash(EXO_OFF_TAG + n, tag);
+        tb_siphash(EXO_OFF_TAG + n, frame_phase(0) ^ tb_swap, tag);
     end
 endtask
 
@@ -265,6 +288,26 @@ task load_key;
     begin
         for (k = 0; k < 4; k = k + 1)
             csr_write(EXO_REG_KEY_BASE + 4*k, {tb_key[4*k+3], tb_key[4*k+2], tb_key[4*k+1], tb_key[4*k]});
+    end
+endtask
+
+// load tb_key1[] into the CSR key1 words (slot 1), the same layout
+task load_key1;
+    integer k;
+    begin
+        for (k = 0; k < 4; k = k + 1)
+            csr_write(EXO_REG_KEY1_BASE + 4*k, {tb_key1[4*k+3], tb_key1[4*k+2], tb_key1[4*k+1], tb_key1[4*k]});
+    end
+endtask
+
+// write key_valid (bit 0: slot 0, bit 1: slot 1) and read it back
+task set_key_valid(input [1:0] v);
+    reg [31:0] r;
+    begin
+        csr_write(EXO_REG_KEY_VALID, {30'd0, v});
+        csr_read(EXO_REG_KEY_VALID, r);
+        if (r !== {30'd0, v}) $fatal(1, "key_valid reads %h after writing %h", r, v);
+        tb_kv = v;
     end
 endtask
 
@@ -373,6 +416,31 @@ task send(input integer len, input integer gaps, output integer tlast_cycle);
     end
 endtask
 
+// stream pkt[0..len-1] back to back, with a CSR write of data to addr
+// in the cycle of beat wr_beat (it takes effect at the clock edge that
+// takes that beat)
+task send_with_write(input integer len, input integer wr_beat, input [11:0] addr, input [31:0] data);
+    integer beat, k, idx;
+    begin
+        for (beat = 0; beat < (len + 7) / 8; beat = beat + 1) begin
+            @(negedge clk);
+            s_axis_tvalid = 1'b1;
+            s_axis_tlast = (beat == (len + 7) / 8 - 1);
+            for (k = 0; k < 8; k = k + 1) begin
+                idx = beat * 8 + k;
+                s_axis_tdata[8*k +: 8] = (idx < len) ? pkt[idx] : 8'h00;
+                s_axis_tkeep[k] = (idx < len);
+            end
+            csr_valid = beat == wr_beat; csr_we = beat == wr_beat; csr_addr = addr; csr_wdata = data;
+        end
+        @(negedge clk);
+        s_axis_tvalid = 1'b0;
+        s_axis_tlast = 1'b0;
+        s_axis_tkeep = 0;
+        csr_valid = 1'b0; csr_we = 1'b0;
+    end
+endtask
+
 // stream pkt[0..len-1] like send, but leave the last beat on the bus: the
 // next call's first beat follows it with no idle cycle unless gaps says
 // so (the caller drops tvalid after the last frame). While tvalid is low,
@@ -432,7 +500,8 @@ endtask
 
 // a minimum-size frame (60 bytes with its Ethernet header, 8 beats): the
 // valid next DATA frame of an n = 5 rack in group 1, epoch 7, one record
-// "hello", signed with tb_key; source MAC 02:00:00:00:00:<sender>
+// "hello", key phase tb_phase, signed with the key of that slot (tb_key or
+// tb_key1); source MAC 02:00:00:00:00:<sender>
 task build_min(input [7:0] snd, input [63:0] seq, input [7:0] h0, input [7:0] h1);
     integer k;
     begin
@@ -446,6 +515,7 @@ task build_min(input [7:0] snd, input [63:0] seq, input [7:0] h0, input [7:0] h1
         pkt[14 + EXO_OFF_PAYLOAD_LEN] = 8'd0; pkt[14 + EXO_OFF_PAYLOAD_LEN + 1] = 8'd7;
         pkt[14 + EXO_OFF_EPOCH + 3] = 8'd7;
         pkt[14 + EXO_OFF_COUNT + 1] = 8'd1;
+        pkt[14 + EXO_OFF_FLAGS] = tb_phase ? EXO_FLAG_KEY_PHASE[15:8] : 8'd0;
         for (k = 0; k < 8; k = k + 1) pkt[14 + EXO_OFF_SEQ + k] = seq[63 - 8*k -: 8];
         pkt[14 + EXO_OFF_HISTORY] = h0; pkt[14 + EXO_OFF_HISTORY + 1] = h1;
         pkt[14 + 34] = 8'd0; pkt[14 + 35] = 8'd5;
@@ -552,8 +622,9 @@ integer    exo_len, kind, gaps, nacc, rcounts [0:31], dup_len, pos, rl, flip, nr
 reg [63:0] app, tag;
 reg [7:0]  dup [0:2047];
 integer    nkind [0:6];
-reg [63:0] vec_tag, key_lo, key_hi;
-integer    ntagged = 0, nuntagged = 0;
+reg [63:0] vec_tag, key_lo, key_hi, key1_lo, key1_hi;
+integer    ntagged = 0, nuntagged = 0, nkey1 = 0, nphase1 = 0;
+integer    nphase, rot_stage, rot_last0, rot_last1, rot_end = 0, rot_frames, rot_n [0:1];
 
 initial begin
     $readmemh(`VEC_HEX, mem);
@@ -575,6 +646,11 @@ initial begin
         tb_key[k] = ~tb_key[k];
 `endif
     load_key;
+    csr_read(EXO_REG_KEY_VALID, r32);
+    if (r32 !== EXO_REG_KEY_VALID_RESET) $fatal(1, "key_valid out of reset %h", r32);
+    for (k = 0; k < 16; k = k + 1)    // slot 1: the first format 4 record loads its own
+        tb_key1[k] = ~(8'h10 + k);
+    load_key1;
     csr_write(EXO_REG_CTRL, 32'd1);   // clear counters
 
     for (i = 0; i < N; i = i + 1) begin
@@ -598,6 +674,23 @@ initial begin
             load_key;
         end
 `endif
+`ifdef EXO_VEC_TAG_KEY1_0_7_WORD
+        // format 4: the slot-1 key, and key_valid from KEY1_VALID (slot 0
+        // is always valid), through the CSR when they change
+        key1_lo = mem[base + `EXO_VEC_TAG_KEY1_0_7_WORD];
+        key1_hi = mem[base + `EXO_VEC_TAG_KEY1_8_15_WORD];
+        if ({key1_lo, key1_hi} !== {tb_key1[0], tb_key1[1], tb_key1[2], tb_key1[3], tb_key1[4], tb_key1[5], tb_key1[6], tb_key1[7],
+                                    tb_key1[8], tb_key1[9], tb_key1[10], tb_key1[11], tb_key1[12], tb_key1[13], tb_key1[14], tb_key1[15]}) begin
+            for (k = 0; k < 8; k = k + 1) begin
+                tb_key1[k] = key1_lo[63 - 8*k -: 8];
+                tb_key1[8 + k] = key1_hi[63 - 8*k -: 8];
+            end
+            load_key1;
+        end
+        if (((vflags & `EXO_VEC_FLAG_KEY1_VALID) != 0) != tb_kv[1] || !tb_kv[0])
+            set_key_valid({(vflags & `EXO_VEC_FLAG_KEY1_VALID) != 0, 1'b1});
+        if (tb_kv[1]) nkey1 = nkey1 + 1;
+`endif
         if (vflags & `EXO_VEC_FLAG_CHAINED)
             compare_state(i, base + `EXO_VEC_STATE_IN_WORD, "in");
         else
@@ -612,13 +705,17 @@ initial begin
         if (w[`EXO_VEC_EXO_LEN_MSB:`EXO_VEC_EXO_LEN_LSB] != 0) begin
             // decoded by the codec: its whole message is there
 `ifdef EXO_VEC_FLAG_TAG_VALID
+            // TAG_VALID: the tag under the key of the slot the frame's
+            // phase names, and that slot valid (exo.KeyRing.VerifyBytes)
             tb_frame_tag(tag);
             for (k = 0; k < 8; k = k + 1) vec_tag[63 - 8*k -: 8] = pkt[14 + EXO_OFF_TAG + k];
+            if (frame_phase(0)) nphase1 = nphase1 + 1;
             if ((vflags & `EXO_VEC_FLAG_TAG_VALID) != 0) begin
-                if (tag !== vec_tag) $fatal(1, "record %0d: tag %h, the bench's SipHash says %h", i, vec_tag, tag);
+                if (tag !== vec_tag) $fatal(1, "record %0d: tag %h, the bench's SipHash says %h (phase %0d)", i, vec_tag, tag, frame_phase(0));
+                if (!tb_kv[frame_phase(0)]) $fatal(1, "record %0d: TAG_VALID, but its slot %0d is not valid", i, frame_phase(0));
                 ntagged = ntagged + 1;
             end else begin
-                if (tag === vec_tag) $fatal(1, "record %0d: not TAG_VALID, but its tag %h verifies", i, vec_tag);
+                if (tag === vec_tag && tb_kv[frame_phase(0)]) $fatal(1, "record %0d: not TAG_VALID, but its tag %h verifies", i, vec_tag);
                 nuntagged = nuntagged + 1;
             end
 `else
@@ -642,6 +739,10 @@ initial begin
 `ifdef EXO_VEC_FLAG_TAG_VALID
     $display("exo_engine_tb: vector tags: key %h%h loaded through the CSR; the bench's SipHash agrees with vecgen on all %0d decoded frames (%0d TAG_VALID, %0d not)",
              key_lo, key_hi, ntagged + nuntagged, ntagged, nuntagged);
+`ifdef EXO_VEC_TAG_KEY1_0_7_WORD
+    $display("exo_engine_tb: vector key slots: key1 %h%h loaded through the CSR; slot 1 valid in %0d of %0d records; %0d decoded frames of key phase 1",
+             key1_lo, key1_hi, nkey1, N, nphase1);
+`endif
 `else
     $display("exo_engine_tb: vector tags: format 2 (placeholder tags): the bench signed every decoded frame with the test key");
 `endif
@@ -657,7 +758,10 @@ initial begin
     if (r32 != counts[0]) $fatal(1, "frames_accepted %0d, want %0d", r32, counts[0]);
     $display("exo_engine_tb: counters: %0d reasons match", EXO_NUM_REASONS);
 
-    // ---- the tag check, one frame at a time (n = 5 state of load_n5)
+    // ---- the tag check, one frame at a time (n = 5 state of load_n5),
+    // slot 0 only
+    set_key_valid(2'b01);
+    tb_phase = 1'b0;
     load_n5;
     build_min(8'd0, 64'd1000, 8'd4, 8'd3);
     pkt[14 + EXO_OFF_TAG + 7] = pkt[14 + EXO_OFF_TAG + 7] ^ 8'h01;
@@ -702,12 +806,159 @@ initial begin
     expect_n5(64'd1003, 8'd2, 8'd1, "after ACCEPT");
     $display("exo_engine_tb: tag check: BAD_TAG after the codec and BAD_GROUP, before BAD_SENDER, STALE_EPOCH, HALTED; no pointer moves; padding, trailers outside the tag; CSR key");
 
+    // ---- key rotation: the frame's key phase picks the slot
+    for (k = 0; k < 16; k = k + 1) tb_key1[k] = 8'hB0 + k;   // key B in slot 1
+    load_key1;
+    set_key_valid(2'b11);
+    load_n5;
+    tb_phase = 1'b1;
+    build_min(8'd0, 64'd1000, 8'd4, 8'd3);
+    expect_one(60, EXO_REASON_ACCEPT, "phase 1 under key B, slot 1 valid");
+    expect_n5(64'd1001, 8'd0, 8'd4, "after a phase-1 ACCEPT");
+    build_min(8'd1, 64'd1001, 8'd0, 8'd4);
+    set_key_valid(2'b01);
+    expect_one(60, EXO_REASON_BAD_TAG, "phase 1 under key B, slot 1 invalid");
+    expect_n5(64'd1001, 8'd0, 8'd4, "after a phase-1 BAD_TAG");
+    tb_phase = 1'b0;
+    build_min(8'd1, 64'd1001, 8'd0, 8'd4);
+    expect_one(60, EXO_REASON_ACCEPT, "phase 0, slot 1 invalid");
+    tb_key1[0] = tb_key1[0] ^ 8'h01;                         // slot 1: another key, valid
+    load_key1;
+    set_key_valid(2'b11);
+    build_min(8'd2, 64'd1002, 8'd1, 8'd0);
+    expect_one(60, EXO_REASON_ACCEPT, "phase 0, slot 1 another key");
+    tb_phase = 1'b1;
+    build_min(8'd3, 64'd1003, 8'd2, 8'd1);
+    tb_swap = 1'b1; tb_sign; tb_swap = 1'b0;                 // phase 1 under slot 0's key
+    expect_one(60, EXO_REASON_BAD_TAG, "phase 1 under slot 0's key");
+    pkt[14 + EXO_OFF_FLAGS] = 8'd0;                          // and that tag as phase 0: the
+    expect_one(60, EXO_REASON_BAD_TAG, "phase bit cleared after sealing"); // bit is in the tag
+    build_min(8'd3, 64'd1003, 8'd2, 8'd1);
+    expect_one(60, EXO_REASON_ACCEPT, "phase 1 under slot 1's key");
+    set_key_valid(2'b10);                                    // slot 0 retired
+    tb_phase = 1'b0;
+    build_min(8'd4, 64'd1004, 8'd3, 8'd2);
+    expect_one(60, EXO_REASON_BAD_TAG, "phase 0, slot 0 invalid");
+    tb_phase = 1'b1;
+    build_min(8'd4, 64'd1004, 8'd3, 8'd2);
+    expect_one(60, EXO_REASON_ACCEPT, "phase 1, slot 0 invalid");
+    set_key_valid(2'b00);
+    build_min(8'd0, 64'd1005, 8'd4, 8'd3);
+    expect_one(60, EXO_REASON_BAD_TAG, "phase 1, no slot valid");
+    set_key_valid(2'b11);
+    build_min(8'd0, 64'd1005, 8'd4, 8'd3);
+    pkt[14 + EXO_OFF_FLAGS + 1] = 8'd1; tb_sign;             // 0x4001
+    expect_one(60, EXO_REASON_BAD_FLAGS, "flags 0x4001");
+    pkt[14 + EXO_OFF_FLAGS] = 8'h60; pkt[14 + EXO_OFF_FLAGS + 1] = 8'd0; tb_sign;   // 0x6000
+    expect_one(60, EXO_REASON_BAD_FLAGS, "flags 0x6000");
+    pkt[14 + EXO_OFF_FLAGS] = 8'hC0; pkt[14 + EXO_OFF_FLAGS + 1] = 8'd3; tb_sign;   // READMIT|phase|3
+    expect_one(60, EXO_REASON_ACCEPT, "flags 0xC003");
+    tb_phase = 1'b0;
+    build_min(8'd1, 64'd1006, 8'd0, 8'd4);
+    pkt[14 + EXO_OFF_FLAGS] = 8'h80; pkt[14 + EXO_OFF_FLAGS + 1] = 8'd2; tb_sign;   // READMIT|2, phase 0
+    expect_one(60, EXO_REASON_ACCEPT, "flags 0x8002");
+    expect_n5(64'd1007, 8'd1, 8'd0, "after the key slot checks");
+    // when a frame reads the keys: at its beat 3 (the fourth). A CSR
+    // write that lands at the clock edge of beat 2 changes its verdict,
+    // one at the edge of beat 3 does not.
+    app = 64'd1007; hist0 = 8'd1; hist1 = 8'd0;
+    for (k = 0; k < 4; k = k + 1) begin
+        // k = 0, 1: slot 0's word 0 changed at beat 2, 3; k = 2, 3: key_valid
+        sender = (hist0 + 8'd1) % 8'd5;
+        build_min(sender, app, hist0, hist1);
+        nverd = verdicts;
+        if (k < 2)
+            send_with_write(60, (k % 2) + 2, EXO_REG_KEY_BASE, ~{tb_key[3], tb_key[2], tb_key[1], tb_key[0]});
+        else
+            send_with_write(60, (k % 2) + 2, EXO_REG_KEY_VALID, 32'd2);
+        while (verdicts == nverd) @(negedge clk);
+        if (last_reason !== ((k % 2) ? EXO_REASON_ACCEPT : EXO_REASON_BAD_TAG))
+            $fatal(1, "key sampling: write %0d at the edge of beat %0d gave %0d", k, (k % 2) + 2, last_reason);
+        load_key;
+        set_key_valid(2'b11);
+        if (k % 2) begin
+            app = app + 1; hist1 = hist0; hist0 = sender;
+        end
+    end
+    expect_n5(app, hist0, hist1, "after the key sampling checks");
+    $display("exo_engine_tb: key slots: phase 1 under key1 ACCEPT while slot 1 is valid, BAD_TAG when not or under slot 0's key; phase 0 unaffected by slot 1; the phase bit in the tag and in the codec's flags rule; keys read at a frame's beat 3");
+
+    // ---- a rotation through the CSR port while frames stream back to
+    // back (docs/registers.md: write only the slot no frame in flight
+    // names, flip key_valid, switch the phase sent, retire the old slot
+    // once its last frame is decided), twice: slot 0 A -> slot 1 B ->
+    // slot 0 C; every frame ACCEPT, no stall, 8 cycles per frame
+    for (k = 0; k < 16; k = k + 1) tb_key1[k] = 8'hB0 + k;
+    load_key1;
+    set_key_valid(2'b01);
+    load_n5;
+    tb_phase = 1'b0;
+    hist0 = 8'd4; hist1 = 8'd3;
+    rot_stage = 0; rot_last0 = -1; rot_last1 = -1; rot_n[0] = 0; rot_n[1] = 0;
+    exp_wr = 0; exp_rd = 0; exp_check = 1'b1;
+    nverd = verdicts;
+    t0 = cycle + 1;
+    fork
+        begin : rot_stream
+            i = 0;
+            while (rot_stage < 5 || i < rot_end) begin
+                sender = i % 5;
+                build_min(sender, 64'd1000 + i, hist0, hist1);
+                rot_n[tb_phase] = rot_n[tb_phase] + 1;
+                if (tb_phase) rot_last1 = i; else rot_last0 = i;
+                exp_reason[exp_wr % 4096] = EXO_REASON_ACCEPT;
+                exp_wr = exp_wr + 1;
+                stream(60, 0);
+                hist1 = hist0; hist0 = sender;
+                i = i + 1;
+            end
+            stream_end;
+            rot_frames = i;
+        end
+        begin : rot_csr
+            while (exp_wr < 6) @(negedge clk);
+            // stage 1: key B into the free slot 1 while phase-0 frames stream
+            load_key1;
+            set_key_valid(2'b11);
+            rot_stage = 1;
+            while (rot_n[0] < 16) @(negedge clk);
+            tb_phase = 1'b1;                                  // every member holds B: switch
+            // stage 2: the last phase-0 frame decided: retire slot 0
+            while (exp_rd <= rot_last0) @(negedge clk);
+            set_key_valid(2'b10);
+            for (k = 0; k < 16; k = k + 1) tb_key[k] = 8'hC0 + k;   // key C into the free slot 0
+            load_key;
+            set_key_valid(2'b11);
+            rot_stage = 3;
+            while (rot_n[1] < 16) @(negedge clk);
+            tb_phase = 1'b0;
+            while (exp_rd <= rot_last1) @(negedge clk);
+            set_key_valid(2'b01);                             // slot 1 retired
+            rot_stage = 5;
+            rot_end = exp_wr + 6;
+        end
+    join
+    t1 = cycle;
+    while (exp_rd != exp_wr) begin
+        @(negedge clk);
+        if (cycle - t1 > 100) $fatal(1, "rotation: %0d verdicts of %0d", exp_rd, exp_wr);
+    end
+    exp_check = 1'b0;
+    expect_n5(64'd1000 + rot_frames, hist0, hist1, "after the rotation");
+    if (t1 - t0 != 8 * rot_frames) $fatal(1, "rotation: %0d frames in %0d cycles, want %0d", rot_frames, t1 - t0, 8 * rot_frames);
+    $display("exo_engine_tb: rotation under traffic: %0d minimum-size frames back to back (%0d phase 0 under keys A then C, %0d phase 1 under key B) while key1, key_valid and key were rewritten: every frame ACCEPT, %0d cycles = 8 per frame, 0 stalls",
+             rot_frames, rot_n[0], rot_n[1], t1 - t0);
+
     // ---- random traffic: n = 5, back to back or with random tvalid gaps,
     // every verdict checked in order; kinds: 0 valid (ACCEPT), 1 one bit
     // of the message flipped (BAD_TAG), 2 truncated (MALFORMED or
     // BAD_PAYLOAD), 3 the last accepted frame again (DUPLICATE), 4 other
     // group and bad tag (BAD_GROUP), 5 sender 7, signed (BAD_SENDER),
-    // 6 a short garbage frame of 1..2 beats (MALFORMED or BAD_VERSION)
+    // 6 a short garbage frame of 1..2 beats (MALFORMED or BAD_VERSION);
+    // both key slots valid (slot 0 key C, slot 1 key B), each frame of a
+    // random key phase
+    set_key_valid(2'b11);
+    nphase = 0;
     load_n5;
     csr_write(EXO_REG_CTRL, 32'd1);
     for (k = 0; k < 32; k = k + 1) rcounts[k] = 0;
@@ -728,6 +979,9 @@ initial begin
         maxrec = (maxrec == 0) ? 200 : 23;
         urand(4, trailer);
         trailer = trailer == 0;
+        urand(2, rl);
+        tb_phase = rl;
+        if (tb_phase) nphase = nphase + 1;
         build_frame((kind == 5) ? 8'd7 : sender, app, hist0, hist1, nrec, maxrec, trailer, flen, exo_len);
         want_reason = EXO_REASON_ACCEPT;
         case (kind)
@@ -805,8 +1059,8 @@ initial begin
         csr_read(EXO_REG_COUNTER_BASE + 4*k, r32);
         if (r32 != rcounts[k]) $fatal(1, "random traffic: counter[%0d] = %0d, want %0d", k, r32, rcounts[k]);
     end
-    $display("exo_engine_tb: random traffic: %0d frames in %0d cycles (half back to back, half 0-39%% tvalid gaps): %0d valid ACCEPT (%0d ending in the beat before their final SipHash block), %0d bit flips BAD_TAG, %0d truncated, %0d duplicates, %0d BAD_GROUP, %0d BAD_SENDER, %0d garbage; every verdict in order, counters and pointers match",
-             RANDOM_FRAMES, t1 - t0, nkind[0], nflush, nkind[1], nkind[2], nkind[3], nkind[4], nkind[5], nkind[6]);
+    $display("exo_engine_tb: random traffic: %0d frames in %0d cycles (half back to back, half 0-39%% tvalid gaps): %0d valid ACCEPT (%0d ending in the beat before their final SipHash block), %0d bit flips BAD_TAG, %0d truncated, %0d duplicates, %0d BAD_GROUP, %0d BAD_SENDER, %0d garbage; every verdict in order, counters and pointers match; %0d frames of key phase 1",
+             RANDOM_FRAMES, t1 - t0, nkind[0], nflush, nkind[1], nkind[2], nkind[3], nkind[4], nkind[5], nkind[6], nphase);
 
     // roster MAC check (ctrl.mac_check; not in the vectors, which carry no MAC)
     load_n5;
@@ -831,7 +1085,9 @@ initial begin
     if (last_reason !== EXO_REASON_DUPLICATE) $fatal(1, "mac_check off: %0d, want DUPLICATE", last_reason);
     $display("exo_engine_tb: roster MAC check: wrong MAC BAD_SENDER, right MAC ACCEPT");
 
-    // back-to-back minimum-size frames, n = 5, no gaps
+    // back-to-back minimum-size frames, n = 5, no gaps, alternating key
+    // phases (slot 0 key C, slot 1 key B)
+    set_key_valid(2'b11);
     load_n5;
     csr_write(EXO_REG_CTRL, 32'd1);
     nverd = verdicts;
@@ -841,6 +1097,7 @@ initial begin
     t0 = cycle;
     for (i = 0; i < BACK_TO_BACK; i = i + 1) begin
         sender = i % 5;
+        tb_phase = i % 2;
         build_min(sender, 64'd1000 + i, hist0, hist1);
         // stream without the trailing idle cycle of send(): beats back to back
         for (k = 0; k < 8; k = k + 1) begin
@@ -867,7 +1124,7 @@ initial begin
     if (g64 != 64'd1000 + BACK_TO_BACK) $fatal(1, "back-to-back: append %0d", g64);
     csr_read64(EXO_REG_AGREED_LO, g64);
     if (g64 != 64'd1000 + BACK_TO_BACK - 2) $fatal(1, "back-to-back: agreed %0d", g64);
-    $display("exo_engine_tb: back-to-back: %0d minimum-size frames (60 bytes, 8 beats) in %0d cycles = %0d.%02d cycles/frame, 0 tready stalls, all ACCEPT, agreed = append-2",
+    $display("exo_engine_tb: back-to-back: %0d minimum-size frames (60 bytes, 8 beats, key phases 0 and 1 alternating) in %0d cycles = %0d.%02d cycles/frame, 0 tready stalls, all ACCEPT, agreed = append-2",
              BACK_TO_BACK, t1 - t0, (t1 - t0) / BACK_TO_BACK, ((t1 - t0) * 100 / BACK_TO_BACK) % 100);
     if (t1 - t0 != 8 * BACK_TO_BACK) $fatal(1, "back-to-back: %0d cycles, want %0d", t1 - t0, 8 * BACK_TO_BACK);
     $display("exo_engine_tb: latency tlast beat -> verdict and pointer update: min %0d, max %0d, mean %0d.%02d cycles over %0d frames (back-to-back: %0d)",

@@ -23,10 +23,15 @@ localparam EXO_REG_MAP_VERSION = 1;
 
 // Register block type of the Exo engine (ASCII "EXO\0"), read at rb_type.
 localparam [31:0] EXO_REG_RB_TYPE_EXO = 32'h45584F00;
-// Register block version 1.1 (major in bits 15:8, minor in bits 7:0), read
+// Register block version 1.2 (major in bits 15:8, minor in bits 7:0), read
 // at rb_version. 1.1: the key array is used, every frame's tag is checked
-// (BAD_TAG); same registers as 1.0.
-localparam [31:0] EXO_REG_RB_VERSION_EXO = 32'h00000101;
+// (BAD_TAG); same registers as 1.0. 1.2: key rotation: two key slots (key
+// = slot 0, key1 = slot 1) and key_valid; the frame's key phase bit (flags
+// 0x4000) picks the slot, an invalid slot is BAD_TAG; the codec accepts
+// the phase bit. At reset slot 0 is valid (zeros) and slot 1 is not, so a
+// 1.1 driver that writes only key sees the 1.1 behaviour for phase-0
+// frames.
+localparam [31:0] EXO_REG_RB_VERSION_EXO = 32'h00000102;
 // Words of the history array: 4 ids per word, 128 ids (EXO_MAX_HISTORY).
 localparam EXO_REG_MAX_HISTORY_WORDS = 32;
 // Words of the counter array: one per reason code 0..31 (19 used by layout
@@ -39,7 +44,7 @@ localparam EXO_REG_ROSTER_ENTRIES = 256;
 localparam [11:0] EXO_REG_RB_TYPE = 12'h000; // ro
 localparam [31:0] EXO_REG_RB_TYPE_RESET = 32'h45584F00;
 localparam [11:0] EXO_REG_RB_VERSION = 12'h004; // ro
-localparam [31:0] EXO_REG_RB_VERSION_RESET = 32'h00000101;
+localparam [31:0] EXO_REG_RB_VERSION_RESET = 32'h00000102;
 localparam [11:0] EXO_REG_RB_NEXT_PTR = 12'h008; // ro
 localparam [31:0] EXO_REG_RB_NEXT_PTR_RESET = 32'h00000000;
 localparam [11:0] EXO_REG_CAPS = 12'h00C; // ro
@@ -91,11 +96,20 @@ localparam [11:0] EXO_REG_FRAMES_IN = 12'h050; // ro
 localparam [31:0] EXO_REG_FRAMES_IN_RESET = 32'h00000000;
 localparam [11:0] EXO_REG_FRAMES_ACCEPTED = 12'h054; // ro
 localparam [31:0] EXO_REG_FRAMES_ACCEPTED_RESET = 32'h00000000;
+localparam [11:0] EXO_REG_KEY_VALID = 12'h080; // rw
+localparam [31:0] EXO_REG_KEY_VALID_RESET = 32'h00000001;
+localparam EXO_REG_KEY_VALID_SLOT0_LSB = 0;
+localparam EXO_REG_KEY_VALID_SLOT0_WIDTH = 1;
+localparam EXO_REG_KEY_VALID_SLOT1_LSB = 1;
+localparam EXO_REG_KEY_VALID_SLOT1_WIDTH = 1;
 
 // Register arrays: element i at BASE + i*STRIDE.
 localparam [11:0] EXO_REG_KEY_BASE = 12'h060; // wo
 localparam EXO_REG_KEY_COUNT = 4;
 localparam EXO_REG_KEY_STRIDE = 4;
+localparam [11:0] EXO_REG_KEY1_BASE = 12'h070; // wo
+localparam EXO_REG_KEY1_COUNT = 4;
+localparam EXO_REG_KEY1_STRIDE = 4;
 localparam [11:0] EXO_REG_HISTORY_BASE = 12'h100; // rw
 localparam EXO_REG_HISTORY_COUNT = 32;
 localparam EXO_REG_HISTORY_STRIDE = 4;

@@ -22,10 +22,15 @@ const MapVersion = 1
 const (
 	// Register block type of the Exo engine (ASCII "EXO\0"), read at rb_type.
 	RbTypeExo = 0x45584F00
-	// Register block version 1.1 (major in bits 15:8, minor in bits 7:0), read
+	// Register block version 1.2 (major in bits 15:8, minor in bits 7:0), read
 	// at rb_version. 1.1: the key array is used, every frame's tag is checked
-	// (BAD_TAG); same registers as 1.0.
-	RbVersionExo = 0x00000101
+	// (BAD_TAG); same registers as 1.0. 1.2: key rotation: two key slots (key
+	// = slot 0, key1 = slot 1) and key_valid; the frame's key phase bit (flags
+	// 0x4000) picks the slot, an invalid slot is BAD_TAG; the codec accepts
+	// the phase bit. At reset slot 0 is valid (zeros) and slot 1 is not, so a
+	// 1.1 driver that writes only key sees the 1.1 behaviour for phase-0
+	// frames.
+	RbVersionExo = 0x00000102
 	// Words of the history array: 4 ids per word, 128 ids (EXO_MAX_HISTORY).
 	MaxHistoryWords = 32
 	// Words of the counter array: one per reason code 0..31 (19 used by layout
@@ -89,12 +94,18 @@ const (
 	// frames_accepted (ro): Frames accepted (counter[ACCEPT] under another
 	// name), wrapping.
 	FramesAccepted = 0x054
+	// key_valid (rw): Which key slots hold a key: a frame whose key phase
+	// names a slot with its bit 0 is BAD_TAG. 0b01 at reset: slot 0 (the zero
+	// key until written) valid, slot 1 not, so an engine driven as 1.1 (key
+	// only) behaves as 1.1 for phase-0 frames. Sampled with the key at a
+	// frame's fourth beat.
+	KeyValid = 0x080
 )
 
 // Reset values of the registers that have a plain one.
 const (
 	RbTypeReset         = 0x45584F00
-	RbVersionReset      = 0x00000101
+	RbVersionReset      = 0x00000102
 	RbNextPtrReset      = 0x00000000
 	CtrlReset           = 0x00000000
 	GroupReset          = 0x00000000
@@ -111,6 +122,7 @@ const (
 	EpochStartHiReset   = 0x00000000
 	FramesInReset       = 0x00000000
 	FramesAcceptedReset = 0x00000000
+	KeyValidReset       = 0x00000001
 )
 
 // Fields: value = (word & Mask) >> Shift.
@@ -145,23 +157,40 @@ const (
 	// last_verdict.slow_path: The reason is a slow-path verdict.
 	LastVerdictSlowPathShift = 8
 	LastVerdictSlowPathMask  = 0x00000100
+	// key_valid.slot0: Slot 0 (key, phase 0) is valid.
+	KeyValidSlot0Shift = 0
+	KeyValidSlot0Mask  = 0x00000001
+	// key_valid.slot1: Slot 1 (key1, phase 1) is valid.
+	KeyValidSlot1Shift = 1
+	KeyValidSlot1Mask  = 0x00000002
 )
 
 // Register arrays: element i is at Base + i*Stride.
 const (
-	// key (wo): The 16-byte SipHash-2-4 key of the frame tag check: word i is
-	// the little-endian uint32 of key bytes 4i..4i+3 (word 0 = key bits 31:0,
-	// key[0] in bits 7:0), so SipHash k0 = {word 1, word 0} and k1 = {word 3,
-	// word 2}. Every frame is checked: tag = SipHash-2-4(k, exo[0:24] ||
-	// exo[32 : 32+hist_len+payload_len]), held big-endian in exo[24:32]
-	// (docs/wire.md, docs/hdl.md); a mismatch is BAD_TAG, after the codec
-	// checks and BAD_GROUP, before every other check, and moves no pointer. 0
-	// at reset. A frame uses the key as it is at its third 64-bit beat (where
-	// its SipHash starts): write the key while halted (halted = 1).
-	// Write-only: reads 0.
+	// key (wo): Key slot 0 (key phase 0: frames whose flags have the key phase
+	// bit 0x4000 clear): the 16-byte SipHash-2-4 key of the frame tag check.
+	// Word i is the little-endian uint32 of key bytes 4i..4i+3 (word 0 = key
+	// bits 31:0, key[0] in bits 7:0), so SipHash k0 = {word 1, word 0} and k1
+	// = {word 3, word 2}. Every frame is checked: tag = SipHash-2-4(k,
+	// exo[0:24] || exo[32 : 32+hist_len+payload_len]), held big-endian in
+	// exo[24:32] (docs/wire.md, docs/hdl.md), k the key of the slot the
+	// frame's key phase names; a mismatch, or a slot whose key_valid bit is 0,
+	// is BAD_TAG, after the codec checks and BAD_GROUP, before every other
+	// check, and moves no pointer. 0 at reset. A frame uses the key and
+	// key_valid as they are at its fourth 64-bit beat (beat 3, where its flags
+	// are and its SipHash starts). Rotation without halting: write only the
+	// slot that no frame in flight names (the slot not being sent under, or
+	// invalid), then flip key_valid; rewriting the slot in use changes the
+	// verdict of the frames in flight. Write-only: reads 0.
 	KeyBase   = 0x060
 	KeyCount  = 4
 	KeyStride = 4
+	// key1 (wo): Key slot 1 (key phase 1: frames with the key phase bit 0x4000
+	// set), word for word like key. 0 at reset, and invalid (key_valid.slot1 =
+	// 0). Write-only: reads 0.
+	Key1Base   = 0x070
+	Key1Count  = 4
+	Key1Stride = 4
 	// history (rw): Pointers.History: slot i (0 = sender of append-1, most
 	// recent first; 0xFF = none) in word i/4, bits 8*(i%4)+7:8*(i%4). Slots
 	// from MAX_HISTORY on read 0xFF and ignore writes. Shifted in place on
