@@ -12,8 +12,9 @@
 //     block header (rb_type "EXO\0", major version 1), SetState/State load
 //     and read the pointers in the documented order (halted first, 64-bit
 //     values lo then hi, release last), SetRoster fills the roster MAC
-//     table and enables ctrl.mac_check, SetKey writes the SipHash-2-4 key
-//     of the tag check, Counters/ClearCounters/LastVerdict read the verdict
+//     table and enables ctrl.mac_check, SetKeys loads the two SipHash-2-4
+//     key slots of the tag check (the frame's key phase picks one; SetKey
+//     is slot 0 alone), Counters/ClearCounters/LastVerdict read the verdict
 //     statistics. Every offset comes from the generated package
 //     hw/gen/regs.
 //

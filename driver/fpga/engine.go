@@ -135,6 +135,10 @@ type Engine struct {
 	r      Regs
 	info   Info
 	roster []net.HardwareAddr // the driver's copy (the table is write-only)
+	// the driver's copy of the key slots (the key words are write-only);
+	// keyKnown[i]: slot i's words hold keys.Key[i] (written by this Engine)
+	keys     exo.KeyRing
+	keyKnown [2]bool
 }
 
 // Open checks the register block of r (ReadInfo) and returns its driver.
@@ -452,20 +456,143 @@ func (e *Engine) setCtrl(macCheck, clear bool) error {
 	return e.write("ctrl", regs.Ctrl, v)
 }
 
-// SetKey writes the 128-bit SipHash-2-4 key of the tag check: key word i
-// (0x060 + 4i) is the little-endian uint32 of key[4i:4i+4], so word 0
-// holds key bits 31:0 with key[0] in bits 7:0 (the byte order of
-// SipHash's k0 = LE64(key[0:8])). The words are write-only.
-func (e *Engine) SetKey(key [16]byte) error {
+// KeySlots is the number of key slots of register map 1.2 (key, key1):
+// exo.KeyRing's two phases.
+const KeySlots = 2
+
+// ErrKeySlots: the engine (register map 1.1) has one key slot, the ring
+// needs the second.
+var ErrKeySlots = errors.New("fpga: this engine has one key slot (register map 1.1): key phase 1 needs 1.2")
+
+// keyWords returns the four key words of key: word i is the little-endian
+// uint32 of key[4i:4i+4], so word 0 holds key bits 31:0 with key[0] in
+// bits 7:0 (the byte order of SipHash's k0 = LE64(key[0:8])).
+func keyWords(key [exo.TagKeyLen]byte) [regs.KeyCount]uint32 {
+	var w [regs.KeyCount]uint32
+	for i := range w {
+		w[i] = uint32(key[4*i]) | uint32(key[4*i+1])<<8 | uint32(key[4*i+2])<<16 | uint32(key[4*i+3])<<24
+	}
+	return w
+}
+
+// keySlotBase is the byte offset of key slot i's first word.
+func keySlotBase(i int) (uint32, string) {
+	if i == 1 {
+		return regs.Key1Base, "key1"
+	}
+	return regs.KeyBase, "key"
+}
+
+// SetKeys loads the two key slots of the tag check (register map 1.2): a
+// frame whose key phase bit (flags 0x4000) is p is checked against
+// ring.Key[p] if ring.Valid[p], and is BAD_TAG if not. Slot 0 is the
+// words at regs.KeyBase, slot 1 those at regs.Key1Base (the layout of
+// SetKey), the valid bits are key_valid.
+//
+// The sequence: a slot whose key changes (or that this Engine has not
+// written yet) is first marked invalid in key_valid, then the words of
+// every slot ring.Valid names are written, then key_valid = ring.Valid.
+// No frame is ever checked against a half-written key, and a slot that
+// keeps its key stays valid throughout (its words are written again with
+// the same values, which also restores them after a reset of the engine),
+// so frames under it are checked all along: a rotation changes only the
+// slot that no frame in flight names (docs/fpga.md). The engine reads a
+// frame's key at its fourth beat. The key words are write-only; Keys
+// returns the driver's copy.
+//
+// On a 1.1 engine (one key slot) a ring with slot 1 valid, or slot 0
+// invalid, is ErrKeySlots; any other ring writes slot 0's key.
+func (e *Engine) SetKeys(ring exo.KeyRing) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	for i := range regs.KeyCount {
-		w := uint32(key[4*i]) | uint32(key[4*i+1])<<8 | uint32(key[4*i+2])<<16 | uint32(key[4*i+3])<<24
-		if err := e.write(fmt.Sprintf("key[%d]", i), regs.KeyBase+uint32(i)*regs.KeyStride, w); err != nil {
+	if e.info.Minor < 2 {
+		if ring.Valid[1] || !ring.Valid[0] {
+			return fmt.Errorf("%w (rb_version %d.%d, slots valid %v)", ErrKeySlots, e.info.Major, e.info.Minor, ring.Valid)
+		}
+		if err := e.writeKeySlot(0, ring.Key[0]); err != nil {
+			return err
+		}
+		e.keys, e.keyKnown = ring, [2]bool{true, false}
+		return nil
+	}
+	cur, err := e.read("key_valid", regs.KeyValid)
+	if err != nil {
+		return err
+	}
+	masks := [KeySlots]uint32{regs.KeyValidSlot0Mask, regs.KeyValidSlot1Mask}
+	var want uint32
+	keep := cur & (regs.KeyValidSlot0Mask | regs.KeyValidSlot1Mask)
+	for i := range KeySlots {
+		if ring.Valid[i] {
+			want |= masks[i]
+		}
+		if !ring.Valid[i] || !e.keyKnown[i] || e.keys.Key[i] != ring.Key[i] {
+			keep &^= masks[i]
+		}
+	}
+	if keep != cur {
+		if err := e.write("key_valid", regs.KeyValid, keep); err != nil {
+			return err
+		}
+	}
+	for i := range KeySlots {
+		if !ring.Valid[i] {
+			continue
+		}
+		if e.keys.Key[i] != ring.Key[i] {
+			e.keyKnown[i] = false
+		}
+		if err := e.writeKeySlot(i, ring.Key[i]); err != nil {
+			return err
+		}
+		e.keys.Key[i], e.keyKnown[i] = ring.Key[i], true
+	}
+	e.keys.Valid = ring.Valid
+	if want != keep {
+		return e.write("key_valid", regs.KeyValid, want)
+	}
+	return nil
+}
+
+// writeKeySlot writes the four words of key slot i.
+func (e *Engine) writeKeySlot(i int, key [exo.TagKeyLen]byte) error {
+	base, name := keySlotBase(i)
+	for j, w := range keyWords(key) {
+		if err := e.write(fmt.Sprintf("%s[%d]", name, j), base+uint32(j)*regs.KeyStride, w); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// SetKey writes the 128-bit SipHash-2-4 key of the tag check into slot 0
+// and leaves slot 1 invalid: SetKeys(exo.NewKeyRing(0, key)), the one-key
+// engine of register map 1.1 (frames of key phase 1 are BAD_TAG). Key
+// word i (0x060 + 4i) is the little-endian uint32 of key[4i:4i+4], so
+// word 0 holds key bits 31:0 with key[0] in bits 7:0 (the byte order of
+// SipHash's k0 = LE64(key[0:8])). The words are write-only.
+func (e *Engine) SetKey(key [16]byte) error {
+	return e.SetKeys(exo.NewKeyRing(0, key))
+}
+
+// Keys returns the key slots as this Engine last wrote them (the key
+// words are write-only: a slot it never wrote reads as the zero key) and
+// their valid bits as the engine holds them (key_valid; on a 1.1 engine,
+// slot 0 valid and slot 1 not).
+func (e *Engine) Keys() (exo.KeyRing, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	r := exo.KeyRing{Key: e.keys.Key}
+	if e.info.Minor < 2 {
+		r.Valid = [2]bool{true, false}
+		return r, nil
+	}
+	v, err := e.read("key_valid", regs.KeyValid)
+	if err != nil {
+		return r, err
+	}
+	r.Valid = [2]bool{v&regs.KeyValidSlot0Mask != 0, v&regs.KeyValidSlot1Mask != 0}
+	return r, nil
 }
 
 // Counters are the engine's frame counters (32 bits, wrapping).

@@ -3,7 +3,7 @@ package fpga
 // The Engine on a register file in memory (no simulator, no hardware):
 // the checks of Open, the order of the writes of SetState (halt first,
 // lo before hi, release last), the register encodings of the roster and
-// the key, ClearCounters keeping mac_check.
+// the key, the writes of SetKeys, ClearCounters keeping mac_check.
 
 import (
 	"errors"
@@ -309,3 +309,105 @@ func TestDiscover(t *testing.T) {
 type bigRegs struct{ *memRegs }
 
 func (b *bigRegs) Read32(off uint32) (uint32, error) { return b.m[off], nil }
+
+// TestSetKeysSequence: the writes of SetKeys (register map 1.2). A slot
+// whose key changes is invalid while its words are written; a slot that
+// keeps its key stays valid throughout; key_valid takes the ring last.
+// SetKey is slot 0 alone. On a 1.1 engine only slot 0 exists.
+func TestSetKeysSequence(t *testing.T) {
+	r := newMemRegs(8)
+	r.m[regs.KeyValid] = regs.KeyValidReset
+	e, err := Open(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var a, b, c [16]byte
+	for i := range a {
+		a[i], b[i], c[i] = byte(i), 0x10+byte(i), 0xc0+byte(i)
+	}
+	words := func(base uint32, k [16]byte) []access {
+		var w []access
+		for i, v := range keyWords(k) {
+			w = append(w, access{true, base + uint32(i)*regs.KeyStride, v})
+		}
+		return w
+	}
+	kv := func(v uint32) access { return access{true, regs.KeyValid, v} }
+	cat := func(parts ...[]access) []access {
+		var w []access
+		for _, p := range parts {
+			w = append(w, p...)
+		}
+		return w
+	}
+	steps := []struct {
+		what string
+		set  func() error
+		want []access
+		ring exo.KeyRing
+	}{
+		{"SetKey(A) on a fresh driver: slot 0 unknown, invalid while written",
+			func() error { return e.SetKey(a) },
+			cat([]access{kv(0)}, words(regs.KeyBase, a), []access{kv(1)}),
+			exo.KeyRing{Key: [2][16]byte{a, {}}, Valid: [2]bool{true, false}}},
+		{"stage B in slot 1: slot 0 stays valid",
+			func() error { return e.SetKeys(exo.KeyRing{Key: [2][16]byte{a, b}, Valid: [2]bool{true, true}}) },
+			cat(words(regs.KeyBase, a), words(regs.Key1Base, b), []access{kv(3)}),
+			exo.KeyRing{Key: [2][16]byte{a, b}, Valid: [2]bool{true, true}}},
+		{"retire slot 0",
+			func() error { return e.SetKeys(exo.KeyRing{Key: [2][16]byte{a, b}, Valid: [2]bool{false, true}}) },
+			cat([]access{kv(2)}, words(regs.Key1Base, b)),
+			exo.KeyRing{Key: [2][16]byte{a, b}, Valid: [2]bool{false, true}}},
+		{"stage C in slot 0: slot 1 stays valid",
+			func() error { return e.SetKeys(exo.KeyRing{Key: [2][16]byte{c, b}, Valid: [2]bool{true, true}}) },
+			cat(words(regs.KeyBase, c), words(regs.Key1Base, b), []access{kv(3)}),
+			exo.KeyRing{Key: [2][16]byte{c, b}, Valid: [2]bool{true, true}}},
+		{"another key into valid slot 1: invalid first",
+			func() error { return e.SetKeys(exo.KeyRing{Key: [2][16]byte{c, a}, Valid: [2]bool{true, true}}) },
+			cat([]access{kv(1)}, words(regs.KeyBase, c), words(regs.Key1Base, a), []access{kv(3)}),
+			exo.KeyRing{Key: [2][16]byte{c, a}, Valid: [2]bool{true, true}}},
+		{"SetKey(B): slot 0 B, slot 1 invalid",
+			func() error { return e.SetKey(b) },
+			cat([]access{kv(0)}, words(regs.KeyBase, b), []access{kv(1)}),
+			exo.KeyRing{Key: [2][16]byte{b, a}, Valid: [2]bool{true, false}}},
+	}
+	for _, st := range steps {
+		r.log = nil
+		if err := st.set(); err != nil {
+			t.Fatalf("%s: %v", st.what, err)
+		}
+		if w := r.writes(); fmt.Sprint(w) != fmt.Sprint(st.want) {
+			t.Errorf("%s: writes\n%+v\nwant\n%+v", st.what, w, st.want)
+		}
+		if got, err := e.Keys(); err != nil || got != st.ring {
+			t.Errorf("%s: Keys() = %+v %v, want %+v", st.what, got, err, st.ring)
+		}
+	}
+	if w := keyWords(b); w != [4]uint32{0x13121110, 0x17161514, 0x1b1a1918, 0x1f1e1d1c} {
+		t.Errorf("key words of 10..1f: %08x", w)
+	}
+
+	// a 1.1 engine: one slot, no key_valid
+	r11 := newMemRegs(8)
+	r11.m[regs.RbVersion] = 0x0101
+	e11, err := Open(r11)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r11.log = nil
+	if err := e11.SetKey(a); err != nil {
+		t.Fatal(err)
+	}
+	if w := r11.writes(); fmt.Sprint(w) != fmt.Sprint(words(regs.KeyBase, a)) {
+		t.Errorf("SetKey on 1.1: writes %+v", w)
+	}
+	if err := e11.SetKeys(exo.KeyRing{Key: [2][16]byte{a, b}, Valid: [2]bool{true, true}}); !errors.Is(err, ErrKeySlots) {
+		t.Errorf("two slots on 1.1: %v, want ErrKeySlots", err)
+	}
+	if err := e11.SetKeys(exo.NewKeyRing(1, b)); !errors.Is(err, ErrKeySlots) {
+		t.Errorf("slot 1 alone on 1.1: %v, want ErrKeySlots", err)
+	}
+	if got, err := e11.Keys(); err != nil || got != exo.NewKeyRing(0, a) {
+		t.Errorf("Keys() on 1.1: %+v %v", got, err)
+	}
+}

@@ -4,7 +4,8 @@ package fpga
 
 // The simulated engine (the Verilated RTL) through the driver: every
 // golden vector through Engine.SetState, Engine.Process and Engine.State;
-// the counters; the roster MAC check; the key registers; benchmarks.
+// the counters; the roster MAC check; the key registers and the two key
+// slots (SetKeys, key phases, a rotation); benchmarks.
 // Build the model first: tools/build-fpga-sim.sh; run with -count=1 (the
 // test cache does not see a rebuilt .a).
 
@@ -78,12 +79,17 @@ func frameFields(b []byte) (uint8, uint64, bool) {
 }
 
 // runVectors runs every case through the engine; in a stream the state is
-// loaded only before the first step. Cases whose roster the engine was not
-// built for (hosts > caps.max_hosts) are skipped and counted.
-func runVectors(t *testing.T, e *Engine, vs goldvec.Set) (agree, ran, skipped int) {
+// loaded only before the first step. The key slots are the case's
+// (vs.Keys: slot 0 always, slot 1 when the case says so, format 4),
+// loaded through Engine.SetKeys when they change; phase1 counts the cases
+// whose frame names slot 1. Cases whose roster the engine was not built
+// for (hosts > caps.max_hosts) are skipped and counted.
+func runVectors(t *testing.T, e *Engine, vs goldvec.Set) (agree, ran, skipped, phase1 int) {
 	t.Helper()
+	var ring exo.KeyRing
 	if vs.HasKey {
-		if err := e.SetKey(vs.Key); err != nil {
+		ring = vs.Keys(&goldvec.Case{})
+		if err := e.SetKeys(ring); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -115,6 +121,15 @@ func runVectors(t *testing.T, e *Engine, vs goldvec.Set) (agree, ran, skipped in
 			if err := e.SetState(c.In); err != nil {
 				t.Fatalf("%s: %v", c.Where, err)
 			}
+		}
+		if r := vs.Keys(&c); vs.HasKey && r != ring {
+			if err := e.SetKeys(r); err != nil {
+				t.Fatalf("%s: %v", c.Where, err)
+			}
+			ring = r
+		}
+		if len(c.Frame) >= exo.OffFlags+2 && exo.KeyPhaseOf(binary.BigEndian.Uint16(c.Frame[exo.OffFlags:])) == 1 {
+			phase1++
 		}
 		ran++
 		v, err := e.Process(EthernetFrame(testSrcMAC, c.Frame))
@@ -162,7 +177,7 @@ func runVectors(t *testing.T, e *Engine, vs goldvec.Set) (agree, ran, skipped in
 		sort.Strings(rs)
 		t.Logf("disagreements by expected reason: %s", strings.Join(rs, " "))
 	}
-	return agree, ran, skipped
+	return agree, ran, skipped, phase1
 }
 
 func TestSimVectorsJSON(t *testing.T) {
@@ -170,13 +185,13 @@ func TestSimVectorsJSON(t *testing.T) {
 	vs := loadJSONVectors(t)
 	c0 := s.Cycles()
 	t0 := time.Now()
-	agree, ran, skipped := runVectors(t, e, vs)
+	agree, ran, skipped, phase1 := runVectors(t, e, vs)
 	note := ""
 	if skipped > 0 {
 		note = fmt.Sprintf("; %d cases skipped: hosts > caps.max_hosts %d (MAX_HOSTS=255 %s runs them)", skipped, e.Info().MaxHosts, SimBuildScript)
 	}
-	t.Logf("%s (key %v): %d of %d cases agree (verdict, sideband, state after, counters)%s; %d cycles, %v",
-		vs.Format, vs.HasKey, agree, ran, note, s.Cycles()-c0, time.Since(t0).Round(time.Millisecond))
+	t.Logf("%s (key %v, key1 %v): %d of %d cases agree (verdict, sideband, state after, counters; %d frames of key phase 1)%s; %d cycles, %v",
+		vs.Format, vs.HasKey, vs.HasKey1, agree, ran, phase1, note, s.Cycles()-c0, time.Since(t0).Round(time.Millisecond))
 	if agree != ran {
 		t.Errorf("%d of %d cases disagree", ran-agree, ran)
 	}
@@ -188,8 +203,8 @@ func TestSimVectorsJSON(t *testing.T) {
 func TestSimVectorsHex(t *testing.T) {
 	e, _ := openSim(t)
 	vs := loadHexVectors(t)
-	agree, ran, skipped := runVectors(t, e, vs)
-	t.Logf("%s (key %v): %d of %d records agree; %d skipped", vs.Format, vs.HasKey, agree, ran, skipped)
+	agree, ran, skipped, phase1 := runVectors(t, e, vs)
+	t.Logf("%s (key %v, key1 %v): %d of %d records agree (%d of key phase 1); %d skipped", vs.Format, vs.HasKey, vs.HasKey1, agree, ran, phase1, skipped)
 	if agree != len(vs.Cases) {
 		t.Errorf("%d of %d records disagree or were skipped", len(vs.Cases)-agree, len(vs.Cases))
 	}
@@ -199,15 +214,11 @@ func TestSimVectorsHex(t *testing.T) {
 // idle cycle between its frames (ProcessBatch, gap 0), as a MAC at line
 // rate would: each frame is checked against the state its predecessor
 // left while that one may still be in the pipeline. Every verdict and the
-// state after the last frame must be the expected ones.
+// state after the last frame must be the expected ones. The key slots are
+// the stream's (a stream's steps share them).
 func TestSimStreamsBackToBack(t *testing.T) {
 	e, s := openSim(t)
 	vs := loadJSONVectors(t)
-	if vs.HasKey {
-		if err := e.SetKey(vs.Key); err != nil {
-			t.Fatal(err)
-		}
-	}
 	var streams [][]goldvec.Case
 	for _, c := range vs.Cases {
 		if c.Chained {
@@ -223,6 +234,16 @@ func TestSimStreamsBackToBack(t *testing.T) {
 		}
 		if err := e.SetState(st[0].In); err != nil {
 			t.Fatal(err)
+		}
+		if vs.HasKey {
+			for _, c := range st[1:] {
+				if vs.Keys(&c) != vs.Keys(&st[0]) {
+					t.Fatalf("%s: the key slots change within the stream: it cannot run back to back", c.Where)
+				}
+			}
+			if err := e.SetKeys(vs.Keys(&st[0])); err != nil {
+				t.Fatal(err)
+			}
 		}
 		batch := make([][]byte, len(st))
 		for i, c := range st {
@@ -359,11 +380,20 @@ func TestSimKeyAndErrors(t *testing.T) {
 	if err := e.SetKey(goldvec.TestKey()); err != nil {
 		t.Fatal(err)
 	}
+	if err := e.SetKeys(exo.KeyRing{Key: [2][16]byte{goldvec.TestKey(), {15: 1}}, Valid: [2]bool{true, true}}); err != nil {
+		t.Fatal(err)
+	}
 	for i := range regs.KeyCount {
 		// write-only: the map says reads give 0
 		if v, err := s.Read32(regs.KeyBase + uint32(i)*regs.KeyStride); err != nil || v != 0 {
 			t.Errorf("key[%d] reads %#x %v, want 0 (write-only)", i, v, err)
 		}
+		if v, err := s.Read32(regs.Key1Base + uint32(i)*regs.Key1Stride); err != nil || v != 0 {
+			t.Errorf("key1[%d] reads %#x %v, want 0 (write-only)", i, v, err)
+		}
+	}
+	if v, err := s.Read32(regs.KeyValid); err != nil || v != 3 {
+		t.Errorf("key_valid reads %#x %v, want 3", v, err)
 	}
 	big := exo.NewPointers(1, e.Info().MaxHosts+1, 1024)
 	if err := e.SetState(big); err == nil || !strings.Contains(err.Error(), "max_hosts") {
@@ -385,17 +415,172 @@ func TestSimKeyAndErrors(t *testing.T) {
 	if st, err := e.Status(); err != nil || st.CfgErr {
 		t.Errorf("status after reset %+v %v", st, err)
 	}
+	if v, err := s.Read32(regs.KeyValid); err != nil || v != regs.KeyValidReset {
+		t.Errorf("key_valid after reset %#x %v, want %#x", v, err, regs.KeyValidReset)
+	}
+}
+
+// keyFrame is the valid DATA frame of benchFrame (sender, seq, history
+// [h0, h1]), built with exo.Frame and sealed by Frame.SealPhase under key
+// with key phase phase; the test's own sealExo must agree.
+func keyFrame(tb testing.TB, phase uint8, key [16]byte, sender uint8, seq uint64, h0, h1 uint8) []byte {
+	tb.Helper()
+	payload, err := exo.AppendRecord(nil, []byte("hello"))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	f := exo.Frame{Type: exo.FrameData, Group: 1, Sender: sender, Epoch: 7, Seq: seq, Count: 1, History: []uint8{h0, h1}, Payload: payload}
+	f.SealPhase(phase, key)
+	b, err := f.MarshalBinary()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	own := append([]byte(nil), b...)
+	sealExo(own, key)
+	if string(own) != string(b) || exo.KeyPhaseOf(binary.BigEndian.Uint16(b[exo.OffFlags:])) != phase {
+		tb.Fatalf("Frame.SealPhase(%d): %x, sealExo: %x", phase, b, own)
+	}
+	return EthernetFrame(net.HardwareAddr{2, 0, 0, 0, 0, sender}, b)
+}
+
+// TestSimKeySlots: the two key slots through Engine.SetKeys. A frame of
+// key phase 1 sealed under key B is accepted while slot 1 holds B and is
+// valid, BAD_TAG when slot 1 is invalid or holds another key, or when
+// the frame is sealed under slot 0's key; a frame of phase 0 does not
+// care about slot 1; a rotation A -> B -> C (each step writing only the
+// slot no frame names) keeps every frame of the phase in use accepted.
+func TestSimKeySlots(t *testing.T) {
+	e, s := openSim(t)
+	var a, b, c [16]byte
+	for i := range a {
+		a[i], b[i], c[i] = byte(i), 0xb0+byte(i), 0xc0+byte(i)
+	}
+	set := func(k0, k1 [16]byte, v0, v1 bool) {
+		t.Helper()
+		if err := e.SetKeys(exo.KeyRing{Key: [2][16]byte{k0, k1}, Valid: [2]bool{v0, v1}}); err != nil {
+			t.Fatal(err)
+		}
+		got, err := e.Keys()
+		if err != nil || got.Valid != [2]bool{v0, v1} || v0 && got.Key[0] != k0 || v1 && got.Key[1] != k1 {
+			t.Fatalf("Keys() = %+v %v after SetKeys", got, err)
+		}
+	}
+	// the n=5 rotation of benchFrame: frame i is from i%5 at 1000+i
+	next, h0, h1 := 0, uint8(4), uint8(3)
+	if err := e.SetState(benchState()); err != nil {
+		t.Fatal(err)
+	}
+	try := func(what string, phase uint8, key [16]byte, want exo.Reason) {
+		t.Helper()
+		snd := uint8(next % 5)
+		v, err := e.Process(keyFrame(t, phase, key, snd, 1000+uint64(next), h0, h1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v.Reason != want {
+			t.Errorf("%s: %s, want %s", what, v.Reason, want)
+		}
+		if v.Reason == exo.ReasonAccept {
+			next++
+			h0, h1 = snd, h0
+		}
+	}
+	set(a, b, true, true)
+	try("phase 1 under B, slot 1 = B valid", 1, b, exo.ReasonAccept)
+	try("phase 0 under A, slot 0 = A valid", 0, a, exo.ReasonAccept)
+	try("phase 1 under A (slot 0's key)", 1, a, exo.ReasonBadTag)
+	try("phase 0 under B (slot 1's key)", 0, b, exo.ReasonBadTag)
+	set(a, b, true, false)
+	try("phase 1 under B, slot 1 invalid", 1, b, exo.ReasonBadTag)
+	try("phase 0 under A, slot 1 invalid", 0, a, exo.ReasonAccept)
+	set(a, c, true, true)
+	try("phase 1 under B, slot 1 = C", 1, b, exo.ReasonBadTag)
+	try("phase 0 under A, slot 1 = C", 0, a, exo.ReasonAccept)
+	set(a, b, false, true)
+	try("phase 0 under A, slot 0 invalid", 0, a, exo.ReasonBadTag)
+	try("phase 1 under B, slot 0 invalid", 1, b, exo.ReasonAccept)
+	// SetKey: slot 0 alone, as before key rotation
+	if err := e.SetKey(c); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := e.Keys(); err != nil || got.Valid != [2]bool{true, false} || got.Key[0] != c {
+		t.Fatalf("Keys() after SetKey %+v %v", got, err)
+	}
+	try("after SetKey(C): phase 1 under B", 1, b, exo.ReasonBadTag)
+	try("after SetKey(C): phase 0 under C", 0, c, exo.ReasonAccept)
+
+	// a rotation: batches of 16 frames back to back, between two batches
+	// one SetKeys that changes only the slot the batches before and after
+	// do not use (the RTL bench does it with frames in flight)
+	steps := []struct {
+		ring  exo.KeyRing
+		phase uint8
+		key   [16]byte
+	}{
+		{exo.NewKeyRing(0, a), 0, a},
+		{exo.KeyRing{Key: [2][16]byte{a, b}, Valid: [2]bool{true, true}}, 0, a},  // stage B
+		{exo.KeyRing{Key: [2][16]byte{a, b}, Valid: [2]bool{true, true}}, 1, b},  // switch
+		{exo.KeyRing{Key: [2][16]byte{a, b}, Valid: [2]bool{false, true}}, 1, b}, // retire A
+		{exo.KeyRing{Key: [2][16]byte{c, b}, Valid: [2]bool{true, true}}, 1, b},  // stage C
+		{exo.KeyRing{Key: [2][16]byte{c, b}, Valid: [2]bool{true, true}}, 0, c},  // switch
+		{exo.KeyRing{Key: [2][16]byte{c, b}, Valid: [2]bool{true, false}}, 0, c}, // retire B
+	}
+	if err := e.SetState(benchState()); err != nil {
+		t.Fatal(err)
+	}
+	next, h0, h1 = 0, 4, 3
+	c0 := s.Cycles()
+	for _, st := range steps {
+		if err := e.SetKeys(st.ring); err != nil {
+			t.Fatal(err)
+		}
+		batch := make([][]byte, 16)
+		for i := range batch {
+			snd := uint8(next % 5)
+			batch[i] = keyFrame(t, st.phase, st.key, snd, 1000+uint64(next), h0, h1)
+			for len(batch[i]) < exo.MinEthFrame {
+				batch[i] = append(batch[i], 0)
+			}
+			next++
+			h0, h1 = snd, h0
+		}
+		vs, err := s.ProcessBatch(batch, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, v := range vs {
+			if v.Reason != exo.ReasonAccept {
+				t.Fatalf("rotation, ring %+v, phase %d: frame %d %s", st.ring.Valid, st.phase, i, v.Reason)
+			}
+		}
+	}
+	p, err := e.State()
+	if err != nil || p.Append != 1000+uint64(next) {
+		t.Fatalf("after the rotation: %s %v", goldvec.StateString(p), err)
+	}
+	t.Logf("key slots: phase 1 accepted under slot 1 only while it is valid and holds the frame's key, phase 0 unaffected; rotation A -> B -> C: %d frames in %d back-to-back batches, one SetKeys between two, all ACCEPT (%d cycles with the CSR writes)",
+		next, len(steps), s.Cycles()-c0)
 }
 
 // TestSimBackToBack streams 256 minimum-size frames with no idle cycle
 // (ProcessBatch, gap 0): one verdict per 8 cycles, all ACCEPT, no stall,
-// as the Verilog bench's back-to-back run.
+// as the Verilog bench's back-to-back run. Every other frame is of key
+// phase 1, under the key of slot 1.
 func TestSimBackToBack(t *testing.T) {
 	e, s := openSim(t)
 	if err := e.SetState(benchState()); err != nil {
 		t.Fatal(err)
 	}
+	key1 := [16]byte{0: 0xb0, 15: 0xbf}
+	if err := e.SetKeys(exo.KeyRing{Key: [2][16]byte{goldvec.TestKey(), key1}, Valid: [2]bool{true, true}}); err != nil {
+		t.Fatal(err)
+	}
 	frames := rotation(t, 256)
+	for i := 1; i < len(frames); i += 2 {
+		b := frames[i][exo.EthHeaderLen:]
+		b[exo.OffFlags] |= exo.FlagKeyPhase >> 8
+		sealExo(b, key1)
+	}
 	vs, err := s.ProcessBatch(frames, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -406,7 +591,7 @@ func TestSimBackToBack(t *testing.T) {
 		}
 	}
 	per := float64(vs[len(vs)-1].Cycle-vs[0].Cycle) / float64(len(vs)-1)
-	t.Logf("back-to-back: %d minimum-size frames, %.2f cycles/frame, latency tlast -> verdict %d cycles, %d stalls",
+	t.Logf("back-to-back: %d minimum-size frames (key phases 0 and 1 alternating), %.2f cycles/frame, latency tlast -> verdict %d cycles, %d stalls",
 		len(vs), per, vs[0].Latency, s.Stalls())
 	if per != 8 || s.Stalls() != 0 {
 		t.Errorf("%.2f cycles/frame, %d stalls; want 8, 0", per, s.Stalls())

@@ -78,17 +78,20 @@ func TestSipHash24(t *testing.T) {
 	}
 }
 
-// TestSealMatchesVectors: with format 3 (tags under the test key), the
-// tag of every decoded frame the files mark tag_valid (every ACCEPT among
-// them) is what sealExo computes, and that of every other one is not:
-// the frames the simulator tests seal themselves follow the same rule as
-// the golden vectors.
+// TestSealMatchesVectors: with format 3 and later (tags under the test
+// key), the tag of every decoded frame the files mark tag_valid (every
+// ACCEPT among them) is what sealExo computes, and that of every other
+// one is not: the frames the simulator tests seal themselves follow the
+// same rule as the golden vectors. Format 4: the key is the one of the
+// slot the frame's key phase names (Key, or Key1 for phase 1), and a
+// frame naming an invalid slot (phase 1 without Key1Valid) is never
+// tag_valid (exo.KeyRing.VerifyBytes).
 func TestSealMatchesVectors(t *testing.T) {
 	vs := loadJSONVectors(t)
 	if !vs.HasKey {
 		t.Skipf("%s carries no tag key (format 3 does)", vs.Format)
 	}
-	valid, invalid := 0, 0
+	valid, invalid, phase1 := 0, 0, 0
 	for _, c := range vs.Cases {
 		if c.Reason == exo.ReasonAccept && !c.TagValid {
 			t.Errorf("%s: ACCEPT without a valid tag", c.Where)
@@ -96,15 +99,24 @@ func TestSealMatchesVectors(t *testing.T) {
 		if !c.Decoded {
 			continue // tag_valid is for frames the codec accepts
 		}
+		key, slotValid := vs.Key, true
+		if binary.BigEndian.Uint16(c.Frame[exo.OffFlags:])&exo.FlagKeyPhase != 0 {
+			if !vs.HasKey1 {
+				t.Fatalf("%s: a key phase 1 frame in %s, which has no slot-1 key", c.Where, vs.Format)
+			}
+			key, slotValid = vs.Key1, c.Key1Valid
+			phase1++
+		}
 		b := append([]byte(nil), c.Frame...)
-		sealExo(b, vs.Key)
-		if same := string(b) == string(c.Frame); same != c.TagValid {
-			t.Fatalf("%s (%s): tag %x, sealExo computes %x, the files say tag_valid %v", c.Where, c.Reason, c.Frame[24:32], b[24:32], c.TagValid)
-		} else if same {
+		sealExo(b, key)
+		if same := string(b) == string(c.Frame); (same && slotValid) != c.TagValid {
+			t.Fatalf("%s (%s): tag %x, sealExo computes %x (slot valid %v), the files say tag_valid %v", c.Where, c.Reason, c.Frame[24:32], b[24:32], slotValid, c.TagValid)
+		} else if same && slotValid {
 			valid++
 		} else {
 			invalid++
 		}
 	}
-	t.Logf("%s: %d frames with their tag under key %x, %d decoded frames without", vs.Format, valid, vs.Key, invalid)
+	t.Logf("%s: %d frames with their tag under the key of their slot (keys %x, %x), %d decoded frames without; %d of key phase 1",
+		vs.Format, valid, vs.Key, vs.Key1, invalid, phase1)
 }

@@ -2,8 +2,8 @@ package fpga
 
 // The golden vectors (testdata/vectors, docs/vectors.md) for the
 // simulated engine (sim_test.go) and the tag check (tag_test.go), read by
-// internal/goldvec: formats 2 and 3, the hex form's fields from
-// vectors.meta. TestVectorReaders checks them without the simulator.
+// internal/goldvec: formats 2 to 4 (4: two key slots), the hex form's
+// fields from vectors.meta. TestVectorReaders checks them without the simulator.
 
 import (
 	"testing"
@@ -41,5 +41,5 @@ func TestVectorReaders(t *testing.T) {
 	if _, err := goldvec.Agree(js, hx); err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("%s: %d cases; %s: %d records; key %v %x", js.Format, len(js.Cases), hx.Format, len(hx.Cases), js.HasKey, js.Key)
+	t.Logf("%s: %d cases; %s: %d records; key %v %x; key1 %v %x", js.Format, len(js.Cases), hx.Format, len(hx.Cases), js.HasKey, js.Key, js.HasKey1, js.Key1)
 }
