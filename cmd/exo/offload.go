@@ -209,6 +209,10 @@ func (x *fpgaOffload) SetState(p exo.Pointers) error { return x.eng.SetState(p) 
 // SetRoster rewrites the engine's MAC table (daemon.RosterOffload).
 func (x *fpgaOffload) SetRoster(macs []net.HardwareAddr) error { return x.eng.SetRoster(macs) }
 
+// SetKeys writes both key slots of the engine whenever they change: a key
+// rotation (daemon.KeyOffload).
+func (x *fpgaOffload) SetKeys(ring exo.KeyRing) error { return x.eng.SetKeys(ring) }
+
 func (x *fpgaOffload) Counters() ([exo.NumReasons]uint64, error) {
 	var out [exo.NumReasons]uint64
 	c, err := x.eng.Counters()
