@@ -118,6 +118,8 @@ func parseAPIInput(in []byte) (reqs []apiReq, end int) {
 		case r.typ == client.TypePublish && len(r.body) >= 8:
 		case r.typ == client.TypeSubscribe && len(r.body) >= 8:
 			return append(reqs, r), endSubscribe
+		case r.typ == client.TypeRoster && len(r.body) == 10:
+		case r.typ == client.TypeKey && len(r.body) >= 9:
 		default:
 			return reqs, endBadReq
 		}
@@ -206,6 +208,10 @@ func FuzzAPIRequest(f *testing.F) {
 	f.Add(bytes.Repeat(fr(client.TypePublish, client.U64(0), []byte("x")), 40))
 	f.Add([]byte{})
 	f.Add([]byte("GET / HTTP/1.1\r\n\r\n"))
+	f.Add(cat(pub, fr(client.TypeKey, client.U64(5), []byte{client.KeyRetire}), st))
+	f.Add(cat(fr(client.TypeKey, client.U64(6), append([]byte{client.KeyStage}, "/nonexistent/key"...)), pub))
+	f.Add(cat(fr(client.TypeKey, client.U64(7), []byte{104}), fr(client.TypeKey, []byte{1, 2})))
+	f.Add(cat(fr(client.TypeRoster, client.U64(8), []byte{client.RosterRemove, 0}), pub))
 	var fresh uint64
 	f.Fuzz(func(t *testing.T, in []byte) {
 		reqs, end := parseAPIInput(in)
@@ -214,8 +220,11 @@ func FuzzAPIRequest(f *testing.F) {
 		want := map[uint64][]int{} // request id -> payload sizes
 		statuses := 0
 		var from uint64
+		ctl := map[uint64]int{} // request id -> Roster and Key requests (one answer each)
 		for _, r := range reqs {
 			switch r.typ {
+			case client.TypeRoster, client.TypeKey:
+				ctl[binary.BigEndian.Uint64(r.body)]++
 			case client.TypePublish:
 				id := binary.BigEndian.Uint64(r.body)
 				want[id] = append(want[id], len(r.body)-8)
@@ -253,11 +262,23 @@ func FuzzAPIRequest(f *testing.F) {
 					t.Fatalf("answer %d: Error %q", i, a.body)
 				}
 				id, code := binary.BigEndian.Uint64(a.body), binary.BigEndian.Uint16(a.body[8:])
+				if (code == client.CodeBadRequest || code == client.CodeBadChange || code == client.CodeChangeInFlight) && ctl[id] > 0 {
+					ctl[id]-- // a Roster or Key request's error (request id 0 too)
+					continue
+				}
 				if code == client.CodeBadRequest && id == 0 {
 					badReqs++
 					continue
 				}
 				if code == client.CodeCompacted && id == 0 && end == endSubscribe && msgs == 0 {
+					continue
+				}
+				if code == client.CodeBadRequest || code == client.CodeBadChange || code == client.CodeChangeInFlight {
+					// The errors of Roster and Key requests.
+					if ctl[id] == 0 {
+						t.Fatalf("answer %d: Error %d %q for request %d: no Roster or Key request, or answered twice", i, code, a.body[10:], id)
+					}
+					ctl[id]--
 					continue
 				}
 				sizes := want[id]
@@ -285,6 +306,15 @@ func FuzzAPIRequest(f *testing.F) {
 					}
 				}
 				want[id] = append(sizes[:k:k], sizes[k+1:]...)
+			case client.TypeRosterQueued, client.TypeKeyDone:
+				if len(a.body) != 8 {
+					t.Fatalf("answer %d: type %#x of %d bytes", i, a.typ, len(a.body))
+				}
+				id := binary.BigEndian.Uint64(a.body)
+				if ctl[id] == 0 {
+					t.Fatalf("answer %d: type %#x for request %d: not asked, or answered twice", i, a.typ, id)
+				}
+				ctl[id]--
 			case client.TypeStatusReply:
 				replies++
 				if !json.Valid(a.body) {
@@ -310,6 +340,11 @@ func FuzzAPIRequest(f *testing.F) {
 		for id, sizes := range want {
 			if len(sizes) > 0 {
 				t.Fatalf("request %d: %d publishes never answered", id, len(sizes))
+			}
+		}
+		for id, n := range ctl {
+			if n > 0 {
+				t.Fatalf("request %d: %d Roster or Key requests never answered", id, n)
 			}
 		}
 		if replies != statuses {

@@ -2,7 +2,10 @@ package daemon
 
 import (
 	"fmt"
+	"path/filepath"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/exo-rack/exo/client"
 	"github.com/exo-rack/exo/exo"
@@ -56,6 +59,9 @@ type Slot struct {
 // StageKey): this host accepts frames under it at once, announces it in
 // its frames, and sends under it once every member announced it.
 func (d *Daemon) StageKeyFile(path string) error {
+	if !utf8.ValidString(path) || !filepath.IsAbs(path) || strings.ContainsRune(path, 0) {
+		return &client.APIError{Code: client.CodeBadRequest, Text: fmt.Sprintf("key: the key file must be an absolute path on the daemon's host, got %q", path)}
+	}
 	g, err := ReadKey(path)
 	if err != nil {
 		return &client.APIError{Code: client.CodeBadRequest, Text: err.Error()}
