@@ -674,5 +674,5 @@ func (d *Daemon) statusJSON() []byte {
 func (d *Daemon) setMeta(nd *exo.Node) {
 	hs := nd.HardStateMeta()
 	d.disk.SetMeta(wal.Meta{Amnesiac: hs.Amnesiac, Epoch: hs.Epoch, Promised: hs.Promised, Agreed: hs.Agreed, Skipped: hs.Skipped,
-		Roster: hs.Roster, RosterAt: nd.LogBase()})
+		Roster: hs.Roster, RosterAt: nd.LogBase(), KeySent: hs.KeySent})
 }

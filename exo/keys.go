@@ -31,7 +31,14 @@ import (
 //  3. The old slot is emptied once KeyGraceTicks have passed since the
 //     switch and every member of the roster has been seen sending under
 //     the new key: a host never drops the key another member still sends
-//     under. Frames under the old key are BAD_TAG from then on.
+//     under. Not while a membership change is pending in the log, nor at
+//     a host outside the roster. Frames under the old key are BAD_TAG from
+//     then on.
+//
+// Every host also announces its key once more at every roster switch (a
+// member just added may wait for it), and a restarted host whose durable
+// state says it sent under the key it stages (HardState.KeySent) switches
+// to it at once.
 //
 // The log entries themselves do not depend on the key: the phase bit is the
 // frame's (entries keep flags without it), a re-sent entry is sealed under
@@ -184,13 +191,17 @@ type keyState struct {
 	// falls behind).
 	oldValid bool
 	moved    [4]uint64
+	// sentFP is the fingerprint of the key sent under (HardState.KeySent);
+	// restartFP the one the durable state had at a restart: staging that
+	// key switches to it at once.
+	sentFP, restartFP uint64
 	// ann holds each member's newest announcement seen in the log (by
 	// member id); nil until the first one.
 	ann map[uint8]KeyAnnouncement
 }
 
 func newKeyState(phase uint8, key [TagKeyLen]byte) keyState {
-	ks := keyState{ring: NewKeyRing(phase, key), send: phase}
+	ks := keyState{ring: NewKeyRing(phase, key), send: phase, sentFP: KeyFingerprint(key)}
 	ks.w[phase][0], ks.w[phase][1] = sipKey(&key)
 	return ks
 }
@@ -289,6 +300,11 @@ func (nd *Node) StageKey(key [TagKeyLen]byte) (uint8, error) {
 	ks.ring.Key[next], ks.ring.Valid[next] = key, true
 	ks.w[next][0], ks.w[next][1] = sipKey(&key)
 	ks.staged, ks.announce = true, true
+	if ks.restartFP != 0 && ks.restartFP == KeyFingerprint(key) {
+		// This host sent under it before it restarted: go on doing so.
+		nd.switchKey()
+		return next, nil
+	}
 	nd.checkKeySwitch()
 	return next, nil
 }
@@ -330,7 +346,14 @@ func (nd *Node) checkKeySwitch() {
 	if !ks.staged || len(nd.keyWaiting()) > 0 {
 		return
 	}
+	nd.switchKey()
+}
+
+// switchKey makes the staged key the one this host sends under.
+func (nd *Node) switchKey() {
+	ks := &nd.keys
 	ks.send = 1 - ks.send
+	ks.sentFP = KeyFingerprint(ks.ring.Key[ks.send])
 	ks.staged = false
 	ks.grace = nd.cfg.KeyGraceTicks
 	ks.oldValid = true
@@ -393,7 +416,10 @@ func (nd *Node) tickKeys() {
 	if ks.grace > 0 {
 		ks.grace--
 	}
-	if ks.grace == 0 && len(nd.notMoved()) == 0 {
+	// Not while a membership change is pending (its next roster may hold
+	// a member still on the old key), nor outside the roster (a host that
+	// is not a member is not waited for: it keeps hearing the old key).
+	if ks.grace == 0 && len(nd.notMoved()) == 0 && !nd.ms.pend && !nd.ms.hasNext && !nd.Removed() {
 		ks.oldValid = false
 		ks.announce = false
 		old := 1 - ks.send

@@ -249,6 +249,11 @@ func (nd *Node) applyRoster(reset bool) {
 		clear(nd.skipped[:])
 		clear(nd.readmit[:])
 		nd.emptyRun = 0
+		if nd.keys.ann != nil {
+			// A new roster may hold a member that waits for everyone's
+			// announcement of a key (keys.go): announce ours once more.
+			nd.keys.reannounce = true
+		}
 	}
 }
 

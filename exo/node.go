@@ -92,6 +92,12 @@ type HardState struct {
 	// Roster is the configuration (member ids) in effect at Log[0]; nil: the
 	// rack's first roster 0..Config.Hosts-1.
 	Roster []uint8
+	// KeySent is the fingerprint (KeyFingerprint) of the key this host sent
+	// under, 0 if unknown. A host restarted in the middle of a key rotation
+	// with the old key and the new one staged goes back to sending under the
+	// new one at once if it had already switched to it: another member may
+	// have retired the old key since (keys.go).
+	KeySent uint64
 }
 
 // Node is the Exo protocol state machine of one host. It does no I/O, reads
@@ -196,6 +202,7 @@ func RestartNode(cfg Config, hs HardState) (*Node, error) {
 	}
 	nd.p.Epoch = hs.Epoch
 	nd.promised = max(hs.Promised, hs.Epoch)
+	nd.keys.restartFP = hs.KeySent
 	nd.maxEpochSeen = nd.promised
 	if len(hs.Log) > 0 {
 		nd.resetAt(hs.Log[0].Seq, hs.Log[0].History)
@@ -246,7 +253,7 @@ func (nd *Node) HardState() HardState {
 // keeps the log itself by applying Ready.Truncate and Ready.Appended.
 func (nd *Node) HardStateMeta() HardState {
 	return HardState{Amnesiac: nd.amnesiac, Epoch: nd.p.Epoch, Promised: nd.promised, Agreed: nd.p.Agreed, Skipped: nd.skippedList(),
-		Roster: nd.baseMS.roster}
+		Roster: nd.baseMS.roster, KeySent: nd.keys.sentFP}
 }
 
 // ID returns this host's id.

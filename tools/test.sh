@@ -61,6 +61,7 @@ go build -o bin/exo ./cmd/exo
 ./bin/exo sim --hosts 3,5 --seeds 200 --forge 0.05   # an attacker forging copies: every one must be BAD_TAG
 ./bin/exo sim --hosts 3,5 --seeds 300 --roster-changes 0.02   # members removed, added, replaced under faults
 ./bin/exo sim --hosts 3,5 --seeds 300 --key-rotations 0.02   # key rotations under faults: every run ends on the newest key
+./bin/exo sim --hosts 3,5 --seeds 200 --key-rotations 0.02 --roster-changes 0.02   # both at once
 
 if [ "$(id -u)" = 0 ]; then
   step "demo on a 5-host lab rack"

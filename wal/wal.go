@@ -81,6 +81,9 @@ type Meta struct {
 	Skipped  []uint8 `json:"skipped"`
 	Roster   []uint8 `json:"roster,omitempty"`
 	RosterAt uint64  `json:"roster_at,omitempty"`
+	// KeySent is exo.HardState.KeySent (added with key rotation; 0 in an
+	// older file).
+	KeySent uint64 `json:"key_sent,omitempty"`
 }
 
 type segment struct {
@@ -178,7 +181,7 @@ func Open(dir string, sync Sync) (*Log, exo.HardState, error) {
 	}
 	hs = exo.HardState{Amnesiac: l.meta.Amnesiac, Epoch: l.meta.Epoch, Promised: l.meta.Promised,
 		Agreed: min(l.meta.Agreed, l.end), Skipped: l.meta.Skipped, Log: entries,
-		Roster: slices.Clone(l.meta.Roster)}
+		Roster: slices.Clone(l.meta.Roster), KeySent: l.meta.KeySent}
 	return l, hs, nil
 }
 
@@ -382,7 +385,8 @@ func (l *Log) SetMeta(m Meta) {
 	old := l.meta
 	l.meta = m
 	if m.Amnesiac != old.Amnesiac || m.Epoch != old.Epoch || m.Promised != old.Promised || !slices.Equal(m.Skipped, old.Skipped) ||
-		!slices.Equal(m.Roster, old.Roster) || (m.Roster == nil) != (old.Roster == nil) || m.RosterAt != old.RosterAt {
+		!slices.Equal(m.Roster, old.Roster) || (m.Roster == nil) != (old.Roster == nil) || m.RosterAt != old.RosterAt ||
+		m.KeySent != old.KeySent {
 		l.meta.Roster = slices.Clone(m.Roster)
 		l.dirty = true
 	}

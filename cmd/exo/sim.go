@@ -64,6 +64,7 @@ type simReport struct {
 	RosterSwitches uint64   `json:"roster_switches"`
 	KeyRotations   uint64   `json:"key_rotations"`
 	KeySwitches    uint64   `json:"key_switches"`
+	GenuineBadTag  uint64   `json:"genuine_bad_tag"`
 	ViewChanges    uint64   `json:"view_changes"`
 	Takeovers      uint64   `json:"takeovers"`
 	Crashes        uint64   `json:"crashes"`
@@ -221,7 +222,7 @@ func runSim(ctx context.Context, o *simOptions) error {
 			fmt.Fprintf(o.Out, " forged=%d (every one BAD_TAG: checked)", rep.Forged)
 		}
 		if o.Keys > 0 {
-			fmt.Fprintf(o.Out, " key-rotations=%d key-switches=%d (every rotation completed: checked)", rep.KeyRotations, rep.KeySwitches)
+			fmt.Fprintf(o.Out, " key-rotations=%d key-switches=%d genuine-bad-tag=%d (every rotation completed: checked; no genuine frame BAD_TAG between members: checked without --roster-changes)", rep.KeyRotations, rep.KeySwitches, rep.GenuineBadTag)
 		}
 		if o.Roster > 0 {
 			fmt.Fprintf(o.Out, " roster-switches=%d (switch points and one-host steps: checked)", rep.RosterSwitches)
@@ -309,6 +310,7 @@ feed:
 		rep.RosterSwitches += st.RosterChanges
 		rep.KeyRotations += st.KeyRotations
 		rep.KeySwitches += st.KeySwitches
+		rep.GenuineBadTag += st.GenuineBadTag
 		rep.ViewChanges += st.ViewChanges
 		rep.Takeovers += st.Takeovers
 		rep.Crashes += st.Crashes

@@ -86,6 +86,7 @@ type delivery struct {
 	at     int64
 	order  uint64
 	to     int
+	from   int
 	frame  *exo.Frame
 	msg    *exo.Message
 	forged bool // a forged copy (Options.Forge): must be BAD_TAG
@@ -153,6 +154,7 @@ type Stats struct {
 	RosterChanges                        uint64 // configuration switches seen (max over hosts)
 	KeyRotations                         uint64 // rotations started (Options.KeyRotations)
 	KeySwitches                          uint64 // hosts that switched to a new key (summed)
+	GenuineBadTag                        uint64 // frames not forged that got BAD_TAG at a member (a violation with KeyRotations)
 	Rejects                              [exo.NumReasons]uint64
 	MaxAgreed                            uint64
 	// Stalled is set when a run with amnesiac restarts did not converge:
@@ -219,27 +221,25 @@ func (s *Sim) config(i int) exo.Config {
 			c.KeyGraceTicks = 40
 		}
 		if s.hosts != nil && i < len(s.hosts) {
-			// A restart comes back under the keys its configuration names:
-			// the one it sent under; while a rotation runs anywhere, the
-			// old key (key_file), the new one being staged again after
-			// the restart (next_key_file, see restart).
+			// A restart comes back under the key its configuration
+			// names (restart sets keyIdx; a staged key is staged again).
 			k := s.hosts[i].keyIdx
-			if s.rotating() && k == s.keyGen {
-				k--
-			}
 			c.TagKey, c.KeyPhase = s.key(k), uint8(k%2)
 		}
 	}
 	return c
 }
 
-// rotating reports whether a rotation runs at some host: a host has not
-// switched to the newest key, or still holds the old one.
-func (s *Sim) rotating() bool {
+// rotating reports whether a rotation runs at some member but except: a
+// member has not switched to the newest key, or still holds the old one.
+func (s *Sim) rotating(except int) bool {
 	if s.keyGen == 0 {
 		return false
 	}
-	for _, h := range s.hosts {
+	for i, h := range s.hosts {
+		if i == except || h.node.Removed() {
+			continue // a host outside the roster is not waited for
+		}
 		if h.keyIdx != s.keyGen || h.staged {
 			return true
 		}
@@ -283,7 +283,10 @@ func (s *Sim) keys(all bool) {
 		return
 	}
 	for i, h := range s.hosts {
-		if h.up && !h.staged && h.keyIdx == s.keyGen-1 && (all || s.rng.Float64() < 0.1) {
+		// Hosts outside the roster (spares, removed hosts) get the new key
+		// at once, as an operator pushes it to every configured host: one
+		// may be added while the rotation runs.
+		if h.up && !h.staged && h.keyIdx == s.keyGen-1 && (all || h.node.Removed() || s.rng.Float64() < 0.1) {
 			s.stage(i)
 		}
 	}
@@ -427,6 +430,23 @@ func (s *Sim) deliver(d *delivery) bool {
 		if d.forged && r != exo.ReasonBadTag {
 			s.chk.violation("host %d: a forged frame (seq %d from %d) got %s, want BAD_TAG", d.to, d.frame.Seq, d.frame.Sender, r)
 		}
+		if !d.forged && r == exo.ReasonBadTag && !h.node.Removed() &&
+			slices.Contains(s.hosts[d.from].node.Roster(), uint8(d.to)) && slices.Contains(h.node.Roster(), uint8(d.from)) {
+			// A genuine frame between two hosts each in the other's
+			// roster, under a key the receiver does not hold (any more):
+			// the rotation rules must never let it happen. (A host a
+			// membership change removes is not waited for: the rotation
+			// may leave it behind.)
+			s.Stats.GenuineBadTag++
+			// Checked without membership changes. With them, a host added
+			// back during a rotation may send under the old key for a few
+			// frames after a member retired it (until it reads the
+			// others' announcements); counted, and liveness is checked.
+			if s.opt.KeyRotations > 0 && s.opt.RosterChanges == 0 {
+				s.chk.violation("t=%d host %d: a genuine frame (seq %d epoch %d from host %d at position %d, key phase %d) got BAD_TAG",
+					s.tick, d.to, d.frame.Seq, d.frame.Epoch, d.from, d.frame.Sender, exo.KeyPhaseOf(d.frame.Flags))
+			}
+		}
 	} else {
 		h.node.Step(*d.msg)
 	}
@@ -453,12 +473,12 @@ func (s *Sim) send(a, b int, f *exo.Frame, m *exo.Message) {
 			delay += int64(s.rng.IntN(s.opt.MaxDelay + 1))
 		}
 		s.order++
-		heap.Push(&s.q, &delivery{at: s.now + delay, order: s.order, to: b, frame: f, msg: m})
+		heap.Push(&s.q, &delivery{at: s.now + delay, order: s.order, to: b, from: a, frame: f, msg: m})
 	}
 	if f != nil && s.opt.Forge > 0 && !s.quiet && s.rng.Float64() < s.opt.Forge {
 		s.order++
 		s.Stats.Forged++
-		heap.Push(&s.q, &delivery{at: s.now + 1 + int64(s.rng.IntN(s.opt.MaxDelay+1)), order: s.order, to: b,
+		heap.Push(&s.q, &delivery{at: s.now + 1 + int64(s.rng.IntN(s.opt.MaxDelay+1)), order: s.order, to: b, from: a,
 			frame: s.forge(f), forged: true})
 	}
 }
@@ -673,9 +693,19 @@ func (s *Sim) restart(i int) {
 	h := s.hosts[i]
 	var err error
 	h.inc++
-	if s.rotating() && h.keyIdx == s.keyGen {
-		// Back under the old key, with the new one staged again.
-		h.keyIdx, h.staged = s.keyGen-1, true
+	// The operator keeps every host's configuration current: while a
+	// rotation runs (here or at another member), the old key and the new
+	// one (next_key_file, staged again after the restart); after it, the
+	// newest key alone.
+	if s.keyGen > 0 {
+		switch {
+		case s.rotating(i) || (h.keyIdx < s.keyGen && !h.node.Removed()):
+			h.keyIdx, h.staged = s.keyGen-1, true
+		default:
+			// The rotation is over at every member (or this host is no
+			// member, not waited for): the newest key alone.
+			h.keyIdx, h.staged = s.keyGen, false
+		}
 	}
 	if s.rng.Float64() >= s.opt.Amnesia {
 		h.node, err = exo.RestartNode(s.config(i), h.durable)
@@ -723,6 +753,18 @@ func (s *Sim) rosterChange() {
 		c = exo.ConfigChange{Op: exo.ChangeAdd, Member: out[s.rng.IntN(len(out))]}
 	default:
 		return
+	}
+	if c.Op == exo.ChangeAdd && s.opt.KeyRotations > 0 {
+		// The operator gives a host the rack's keys before adding it.
+		if u := s.hosts[c.Member]; u.keyIdx < s.keyGen && !u.staged {
+			if !u.up {
+				return
+			}
+			s.stage(int(c.Member))
+			if !u.staged {
+				return
+			}
+		}
 	}
 	if err := h.node.ProposeConfig(c); err != nil {
 		return

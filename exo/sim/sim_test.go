@@ -133,3 +133,37 @@ func TestSimRosterChanges(t *testing.T) {
 		t.Logf("n=%d: %d roster switches in seeds 1..3", n, switches)
 	}
 }
+
+// TestKeyRotationRosterSeeds replays seeds of key rotations combined with
+// membership changes that once let a member drop genuine frames of another
+// member as BAD_TAG; none may now (Stats.GenuineBadTag, counted but not a
+// violation when rosters change: see Options.KeyRotations).
+func TestKeyRotationRosterSeeds(t *testing.T) {
+	for _, c := range []struct {
+		hosts int
+		seed  uint64
+		why   string
+	}{
+		{3, 25, "a member removed and re-added missed a rotation: the operator now stages the new key on hosts outside the roster at once"},
+		{3, 58, "a member added while a rotation ran had not staged the key when others had switched (same fix)"},
+		{3, 31, "a host being removed lacked the key the new roster's first frames used (the check now counts only hosts in each other's roster)"},
+		{5, 209, "a restart in a rotation went back to the old key while a member had retired it"},
+		{3, 242, "a restart of the only member took the newest key alone though it had never switched"},
+		{3, 630, "a host that had switched restarted under the old key (fix: HardState.KeySent)"},
+		{3, 580, "a re-added member waited forever for announcements of members that had stopped announcing (fix: re-announce at every roster switch)"},
+		{3, 122, "a non-member retired the old key it still needed once added back (fix: no retire outside the roster or while a change is pending)"},
+	} {
+		o := DefaultOptions(c.hosts, c.seed)
+		o.KeyRotations, o.RosterChanges = 0.02, 0.02
+		s, err := New(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Run(); err != nil {
+			t.Errorf("hosts=%d seed=%d (%s): %v", c.hosts, c.seed, c.why, err)
+		}
+		if s.Stats.GenuineBadTag != 0 {
+			t.Errorf("hosts=%d seed=%d (%s): %d genuine frames BAD_TAG between members", c.hosts, c.seed, c.why, s.Stats.GenuineBadTag)
+		}
+	}
+}
