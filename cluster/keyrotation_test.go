@@ -3,10 +3,12 @@ package cluster
 import (
 	"context"
 	"crypto/rand"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -210,6 +212,17 @@ func keyRotation(t *testing.T, offload string) {
 	}
 	if t.Failed() {
 		return
+	}
+	// The operator's view of it: exo key status, as text and as JSON.
+	out, err := r.CommandContext(ctx, 0, exoBin, "key", "status", "--socket", c.Socket(0)).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "* slot 1: key "+fpNew) || !strings.Contains(string(out), "slot 0: empty") ||
+		!strings.Contains(string(out), "rotation: none in flight") {
+		t.Fatalf("exo key status: %v\n%s", err, out)
+	}
+	out, err = r.CommandContext(ctx, 0, exoBin, "key", "status", "--json", "--socket", c.Socket(0)).Output()
+	var ks daemon.KeyStatus
+	if err != nil || json.Unmarshal(out, &ks) != nil || ks.SendPhase != 1 || ks.Slots[1] == nil || ks.Slots[1].Fingerprint != fpNew {
+		t.Fatalf("exo key status --json: %v\n%s", err, out)
 	}
 	// The config after the rotation: the new key is key_file, in slot 1.
 	// C restarts (kill -9, from its disk) under it alone and catches up.
