@@ -134,6 +134,10 @@ type topHost struct {
 	TokenHolder bool        `json:"token_holder"`
 	Epoch       uint32      `json:"epoch"`
 	Halted      bool        `json:"halted"`
+	// Key is the key slot this host sends under, with the rotation in
+	// flight: "1", "0>1" (slot 1 staged, waiting for announcements), "1+0"
+	// (switched, the old key still valid); "" when the status has none.
+	Key string `json:"key,omitempty"`
 	Append      uint64      `json:"append_pointer"`
 	Agreed      uint64      `json:"agreement_pointer"`
 	Lag         uint64      `json:"lag"`
@@ -218,6 +222,16 @@ func topBuild(targets []topTarget, prev map[string]topSample, cur []topSample, n
 			continue
 		}
 		h.Up, h.ID, h.Epoch, h.Halted = true, st.ID, st.Epoch, st.Halted
+		if k := st.Keys; k != nil {
+			switch other := 1 - k.SendPhase; {
+			case k.Staged:
+				h.Key = fmt.Sprintf("%d>%d", k.SendPhase, other)
+			case k.OldValid:
+				h.Key = fmt.Sprintf("%d+%d", k.SendPhase, other)
+			default:
+				h.Key = fmt.Sprint(k.SendPhase)
+			}
+		}
 		h.Append, h.Agreed, h.QueueDepth = st.Append, st.Agreed, st.Pending
 		h.Lag = s.Totals.MaxAppend - st.Append
 		h.Role = "member"
@@ -317,12 +331,12 @@ func renderTop(s topSnapshot) string {
 	for _, h := range s.Hosts {
 		nw = max(nw, len(h.Name))
 	}
-	const format = "%-*s %3s  %-8s %5s %4s %11s %11s %7s %6s %8s %8s %9s %7s  %-17s %s"
+	const format = "%-*s %3s  %-8s %5s %4s %4s %11s %11s %7s %6s %8s %8s %9s %7s  %-17s %s"
 	line := func(cells ...any) {
 		fmt.Fprintf(&b, format, append([]any{nw}, cells...)...)
 		b.WriteByte('\n')
 	}
-	line("HOST", "ID", "ROLE", "EPOCH", "HALT", "APPEND", "AGREED", "LAG", "QUEUE", "IN/s", "OUT/s", "AGREED/s", "REJ/s", "TOP REJECT", "OFFLOAD")
+	line("HOST", "ID", "ROLE", "EPOCH", "HALT", "KEY", "APPEND", "AGREED", "LAG", "QUEUE", "IN/s", "OUT/s", "AGREED/s", "REJ/s", "TOP REJECT", "OFFLOAD")
 	for _, h := range s.Hosts {
 		if !h.Up {
 			fmt.Fprintf(&b, "%-*s %3s  %-8s %s\n", nw, h.Name, "-", "down", h.Error)
@@ -340,7 +354,11 @@ func renderTop(s topSnapshot) string {
 		if top == "" {
 			top = "-"
 		}
-		line(h.Name, fmt.Sprint(h.ID), role, fmt.Sprint(h.Epoch), halt, fmt.Sprint(h.Append), fmt.Sprint(h.Agreed),
+		key := h.Key
+		if key == "" {
+			key = "-"
+		}
+		line(h.Name, fmt.Sprint(h.ID), role, fmt.Sprint(h.Epoch), halt, key, fmt.Sprint(h.Append), fmt.Sprint(h.Agreed),
 			fmt.Sprint(h.Lag), fmt.Sprint(h.QueueDepth), topRate(h.FramesIn, h.Rates), topRate(h.FramesOut, h.Rates),
 			topRate(h.AgreedRate, h.Rates), topRate(h.Rejects, h.Rates), top, topOffloadCell(h.Offload))
 	}

@@ -41,6 +41,8 @@ func topFixture() ([]topTarget, map[string]topSample, []topSample, time.Time) {
 	a := st(0, 1500, 1490, 1, 6000, 1250, 10000, map[string]uint64{"DUPLICATE": 12})
 	b := st(1, 1502, 1490, 1, 6100, 1262, 10000, nil)
 	b.Pending = 17
+	a.Keys = &daemon.KeyStatus{SendPhase: 0}
+	b.Keys = &daemon.KeyStatus{SendPhase: 0, Staged: true, Waiting: []int{2}}
 	b.Offload = &daemon.OffloadStatus{Mode: "xdp", Pushes: 640, Counters: map[string]uint64{
 		"ACCEPT": 5000, "GAP": 30, "DUPLICATE": 7, "BAD_GROUP": 40, "BAD_TAG": 2}} // GAP goes on to the core
 	c := st(2, 1100, 1080, 0, 4400, 950, 7500, map[string]uint64{"GAP": 160, "DUPLICATE": 6})
@@ -61,10 +63,10 @@ func TestTopRender(t *testing.T) {
 	got := renderTop(snap)
 	want := `exo top  2026-03-14 15:09:26  hosts 3/4 up  token at B  epoch 3  every 500ms
 rack: agreed 4000 msgs/s  slowest lag 402 (C)  append 1502  rejects 126/s
-HOST  ID  ROLE     EPOCH HALT      APPEND      AGREED     LAG  QUEUE     IN/s    OUT/s  AGREED/s   REJ/s  TOP REJECT        OFFLOAD
-A      0   member      3   no        1500        1490       2      0     2000      500      4000     4.0  DUPLICATE         -
-B      1  *holder      3   no        1502        1490       0     17     2000      504      4000       0  -                 xdp dropped 49 (BAD_GROUP) writes 640
-C      2   member      2  YES        1100        1080     402      0      800      100      1000     122  GAP               -
+HOST  ID  ROLE     EPOCH HALT  KEY      APPEND      AGREED     LAG  QUEUE     IN/s    OUT/s  AGREED/s   REJ/s  TOP REJECT        OFFLOAD
+A      0   member      3   no    0        1500        1490       2      0     2000      500      4000     4.0  DUPLICATE         -
+B      1  *holder      3   no  0>1        1502        1490       0     17     2000      504      4000       0  -                 xdp dropped 49 (BAD_GROUP) writes 640
+C      2   member      2  YES    -        1100        1080     402      0      800      100      1000     122  GAP               -
 D      -  down     connection refused (daemon not running)
 `
 	if got != want {
@@ -93,7 +95,7 @@ func TestTopFirstSample(t *testing.T) {
 			t.Errorf("host %s has rates without an earlier sample: %+v", h.Name, h)
 		}
 	}
-	if out := renderTop(snap); !strings.Contains(out, "rack: agreed 0 msgs/s") || !strings.Contains(out, "\nA      0   member      3   no        1500        1490       2      0        -        -         -       -") {
+	if out := renderTop(snap); !strings.Contains(out, "rack: agreed 0 msgs/s") || !strings.Contains(out, "\nA      0   member      3   no    0        1500        1490       2      0        -        -         -       -") {
 		t.Errorf("first frame:\n%s", out)
 	}
 	prev["/r/A.sock"].St.Counters["frames_in"] = 1 << 40 // as if A restarted

@@ -185,18 +185,21 @@ func TestTopTmux(t *testing.T) {
 		holders := 0
 		for _, h := range rack.Hosts {
 			f := row(s, h.Name)
-			if len(f) < 15 {
+			if len(f) < 16 {
 				return fmt.Errorf("no full row for host %s", h.Name)
 			}
 			if f[1] != strconv.Itoa(h.ID) {
 				return fmt.Errorf("host %s: id %s, want %d", h.Name, f[1], h.ID)
 			}
-			for col, name := range map[int]string{5: "append", 6: "agreement"} {
+			if f[5] != "0" && f[5] != "1" {
+				return fmt.Errorf("host %s: key %q, want the slot it sends under", h.Name, f[5])
+			}
+			for col, name := range map[int]string{6: "append", 7: "agreement"} {
 				if v, err := strconv.ParseUint(f[col], 10, 64); err != nil || v == 0 {
 					return fmt.Errorf("host %s: %s pointer %q, want > 0", h.Name, name, f[col])
 				}
 			}
-			if f[9] == "-" {
+			if f[10] == "-" {
 				return fmt.Errorf("host %s: no rates yet", h.Name)
 			}
 			if strings.HasPrefix(f[2], "*") {
