@@ -125,30 +125,30 @@ type topSnapshot struct {
 
 // topHost is one row.
 type topHost struct {
-	Name        string      `json:"name"`
-	Socket      string      `json:"socket"`
-	Up          bool        `json:"up"`
-	Error       string      `json:"error,omitempty"`
-	ID          int         `json:"id"`
-	Role        string      `json:"role"` // holder, member, skipped, down
-	TokenHolder bool        `json:"token_holder"`
-	Epoch       uint32      `json:"epoch"`
-	Halted      bool        `json:"halted"`
+	Name        string `json:"name"`
+	Socket      string `json:"socket"`
+	Up          bool   `json:"up"`
+	Error       string `json:"error,omitempty"`
+	ID          int    `json:"id"`
+	Role        string `json:"role"` // holder, member, skipped, down
+	TokenHolder bool   `json:"token_holder"`
+	Epoch       uint32 `json:"epoch"`
+	Halted      bool   `json:"halted"`
 	// Key is the key slot this host sends under, with the rotation in
 	// flight: "1", "0>1" (slot 1 staged, waiting for announcements), "1+0"
 	// (switched, the old key still valid); "" when the status has none.
-	Key string `json:"key,omitempty"`
-	Append      uint64      `json:"append_pointer"`
-	Agreed      uint64      `json:"agreement_pointer"`
-	Lag         uint64      `json:"lag"`
-	QueueDepth  int         `json:"queue_depth"`
-	Rates       bool        `json:"rates"` // false: no earlier sample yet (rates are 0)
-	FramesIn    float64     `json:"frames_in_per_second"`
-	FramesOut   float64     `json:"frames_out_per_second"`
-	AgreedRate  float64     `json:"agreed_msgs_per_second"`
-	Rejects     float64     `json:"rejects_per_second"`
-	TopReject   string      `json:"top_reject,omitempty"`
-	Offload     *topOffload `json:"offload,omitempty"`
+	Key        string      `json:"key,omitempty"`
+	Append     uint64      `json:"append_pointer"`
+	Agreed     uint64      `json:"agreement_pointer"`
+	Lag        uint64      `json:"lag"`
+	QueueDepth int         `json:"queue_depth"`
+	Rates      bool        `json:"rates"` // false: no earlier sample yet (rates are 0)
+	FramesIn   float64     `json:"frames_in_per_second"`
+	FramesOut  float64     `json:"frames_out_per_second"`
+	AgreedRate float64     `json:"agreed_msgs_per_second"`
+	Rejects    float64     `json:"rejects_per_second"`
+	TopReject  string      `json:"top_reject,omitempty"`
+	Offload    *topOffload `json:"offload,omitempty"`
 }
 
 // topOffload is a host's fast path.
