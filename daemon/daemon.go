@@ -150,6 +150,12 @@ func New(cfg *Config, conn FrameConn, o OOB, log *slog.Logger) (*Daemon, error) 
 		d.groupKeys[ph], d.keyFiles[ph] = nextKey, cfg.NextKeyFile
 		log.Info("next key staged", "file", cfg.NextKeyFile, "phase", ph)
 	}
+	if hs.KeySent != 0 && hs.KeySent != nd.KeyStatus().Fingerprints[nd.KeyStatus().SendPhase] {
+		// The durable log says this host sent under a key its config does
+		// not hold: the rack has probably rotated on without it.
+		log.Warn("this host sent under another key before the restart; it holds neither it nor, maybe, the rack's current key: add it as key_file (key_phase its slot) or next_key_file",
+			"sent_under", fmt.Sprintf("%016x", hs.KeySent), "key_file", cfg.KeyFile)
+	}
 	if err := d.keysChanged(); err != nil {
 		return nil, err
 	}
