@@ -174,11 +174,26 @@ func (c *Client) RetireKey(ctx context.Context) error {
 // request sends a request that is answered by an acknowledgment or an
 // error, and waits for it.
 func (c *Client) request(ctx context.Context, typ byte, body []byte) error {
+	ch, err := c.send(typ, body)
+	if err != nil {
+		return err
+	}
+	select {
+	case r := <-ch:
+		return r.Err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// send writes a request of type typ with a new request id before body,
+// and returns the channel that receives its answer.
+func (c *Client) send(typ byte, body []byte) (<-chan Ack, error) {
 	c.mu.Lock()
 	if c.err != nil {
 		err := c.err
 		c.mu.Unlock()
-		return err
+		return nil, err
 	}
 	c.next++
 	id := c.next
@@ -194,12 +209,7 @@ func (c *Client) request(ctx context.Context, typ byte, body []byte) error {
 	if err != nil {
 		c.finish(id, Ack{Err: err})
 	}
-	select {
-	case r := <-ch:
-		return r.Err
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return ch, nil
 }
 
 // Ack is the outcome of an asynchronous publish.
@@ -211,27 +221,7 @@ type Ack struct {
 // PublishAsync sends a publish and returns a channel that receives its
 // outcome; it lets one goroutine keep many publishes in flight.
 func (c *Client) PublishAsync(payload []byte) (<-chan Ack, error) {
-	c.mu.Lock()
-	if c.err != nil {
-		err := c.err
-		c.mu.Unlock()
-		return nil, err
-	}
-	c.next++
-	id := c.next
-	ch := make(chan Ack, 1)
-	c.waiting[id] = ch
-	c.mu.Unlock()
-	c.wmu.Lock()
-	err := WriteFrame(c.w, TypePublish, U64(id), payload)
-	if err == nil {
-		err = c.w.Flush()
-	}
-	c.wmu.Unlock()
-	if err != nil {
-		c.finish(id, Ack{Err: err})
-	}
-	return ch, nil
+	return c.send(TypePublish, payload)
 }
 
 // Status returns the daemon's status as JSON-decoded fields.

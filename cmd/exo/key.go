@@ -86,25 +86,30 @@ cancels a staged key, or ends the old key's window).`,
 	}
 	cmd.PersistentFlags().StringVar(&socket, "socket", defaultSocket, "the daemon's API socket")
 	cmd.PersistentFlags().DurationVar(&timeout, "timeout", 2*time.Minute, "how long stage waits for the switch")
-	dial := func(ctx context.Context) (*client.Client, error) { return client.Dial(ctx, socket) }
+	// withClient runs fn with a connection to the daemon, within d.
+	withClient := func(cmd *cobra.Command, d time.Duration, fn func(ctx context.Context, c *client.Client) error) error {
+		ctx, cancel := context.WithTimeout(cmd.Context(), d)
+		defer cancel()
+		c, err := client.Dial(ctx, socket)
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		return fn(ctx, c)
+	}
 
 	status := &cobra.Command{
 		Use:   "status",
 		Short: "Show the key slots and the rotation in flight",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx, cancel := context.WithTimeout(cmd.Context(), 5*time.Second)
-			defer cancel()
-			c, err := dial(ctx)
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			ks, err := readKeys(ctx, c)
-			if err != nil {
-				return err
-			}
-			return printKeys(cmd.OutOrStdout(), ks, jsonOut)
+			return withClient(cmd, 5*time.Second, func(ctx context.Context, c *client.Client) error {
+				ks, err := readKeys(ctx, c)
+				if err != nil {
+					return err
+				}
+				return printKeys(cmd.OutOrStdout(), ks, jsonOut)
+			})
 		},
 	}
 	status.Flags().BoolVar(&jsonOut, "json", false, "print as JSON")
@@ -114,48 +119,13 @@ cancels a staged key, or ends the old key's window).`,
 		Short: "Stage the next group key (a file on the daemon's host) and wait until this host sends under it",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			path, err := filepath.Abs(args[0])
+			path, err := filepath.Abs(args[0]) // the daemon reads it (and checks its mode)
 			if err != nil {
 				return err
 			}
-			if _, err := daemon.ReadKey(path); err != nil {
-				return err // the same checks as the daemon's, with the same words
-			}
-			ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
-			defer cancel()
-			c, err := dial(ctx)
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			if err := c.StageKey(ctx, path); err != nil {
-				return fmt.Errorf("stage %s: %w", path, err)
-			}
-			w := cmd.OutOrStdout()
-			ks, err := readKeys(ctx, c)
-			if err != nil {
-				return err
-			}
-			newPhase := 1 - ks.SendPhase
-			if !ks.Staged {
-				newPhase = ks.SendPhase // switched at once
-			}
-			fmt.Fprintf(w, "staged in slot %d; waiting for members %v\n", newPhase, ks.Waiting)
-			if noWait {
-				return nil
-			}
-			for ks.Staged {
-				select {
-				case <-ctx.Done():
-					return fmt.Errorf("not switched after %v: members %v have not announced the key (stage it on them)", timeout, ks.Waiting)
-				case <-time.After(100 * time.Millisecond):
-				}
-				if ks, err = readKeys(ctx, c); err != nil {
-					return err
-				}
-			}
-			fmt.Fprintf(w, "switched: this host sends under slot %d\n", ks.SendPhase)
-			return nil
+			return withClient(cmd, timeout, func(ctx context.Context, c *client.Client) error {
+				return stageAndWait(ctx, c, path, noWait, timeout, cmd.OutOrStdout())
+			})
 		},
 	}
 	stage.Flags().BoolVar(&noWait, "no-wait", false, "return once the key is staged")
@@ -165,20 +135,47 @@ cancels a staged key, or ends the old key's window).`,
 		Short: "Empty the slot this host does not send under (cancel a staged key, or drop the old key now)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx, cancel := context.WithTimeout(cmd.Context(), 5*time.Second)
-			defer cancel()
-			c, err := dial(ctx)
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			if err := c.RetireKey(ctx); err != nil {
-				return err
-			}
-			fmt.Fprintln(cmd.OutOrStdout(), "retired")
-			return nil
+			return withClient(cmd, 5*time.Second, func(ctx context.Context, c *client.Client) error {
+				if err := c.RetireKey(ctx); err != nil {
+					return err
+				}
+				fmt.Fprintln(cmd.OutOrStdout(), "retired")
+				return nil
+			})
 		},
 	}
 	cmd.AddCommand(status, stage, retire)
 	return cmd
+}
+
+// stageAndWait stages the key file at path and, unless noWait, waits until
+// the host sends under it.
+func stageAndWait(ctx context.Context, c *client.Client, path string, noWait bool, timeout time.Duration, w io.Writer) error {
+	if err := c.StageKey(ctx, path); err != nil {
+		return fmt.Errorf("stage %s: %w", path, err)
+	}
+	ks, err := readKeys(ctx, c)
+	if err != nil {
+		return err
+	}
+	newPhase := 1 - ks.SendPhase
+	if !ks.Staged {
+		newPhase = ks.SendPhase // switched at once
+	}
+	fmt.Fprintf(w, "staged in slot %d; waiting for members %v\n", newPhase, ks.Waiting)
+	if noWait {
+		return nil
+	}
+	for ks.Staged {
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("not switched after %v: members %v have not announced the key (stage it on them)", timeout, ks.Waiting)
+		case <-time.After(100 * time.Millisecond):
+		}
+		if ks, err = readKeys(ctx, c); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintf(w, "switched: this host sends under slot %d\n", ks.SendPhase)
+	return nil
 }
