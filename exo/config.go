@@ -75,6 +75,11 @@ type Config struct {
 	SeqWindow uint64
 	// MaxHeld bounds the frames held while a gap is repaired.
 	MaxHeld int
+	// MaxFetchEntries bounds the entries of one fetch response: an OOB
+	// message must stay well below the transport's size cap, so a host
+	// further behind catches up batch after batch. The simulator sets it
+	// small so that its short logs need several batches too.
+	MaxFetchEntries int
 }
 
 // Defaults used by WithDefaults for fields left zero.
@@ -91,6 +96,7 @@ const (
 	DefaultSeqWindow         = 1024
 	DefaultMaxHeld           = 256
 	DefaultKeyGraceTicks     = 20000
+	DefaultMaxFetchEntries   = 1024
 )
 
 // WithDefaults returns c with every zero timing and size field set to its
@@ -115,6 +121,7 @@ func (c Config) WithDefaults() Config {
 	set(&c.MaxPending, DefaultMaxPending)
 	set(&c.MaxHeld, DefaultMaxHeld)
 	set(&c.KeyGraceTicks, DefaultKeyGraceTicks)
+	set(&c.MaxFetchEntries, DefaultMaxFetchEntries)
 	if c.SeqWindow == 0 {
 		c.SeqWindow = DefaultSeqWindow
 	}
@@ -159,6 +166,8 @@ func (c Config) Validate() error {
 		return configErr("SeqWindow", "%d must be at least 1", c.SeqWindow)
 	case c.KeyPhase > 1:
 		return configErr("KeyPhase", "%d is neither 0 nor 1", c.KeyPhase)
+	case c.MaxFetchEntries < 1:
+		return configErr("MaxFetchEntries", "%d must be at least 1", c.MaxFetchEntries)
 	case c.KeyGraceTicks < 1:
 		return configErr("KeyGraceTicks", "%d must be at least 1", c.KeyGraceTicks)
 	}

@@ -135,6 +135,10 @@ type Node struct {
 	fetching   bool
 	fetchTicks int
 	fetchPeer  uint8
+	fetchEpoch uint32 // the epoch the fetch under way is for (catchUpTo)
+	rackEpoch  uint32 // the newest frame heard: its epoch and seq+1 (Recovery)
+	rackSeq    uint64
+	catchup    *catchUp // a later epoch's log, gathered batch by batch (catchup.go)
 
 	vc         *viewChange
 	vcFailures int // view changes of this host that timed out since the last install
@@ -457,6 +461,7 @@ func (nd *Node) StepFrame(f *Frame) Reason {
 		return ReasonBadTag
 	}
 	nd.sawPhase(f.Sender, KeyPhaseOf(f.Flags))
+	nd.heard(f)
 	return nd.step(f)
 }
 
@@ -471,7 +476,7 @@ func (nd *Node) step(f *Frame) Reason {
 		// host missed a configuration switch. Catch up as from any frame of
 		// a later epoch.
 		nd.reject(f, r)
-		nd.fetch(nd.catchUpPeer(f.Sender), nd.p.Agreed, 0)
+		nd.catchUpTo(f)
 		return r
 	}
 	switch r {
@@ -489,7 +494,7 @@ func (nd *Node) step(f *Frame) Reason {
 	case ReasonFutureEpoch:
 		nd.reject(f, r)
 		if !nd.amnesiac {
-			nd.fetch(nd.catchUpPeer(f.Sender), nd.p.Agreed, 0)
+			nd.catchUpTo(f)
 		}
 	case ReasonSeqTooFar:
 		// Too far ahead to hold: this host fell behind. Catch up from the
@@ -612,11 +617,24 @@ func (nd *Node) hold(f *Frame) {
 	}
 }
 
+// catchUpTo fetches the log of the later epoch of frame f: at once for an
+// epoch newer than the one fetched, else once the fetch under way has had
+// FetchTicks to answer (every frame of the later epoch would otherwise send
+// a fetch, and their answers pile up).
+func (nd *Node) catchUpTo(f *Frame) {
+	if nd.fetching && nd.fetchTicks < nd.cfg.FetchTicks && f.Epoch <= nd.fetchEpoch {
+		return
+	}
+	nd.fetch(nd.catchUpPeer(f.Sender), nd.catchUpLo(f.Epoch), 0)
+	nd.fetchEpoch = f.Epoch
+}
+
 // fetch asks member peer (a member id) for its log from lo on.
 func (nd *Node) fetch(peer uint8, lo, hi uint64) {
 	nd.fetching = true
 	nd.fetchTicks = 0
 	nd.fetchPeer = peer
+	nd.fetchEpoch = nd.p.Epoch
 	nd.rd.Messages = append(nd.rd.Messages, Message{Type: MsgFetch, From: nd.uid, To: peer,
 		Epoch: nd.p.Epoch, Lo: lo, Hi: hi})
 }
@@ -753,21 +771,27 @@ func (nd *Node) send() {
 func (nd *Node) Tick() {
 	nd.idle++
 	nd.tickKeys()
+	if nd.fetching {
+		// Counted while halted too: a catch-up (catchUpTo) is sent again
+		// once the one under way had its time.
+		nd.fetchTicks++
+	}
 	if nd.p.Halted {
 		nd.tickHalted()
 		return
 	}
 	nd.haltedTicks = 0
-	if nd.fetching {
-		nd.fetchTicks++
-		if nd.fetchTicks >= nd.cfg.FetchTicks {
-			pos, _ := nd.posOf(nd.fetchPeer)
-			peer := uint8((int(pos) + 1) % nd.n)
-			if peer == nd.id {
-				peer = uint8((int(peer) + 1) % nd.n)
-			}
-			nd.fetch(nd.uidOf(peer), nd.p.Append, 0)
+	if nd.fetching && nd.fetchTicks >= nd.cfg.FetchTicks {
+		pos, _ := nd.posOf(nd.fetchPeer)
+		peer := uint8((int(pos) + 1) % nd.n)
+		if peer == nd.id {
+			peer = uint8((int(peer) + 1) % nd.n)
 		}
+		lo := nd.p.Append
+		if nd.catchup != nil {
+			lo = nd.catchup.end() // the next batch of a later epoch's log
+		}
+		nd.fetch(nd.uidOf(peer), lo, 0)
 	}
 	if nd.skipped[nd.id] {
 		// Passed over while it was away: ask the others to re-admit it; the
@@ -833,6 +857,11 @@ func (nd *Node) Clone() *Node {
 	c.pendHead = 0
 	c.held = maps.Clone(nd.held)
 	c.orphans = maps.Clone(nd.orphans)
+	if nd.catchup != nil {
+		cu := *nd.catchup
+		cu.entries = slices.Clone(cu.entries)
+		c.catchup = &cu
+	}
 	c.keys = nd.keys.clone()
 	if nd.vc != nil {
 		vc := *nd.vc

@@ -124,10 +124,6 @@ func (nd *Node) tickHalted() {
 	}
 }
 
-// maxFetchEntries bounds the entries of one FetchResp; a host further
-// behind fetches batch after batch.
-const maxFetchEntries = 1024
-
 // Step applies one OOB message addressed to this host.
 func (nd *Node) Step(m Message) {
 	switch m.Type {
@@ -140,9 +136,9 @@ func (nd *Node) Step(m Message) {
 		if m.Epoch == nd.p.Epoch && m.Hi > start && m.Hi < end {
 			end = m.Hi
 		}
-		end = min(end, start+maxFetchEntries)
+		end = min(end, start+uint64(nd.cfg.MaxFetchEntries))
 		nd.rd.Messages = append(nd.rd.Messages, Message{Type: MsgFetchResp, From: nd.uid, To: m.From,
-			LogEpoch: nd.p.Epoch, Agreed: nd.p.Agreed, Start: start, Skipped: nd.skippedList(), Roster: nd.ms.roster,
+			LogEpoch: nd.p.Epoch, Agreed: nd.p.Agreed, Start: start, Hi: nd.p.Append, Skipped: nd.skippedList(), Roster: nd.ms.roster,
 			Entries: slices.Clone(nd.log[start-nd.base : end-nd.base])})
 	case MsgFetchResp:
 		nd.stepFetchResp(m)
@@ -233,17 +229,13 @@ func (nd *Node) stepFetchResp(m Message) {
 			nd.fetching = false
 		}
 		nd.drainHeld()
-		if progressed && len(m.Entries) >= maxFetchEntries && !nd.p.Halted {
+		if progressed && len(m.Entries) >= nd.cfg.MaxFetchEntries && !nd.p.Halted {
 			// The responder had more: go on from where this batch ended.
 			nd.fetch(m.From, nd.p.Append, 0)
 		}
 		nd.maybeSend(false)
 	case m.LogEpoch > nd.p.Epoch && m.LogEpoch >= nd.promised:
-		if m.Start > nd.p.Agreed {
-			nd.fetch(m.From, nd.p.Agreed, 0)
-			return
-		}
-		nd.adopt(m.LogEpoch, m.Start, m.Entries, m.Agreed, m.Skipped, m.Roster)
+		nd.stepCatchUp(m)
 	}
 }
 
@@ -365,6 +357,7 @@ func (nd *Node) adopt(epoch uint32, start uint64, entries []Entry, agreed uint64
 	nd.skippedTicks = 0
 	clear(nd.held)
 	nd.fetching = false
+	nd.catchup = nil
 	nd.event(EventInstalled, epoch, nd.p.Append, nd.id)
 	nd.deliver()
 	nd.maybeSend(false)

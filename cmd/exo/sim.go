@@ -36,6 +36,7 @@ type simOptions struct {
 	Roster     float64
 	Keys       float64
 	Propose    float64
+	FetchBatch int
 	Workers    int
 	JSON       bool
 	Verbose    bool
@@ -126,6 +127,7 @@ is agreed once) and liveness (after the faults stop the rack converges within
 	f.Float64Var(&o.Keys, "key-rotations", 0, "per-tick probability that the operator starts a key rotation (when none runs): hosts stage the next key at random ticks; every run must end with every member sending under the newest key")
 	f.Float64Var(&o.Roster, "roster-changes", 0, "per-tick probability that a member proposes a membership change (remove a host, add one back, add a spare host); the checker checks the switch points and that consecutive rosters differ by one host")
 	f.Float64Var(&o.Propose, "propose", def.ProposeP, "per-tick probability that a client publishes at a host")
+	f.IntVar(&o.FetchBatch, "fetch-batch", def.Config.MaxFetchEntries, "entries in one fetch response at most (the daemon sends 1024; small, so that the simulated logs need many batches too)")
 	f.IntVar(&o.Workers, "workers", runtime.GOMAXPROCS(0), "seeds run in parallel")
 	f.BoolVar(&o.JSON, "json", false, "print one JSON report per rack size")
 	f.BoolVarP(&o.Verbose, "verbose", "v", false, "trace every event (use with --seeds 1)")
@@ -149,6 +151,8 @@ func (o *simOptions) validate() error {
 		return fmt.Errorf("--delay: %d must not be negative", o.Delay)
 	case o.Workers < 1:
 		return fmt.Errorf("--workers: %d must be at least 1", o.Workers)
+	case o.FetchBatch < 1:
+		return fmt.Errorf("--fetch-batch: %d must be at least 1", o.FetchBatch)
 	}
 	return nil
 }
@@ -161,6 +165,7 @@ func (o *simOptions) options(hosts int, seed uint64) sim.Options {
 	s.Forge = o.Forge
 	s.RosterChanges = o.Roster
 	s.KeyRotations = o.Keys
+	s.Config.MaxFetchEntries = o.FetchBatch
 	return s
 }
 
@@ -184,6 +189,7 @@ func (o *simOptions) replay(hosts int, seed uint64) string {
 	add(o.Roster != 0, fmt.Sprintf("--roster-changes %g", o.Roster))
 	add(o.Keys != 0, fmt.Sprintf("--key-rotations %g", o.Keys))
 	add(o.Propose != def.ProposeP, fmt.Sprintf("--propose %g", o.Propose))
+	add(o.FetchBatch != def.Config.MaxFetchEntries, fmt.Sprintf("--fetch-batch %d", o.FetchBatch))
 	add(o.Ticks != def.Ticks, fmt.Sprintf("--ticks %d", o.Ticks))
 	add(o.Quiet != def.Quiet, fmt.Sprintf("--quiet %d", o.Quiet))
 	return strings.Join(args, " ") + " -v"

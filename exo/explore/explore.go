@@ -94,6 +94,7 @@ func SmallConfig() exo.Config {
 		MaxPending:        64,
 		SeqWindow:         4,
 		MaxHeld:           4,
+		MaxFetchEntries:   1, // every catch-up of more than one entry takes batches
 	}
 }
 

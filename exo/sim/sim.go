@@ -69,10 +69,13 @@ type Options struct {
 // DefaultOptions returns options with every fault switched on.
 func DefaultOptions(hosts int, seed uint64) Options {
 	// A small window and hold buffer, so that hosts cut off for a while
-	// fall further behind than they can hold and must catch up by fetching.
+	// fall further behind than they can hold and must catch up by fetching;
+	// and fetch responses as small against the simulated logs (hundreds of
+	// entries) as the daemon's 1,024 entries are against a real rack's, so
+	// that catching up takes many batches here too.
 	return Options{Hosts: hosts, Seed: seed, Ticks: 400, Quiet: 300, StepsPerTick: 8,
 		Drop: 0.02, Dup: 0.02, MaxDelay: 6, Partitions: true, Crashes: true,
-		ProposeP: 0.3, Config: exo.Config{SeqWindow: 24, MaxHeld: 8}}
+		ProposeP: 0.3, Config: exo.Config{SeqWindow: 24, MaxHeld: 8, MaxFetchEntries: 4}}
 }
 
 // NoFaults returns options with every fault switched off.

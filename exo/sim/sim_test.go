@@ -81,9 +81,37 @@ func TestRegressionSeeds(t *testing.T) {
 		{5, 258, 0, "key rotation with roster changes: an old key held for a re-added member blocked the next stage (fix: staging retires it)", 0.02, 0.01},
 	} {
 		o := DefaultOptions(c.hosts, c.seed)
+		o.Config.MaxFetchEntries = exo.DefaultMaxFetchEntries // as they were found, before fetch batches were modelled
 		o.Amnesia = c.amnesia
 		o.KeyRotations, o.RosterChanges = c.keys, c.roster
 		s, err := New(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Run(); err != nil {
+			t.Errorf("hosts=%d seed=%d (%s): %v", c.hosts, c.seed, c.why, err)
+		}
+	}
+}
+
+// TestFetchBatchSeeds replays seeds that failed once fetch responses were
+// capped as the daemon caps them (Config.MaxFetchEntries, 4 here): the lab
+// rack's SAFETY events and its host that never caught up (issue 12).
+// Before the fix, a capped response of a later epoch was adopted as if it
+// were that epoch's whole log.
+func TestFetchBatchSeeds(t *testing.T) {
+	for _, c := range []struct {
+		hosts int
+		seed  uint64
+		why   string
+	}{
+		{3, 17, "a host adopted a later epoch's first batch, then sent frames of its own and fetched forever (every entry it lacked was of an older epoch: STALE_EPOCH): left behind for good"},
+		{7, 10, "same at 7 hosts"},
+		{5, 229, "the answer to a fetch sent before an install moved the agreement pointer, one batch long, was taken for the later epoch's whole log: SAFETY"},
+		{7, 60, "same at 7 hosts"},
+		{5, 539, "SAFETY twice, and a host left behind"},
+	} {
+		s, err := New(DefaultOptions(c.hosts, c.seed))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -154,6 +182,7 @@ func TestKeyRotationRosterSeeds(t *testing.T) {
 		{3, 122, "a non-member retired the old key it still needed once added back (fix: no retire outside the roster or while a change is pending)"},
 	} {
 		o := DefaultOptions(c.hosts, c.seed)
+		o.Config.MaxFetchEntries = exo.DefaultMaxFetchEntries // as they were found
 		o.KeyRotations, o.RosterChanges = 0.02, 0.02
 		s, err := New(o)
 		if err != nil {
