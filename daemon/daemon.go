@@ -65,6 +65,14 @@ type Daemon struct {
 	reasm   map[uint8]*reassembler // by member id
 	txbuf   []byte
 	holdAt  time.Time
+	// Broadcast write failures (an interface whose egress is cut fails
+	// every write): logged once, then once per writeLogEvery with the count.
+	writeErrAt   time.Time
+	writeErrMute int
+	// The behind watchdog (watchBehind).
+	stuckSince  time.Time
+	stuckAppend uint64
+	stuckLogAt  time.Time
 	off     *offloadState // the fast path, or nil (software)
 	// Key slots (keys.go): the core's ring, and each slot's group key
 	// (for the OOB proofs) and file.
@@ -192,7 +200,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	go func() { defer wg.Done(); d.oobLoop(ctx) }()
 	go func() { defer wg.Done(); errc <- d.serveAPI(ctx, api) }()
 	go func() { defer wg.Done(); errc <- d.serveMetrics(ctx) }()
-	d.log.Info("exo daemon running", "id", d.cfg.ID, "hosts", len(d.cfg.Roster), "interface", d.cfg.Interface,
+	d.log.Info("exo daemon running", "id", d.cfg.ID, "members", len(d.roster), "known_hosts", len(d.cfg.Roster), "interface", d.cfg.Interface,
 		"mtu", d.conn.MTU(), "offload", d.cfg.Offload, "api", d.cfg.APISocket, "join", d.cfg.Join)
 	select {
 	case <-ctx.Done():
@@ -267,10 +275,11 @@ func (d *Daemon) tickLoop(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			return
-		case <-tick.C:
+		case now := <-tick.C:
 			d.core.Lock()
 			d.node.Tick()
 			d.readyLocked()
+			d.watchBehind(now)
 			d.core.Unlock()
 		}
 	}
@@ -481,7 +490,7 @@ func (d *Daemon) ready() error {
 		}
 		if err := d.conn.WriteFrame(d.txbuf); err != nil {
 			d.metrics.writeErrors.Inc()
-			d.log.Warn("broadcast write", "err", err)
+			d.writeFailed(err)
 			continue
 		}
 		d.metrics.framesOut.Inc()
@@ -508,6 +517,7 @@ func (d *Daemon) ready() error {
 			d.metrics.takeovers.Inc()
 			d.log.Info("token taken over", "from", e.Peer, "seq", e.Seq)
 		case exo.EventSafety:
+			d.metrics.safetyEvents.Inc()
 			d.log.Error("SAFETY: an agreed entry would change; refused", "seq", e.Seq, "epoch", e.Epoch)
 		case exo.EventKeySwitch, exo.EventKeyRetired:
 			what := map[exo.EventKind]string{exo.EventKeySwitch: "switched", exo.EventKeyRetired: "retired"}[e.Kind]
@@ -542,7 +552,7 @@ func (d *Daemon) ready() error {
 	if nd.Holder() == d.pos && d.holdAt.IsZero() {
 		d.holdAt = time.Now()
 	}
-	d.metrics.observe(p, nd.Pending())
+	d.metrics.observe(p, nd.Pending(), nd.Recovery())
 	if keep := uint64(d.cfg.KeepEntries); p.Agreed > nd.LogBase()+2*keep {
 		nd.Compact(p.Agreed - keep)
 		if d.disk != nil {
@@ -644,6 +654,56 @@ type Status struct {
 	Counters       map[string]uint64 `json:"counters"`
 	Offload        *OffloadStatus    `json:"offload,omitempty"`
 	Keys           *KeyStatus        `json:"keys"`
+	Recovery       RecoveryStatus    `json:"recovery"`
+}
+
+// RecoveryStatus is what the host does to get back in step with the rack
+// (exo.Recovery): how far behind the frames it hears show it, the fetch
+// under way, the later epoch's log it gathers, the view change it leads.
+type RecoveryStatus struct {
+	// BehindEntries: how far ahead of the append pointer, in this host's
+	// epoch, the newest frame heard is; BehindEpoch: that frame is of a
+	// later epoch (RackEpoch).
+	BehindEntries uint64 `json:"behind_entries"`
+	BehindEpoch   bool   `json:"behind_epoch"`
+	RackEpoch     uint32 `json:"rack_epoch"`
+	RackSeq       uint64 `json:"rack_seq"`
+	Fetching      bool   `json:"fetching"`
+	FetchPeer     int    `json:"fetch_peer,omitempty"`
+	FetchTicks    int    `json:"fetch_ticks,omitempty"`
+	GatherEpoch   uint32 `json:"gather_epoch,omitempty"`
+	Gathered      int    `json:"gathered_entries,omitempty"`
+	// ViewChange is the view change this host leads, if any.
+	ViewChange *ViewChangeStatus `json:"view_change,omitempty"`
+}
+
+// ViewChangeStatus is a view change this host leads (exo.ViewChangeStatus).
+type ViewChangeStatus struct {
+	Epoch     uint32 `json:"epoch"`
+	Lo        uint64 `json:"lo"`
+	Ticks     int    `json:"ticks"`
+	Promised  []int  `json:"promised"`
+	Need      int    `json:"need"`
+	Ambiguous bool   `json:"ambiguous"`
+	Failures  int    `json:"timed_out_before"`
+}
+
+func recoveryStatus(r exo.Recovery, p exo.Pointers) RecoveryStatus {
+	s := RecoveryStatus{RackEpoch: r.RackEpoch, RackSeq: r.RackSeq, Fetching: r.Fetching,
+		GatherEpoch: r.GatherEpoch, Gathered: r.Gathered}
+	s.BehindEntries, s.BehindEpoch = r.Behind(p)
+	if r.Fetching {
+		s.FetchPeer, s.FetchTicks = int(r.FetchPeer), r.FetchTicks
+	}
+	if vc := r.ViewChange; vc != nil {
+		v := &ViewChangeStatus{Epoch: vc.Epoch, Lo: vc.Lo, Ticks: vc.Ticks, Need: vc.Need, Ambiguous: vc.Ambiguous,
+			Failures: vc.Failures, Promised: []int{}}
+		for _, u := range vc.Promised {
+			v.Promised = append(v.Promised, int(u))
+		}
+		s.ViewChange = v
+	}
+	return s
 }
 
 func (d *Daemon) statusJSON() []byte {
@@ -653,7 +713,8 @@ func (d *Daemon) statusJSON() []byte {
 	st := Status{ID: d.cfg.ID, Hosts: len(d.roster), Epoch: p.Epoch, Promised: nd.Promised(), Halted: nd.Halted(),
 		Append: p.Append, Agreed: p.Agreed, LogBase: nd.LogBase(), Holder: int(nd.Holder()), Pending: nd.Pending(),
 		Delivered: d.delivCnt, Subscribers: len(d.subs), Waiting: len(d.waiters), Skipped: []int{},
-		Counters: d.metrics.counters(), Offload: d.offloadStatusLocked(), Keys: d.keyStatus()}
+		Counters: d.metrics.counters(), Offload: d.offloadStatusLocked(), Keys: d.keyStatus(),
+		Recovery: recoveryStatus(nd.Recovery(), p)}
 	d.mu.Unlock()
 	for i := range d.roster {
 		if nd.Skipped(uint8(i)) {
@@ -681,4 +742,54 @@ func (d *Daemon) setMeta(nd *exo.Node) {
 	hs := nd.HardStateMeta()
 	d.disk.SetMeta(wal.Meta{Amnesiac: hs.Amnesiac, Epoch: hs.Epoch, Promised: hs.Promised, Agreed: hs.Agreed, Skipped: hs.Skipped,
 		Roster: hs.Roster, RosterAt: nd.LogBase(), KeySent: hs.KeySent})
+}
+
+// writeLogEvery spaces the log lines of failing broadcast writes.
+const writeLogEvery = 5 * time.Second
+
+// writeFailed logs a failed broadcast write: the first at once, then one
+// line per writeLogEvery with how many failed in between (each is counted
+// in exo_write_errors_total).
+func (d *Daemon) writeFailed(err error) {
+	if now := time.Now(); now.Sub(d.writeErrAt) >= writeLogEvery {
+		d.log.Warn("broadcast write failed", "err", err, "failed_since_last_line", d.writeErrMute)
+		d.writeErrAt, d.writeErrMute = now, 0
+		return
+	}
+	d.writeErrMute++
+}
+
+// stuckAfter is how long a host may stay behind the rack without its append
+// pointer moving before the daemon says so (and again every stuckAfter).
+const stuckAfter = 5 * time.Second
+
+// watchBehind logs, while the frames this host hears show the rack ahead
+// and its append pointer has not moved for stuckAfter, what it is doing
+// about it: the fetch under way, the later epoch's log it gathers, the view
+// change it leads or waits for. A host that stays behind says why.
+func (d *Daemon) watchBehind(now time.Time) {
+	nd := d.node
+	p := nd.Pointers()
+	r := nd.Recovery()
+	behind, later := r.Behind(p)
+	if (!later && behind <= nd.Config().SeqWindow) || p.Append != d.stuckAppend {
+		d.stuckSince, d.stuckAppend = now, p.Append
+		return
+	}
+	if now.Sub(d.stuckSince) < stuckAfter || now.Sub(d.stuckLogAt) < stuckAfter {
+		return
+	}
+	d.stuckLogAt = now
+	args := []any{"for", now.Sub(d.stuckSince).Round(time.Millisecond), "epoch", p.Epoch, "append_pointer", p.Append,
+		"rack_epoch", r.RackEpoch, "rack_seq", r.RackSeq, "halted", p.Halted, "promised", nd.Promised()}
+	if r.Fetching {
+		args = append(args, "fetching_from", r.FetchPeer, "fetch_ticks", r.FetchTicks)
+	}
+	if r.Gathered > 0 {
+		args = append(args, "gathering_epoch", r.GatherEpoch, "gathered_entries", r.Gathered)
+	}
+	if vc := r.ViewChange; vc != nil {
+		args = append(args, "view_change", vc.Epoch, "promises", vc.Promised, "need", vc.Need, "ambiguous", vc.Ambiguous)
+	}
+	d.log.Warn("behind the rack and not catching up", args...)
 }

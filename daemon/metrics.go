@@ -35,6 +35,8 @@ type metrics struct {
 	offloadPushes                   prometheus.Counter
 	keyPhase                        prometheus.Gauge
 	keyEvents                       *prometheus.CounterVec
+	safetyEvents                    prometheus.Counter
+	behindEntries, behindEpoch      prometheus.Gauge
 }
 
 func newMetrics() *metrics {
@@ -73,13 +75,16 @@ func newMetrics() *metrics {
 		keyPhase:      g("key_phase", "Key phase (slot) of the frames this host sends (docs/security.md section 5)."),
 		keyEvents: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "key_events_total",
 			Help: "Key rotation steps at this host: staged, switched, retired."}, []string{"event"}),
+		safetyEvents: c("safety_events_total", "Times the core refused to change an agreed entry: a bug, never expected (docs/protocol.md section 8); the lab checkers fail on any."),
+		behindEntries: g("behind_entries", "How far ahead of this host's append pointer, in its own epoch, the frames it hears show the rack (0: in step)."),
+		behindEpoch:   g("behind_epoch", "1 while the frames this host hears are of a later epoch than its log's (it catches up)."),
 		tokenHold: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: ns, Name: "token_hold_seconds",
 			Help: "Time from receiving the token to sending a frame.", Buckets: prometheus.ExponentialBuckets(1e-6, 4, 12)}),
 	}
 	m.reg.MustRegister(m.info, m.appendPtr, m.agreedPtr, m.epoch, m.queueDepth, m.halted, m.framesIn, m.framesOut,
 		m.oobOut, m.readErrors, m.writeErrors, m.foreignMAC, m.badFragments, m.published, m.delivered, m.queueFull,
 		m.viewChanges, m.takeovers, m.rejects, m.tokenHold, m.offloadDrops, m.offloadPushes,
-		m.keyPhase, m.keyEvents, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+		m.keyPhase, m.keyEvents, m.safetyEvents, m.behindEntries, m.behindEpoch, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	for r := exo.Reason(1); r < exo.NumReasons; r++ {
 		m.rejects.WithLabelValues(r.String())
 	}
@@ -93,7 +98,14 @@ func (m *metrics) setInfo(c *Config) {
 	m.info.WithLabelValues(strconv.Itoa(c.ID), strconv.Itoa(len(c.Roster)), c.Offload).Set(1)
 }
 
-func (m *metrics) observe(p exo.Pointers, pending int) {
+func (m *metrics) observe(p exo.Pointers, pending int, r exo.Recovery) {
+	behind, later := r.Behind(p)
+	m.behindEntries.Set(float64(behind))
+	if later {
+		m.behindEpoch.Set(1)
+	} else {
+		m.behindEpoch.Set(0)
+	}
 	m.appendPtr.Set(float64(p.Append))
 	m.agreedPtr.Set(float64(p.Agreed))
 	m.epoch.Set(float64(p.Epoch))
@@ -135,6 +147,8 @@ func (m *metrics) counters() map[string]uint64 {
 	read("takeovers", m.takeovers)
 	read("rejects", m.rejects)
 	read("key_events", m.keyEvents)
+	read("safety_events", m.safetyEvents)
+	read("write_errors", m.writeErrors)
 	return out
 }
 

@@ -94,8 +94,60 @@ func (r *Rack) SetLink(ctx context.Context, id int, up bool) error {
 	})
 }
 
-// Heal removes every fault: it deletes the nftables table (partitions,
-// one-way cuts, losses) and sets every switch port up.
+// Directions of a host cut ([Rack.CutHost]).
+const (
+	CutIngress = "ingress" // the host hears nothing (it still sends)
+	CutEgress  = "egress"  // nothing the host sends leaves it (it still hears)
+)
+
+// CutHost cuts host id's own interface one way, as a failing NIC or a
+// host firewall does: dir is [CutIngress] or [CutEgress]; "" removes the
+// cut. Unlike the bridge's cuts it acts inside the host (an nftables
+// netdev table on its interface), so an egress cut makes the host's own
+// writes fail. It replaces the cut in force on that host.
+func (r *Rack) CutHost(ctx context.Context, id int, dir string) error {
+	h, err := r.host(id)
+	if err != nil {
+		return fmt.Errorf("lab cut: %w", err)
+	}
+	if dir != "" && dir != CutIngress && dir != CutEgress {
+		return fmt.Errorf("lab cut: direction %q: want %s or %s", dir, CutIngress, CutEgress)
+	}
+	return r.mutate(ctx, func(f *Faults) error {
+		if err := r.loadHostCut(ctx, h, dir); err != nil {
+			return err
+		}
+		delete(f.HostCuts, id)
+		if dir != "" {
+			if f.HostCuts == nil {
+				f.HostCuts = map[int]string{}
+			}
+			f.HostCuts[id] = dir
+		}
+		return nil
+	})
+}
+
+// loadHostCut replaces the exo_lab netdev table in host h's namespace by
+// one that drops every frame in direction dir ("": none).
+func (r *Rack) loadHostCut(ctx context.Context, h Host, dir string) error {
+	if err := needTool("nft", "nftables"); err != nil {
+		return err
+	}
+	rules := fmt.Sprintf("table netdev %s\ndelete table netdev %s\n", NftTable, NftTable)
+	if dir != "" {
+		rules += fmt.Sprintf("table netdev %s {\n\tchain cut {\n\t\ttype filter hook %s device %q priority filter; policy accept;\n\t\tcounter drop\n\t}\n}\n",
+			NftTable, dir, h.Ifname)
+	}
+	if _, err := run(ctx, rules, "ip", "netns", "exec", h.Netns, "nft", "-f", "-"); err != nil {
+		return fmt.Errorf("loading the %s cut into %s: %w", dir, h.Netns, err)
+	}
+	return nil
+}
+
+// Heal removes every fault: it deletes the nftables tables (partitions,
+// one-way cuts, losses on the bridge; cuts on hosts' interfaces) and sets
+// every switch port up.
 func (r *Rack) Heal(ctx context.Context) error {
 	return r.mutate(ctx, func(f *Faults) error {
 		var b strings.Builder
@@ -104,6 +156,13 @@ func (r *Rack) Heal(ctx context.Context) error {
 		}
 		if _, err := run(ctx, b.String(), "ip", "-n", r.SwitchNetns, "-batch", "-"); err != nil {
 			return err
+		}
+		for id := range f.HostCuts {
+			if h, err := r.host(id); err == nil {
+				if err := r.loadHostCut(ctx, h, ""); err != nil {
+					return err
+				}
+			}
 		}
 		*f = Faults{}
 		return nil
@@ -137,7 +196,7 @@ func (r *Rack) mutate(ctx context.Context, change func(*Faults) error) error {
 }
 
 func (f Faults) clone() Faults {
-	c := Faults{Loss: maps.Clone(f.Loss), LinksDown: slices.Clone(f.LinksDown)}
+	c := Faults{Loss: maps.Clone(f.Loss), LinksDown: slices.Clone(f.LinksDown), HostCuts: maps.Clone(f.HostCuts)}
 	for _, g := range f.Groups {
 		c.Groups = append(c.Groups, slices.Clone(g))
 	}
@@ -318,4 +377,24 @@ func (r *Rack) LinkStates(ctx context.Context) ([]bool, error) {
 		}
 	}
 	return up, nil
+}
+
+// LiveHostCut returns the exo_lab netdev table of host id's namespace as
+// the kernel has it, or "" when there is none.
+func (r *Rack) LiveHostCut(ctx context.Context, id int) (string, error) {
+	h, err := r.host(id)
+	if err != nil {
+		return "", err
+	}
+	if err := needTool("nft", "nftables"); err != nil {
+		return "", err
+	}
+	out, err := run(ctx, "", "ip", "netns", "exec", h.Netns, "nft", "list", "table", "netdev", NftTable)
+	if err != nil {
+		if strings.Contains(err.Error(), "No such file or directory") {
+			return "", nil
+		}
+		return "", err
+	}
+	return out, nil
 }

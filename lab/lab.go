@@ -110,6 +110,11 @@ type Faults struct {
 	Loss map[int]float64 `json:"loss,omitempty"`
 	// LinksDown lists hosts whose switch port is down.
 	LinksDown []int `json:"links_down,omitempty"`
+	// HostCuts are one-way cuts on hosts' own interfaces (nftables netdev
+	// family in the host's namespace): by host id, "ingress" (the host
+	// sends, hears nothing) or "egress" (it hears, sends nothing: its
+	// writes fail). Frames and OOB traffic alike.
+	HostCuts map[int]string `json:"host_cuts,omitempty"`
 }
 
 // OneWayCut drops every frame from a host of From to a host of To.
@@ -120,7 +125,7 @@ type OneWayCut struct {
 
 // Empty reports whether no fault is in force.
 func (f Faults) Empty() bool {
-	return len(f.Groups) == 0 && len(f.OneWay) == 0 && len(f.Loss) == 0 && len(f.LinksDown) == 0
+	return len(f.Groups) == 0 && len(f.OneWay) == 0 && len(f.Loss) == 0 && len(f.LinksDown) == 0 && len(f.HostCuts) == 0
 }
 
 var prefixRE = regexp.MustCompile(`^[a-z][a-z0-9]{0,11}$`)

@@ -234,6 +234,9 @@ func newStatusCmd() *cobra.Command {
 				}
 				fmt.Fprintf(out, "%-20s %s (exo key status)\n", "keys", line)
 			}
+			if rs, ok := st["recovery"].(map[string]any); ok {
+				fmt.Fprintf(out, "%-20s %s\n", "recovery", recoveryLine(rs))
+			}
 			if cs, ok := st["counters"].(map[string]any); ok {
 				var parts []string
 				for k, v := range cs {
@@ -247,4 +250,32 @@ func newStatusCmd() *cobra.Command {
 	cmd.Flags().StringVar(&socket, "socket", defaultSocket, "the daemon's API socket")
 	cmd.Flags().BoolVar(&jsonOut, "json", false, "print the status as JSON")
 	return cmd
+}
+
+// recoveryLine is the status's recovery object in one line: in step, or
+// how far behind and what the host does about it.
+func recoveryLine(rs map[string]any) string {
+	var parts []string
+	switch {
+	case rs["behind_epoch"] == true:
+		parts = append(parts, fmt.Sprintf("behind: the rack is in epoch %v", rs["rack_epoch"]))
+	case rs["behind_entries"] != nil && rs["behind_entries"] != float64(0):
+		parts = append(parts, fmt.Sprintf("behind by %v entries", rs["behind_entries"]))
+	default:
+		parts = append(parts, "in step")
+	}
+	if rs["fetching"] == true {
+		parts = append(parts, fmt.Sprintf("fetching from member %v (%v ticks)", rs["fetch_peer"], rs["fetch_ticks"]))
+	}
+	if g, ok := rs["gathered_entries"].(float64); ok && g > 0 {
+		parts = append(parts, fmt.Sprintf("gathered %v entries of epoch %v", g, rs["gather_epoch"]))
+	}
+	if vc, ok := rs["view_change"].(map[string]any); ok {
+		line := fmt.Sprintf("leading view change %v (promises %v of %v needed", vc["epoch"], vc["promised"], vc["need"])
+		if vc["ambiguous"] == true {
+			line += ", ambiguous fork: waits for the others"
+		}
+		parts = append(parts, line+")")
+	}
+	return strings.Join(parts, "; ")
 }

@@ -21,7 +21,7 @@ import (
 
 // labOptions are the flags and arguments of exo lab and its subcommands.
 type labOptions struct {
-	Action   string // up, down, status, partition, heal, link, loss, probe, exec
+	Action   string // up, down, status, partition, heal, link, cut, loss, probe, exec
 	Prefix   string
 	Hosts    int
 	MTU      int
@@ -32,6 +32,7 @@ type labOptions struct {
 	Host     string // link, loss, exec; probe's source
 	To       string // probe's destination
 	Up       bool   // link
+	Dir      string // cut: ingress, egress or "" (none)
 	Fraction float64
 	Timeout  time.Duration
 	Argv     []string // exec
@@ -174,6 +175,31 @@ dropped while the other direction flows; one-way cuts add up until heal.`,
 			o.Up = false
 		default:
 			return fmt.Errorf("%q: want up or down", a[1])
+		}
+		return nil
+	})
+
+	sub(&cobra.Command{
+		Use:   "cut HOST ingress|egress|none",
+		Short: "Cut one direction of a host's own interface (a failing NIC), or remove the cut",
+		Long: `cut drops every frame in one direction on HOST's own interface, inside its
+namespace (table netdev exo_lab on exo0): ingress, the host hears nothing and
+still sends; egress, nothing it sends leaves (its writes fail) and it still
+hears. Raw frames and OOB traffic alike. Unlike partition --one-way, which
+acts on the bridge, the host itself sees the failure. none removes the cut;
+heal removes them all.`,
+		Example: `  sudo exo lab cut G ingress
+  sudo exo lab cut G none`,
+		Args: cobra.ExactArgs(2),
+	}, "cut", func(_ *cobra.Command, a []string) error {
+		o.Host = a[0]
+		switch a[1] {
+		case lab.CutIngress, lab.CutEgress:
+			o.Dir = a[1]
+		case "none":
+			o.Dir = ""
+		default:
+			return fmt.Errorf("%q: want ingress, egress or none", a[1])
 		}
 		return nil
 	})
@@ -356,6 +382,16 @@ func runLab(ctx context.Context, o *labOptions) error {
 		}
 		printFaults(o.Out, r)
 		return nil
+	case "cut":
+		id, err := host(o.Host)
+		if err != nil {
+			return err
+		}
+		if err := r.CutHost(ctx, id, o.Dir); err != nil {
+			return err
+		}
+		printFaults(o.Out, r)
+		return nil
 	case "loss":
 		id, err := host(o.Host)
 		if err != nil {
@@ -517,6 +553,9 @@ func printFaults(w io.Writer, r *lab.Rack) {
 	}
 	if len(f.LinksDown) > 0 {
 		fmt.Fprintf(w, "links down: %s\n", names(f.LinksDown))
+	}
+	for _, id := range slices.Sorted(maps.Keys(f.HostCuts)) {
+		fmt.Fprintf(w, "host cut:   %s %s dropped on its own interface\n", r.Hosts[id].Name, f.HostCuts[id])
 	}
 }
 
