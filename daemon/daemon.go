@@ -73,7 +73,7 @@ type Daemon struct {
 	stuckSince  time.Time
 	stuckAppend uint64
 	stuckLogAt  time.Time
-	off     *offloadState // the fast path, or nil (software)
+	off         *offloadState // the fast path, or nil (software)
 	// Key slots (keys.go): the core's ring, and each slot's group key
 	// (for the OOB proofs) and file.
 	ring      exo.KeyRing

@@ -75,7 +75,7 @@ func newMetrics() *metrics {
 		keyPhase:      g("key_phase", "Key phase (slot) of the frames this host sends (docs/security.md section 5)."),
 		keyEvents: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "key_events_total",
 			Help: "Key rotation steps at this host: staged, switched, retired."}, []string{"event"}),
-		safetyEvents: c("safety_events_total", "Times the core refused to change an agreed entry: a bug, never expected (docs/protocol.md section 8); the lab checkers fail on any."),
+		safetyEvents:  c("safety_events_total", "Times the core refused to change an agreed entry: a bug, never expected (docs/protocol.md section 8); the lab checkers fail on any."),
 		behindEntries: g("behind_entries", "How far ahead of this host's append pointer, in its own epoch, the frames it hears show the rack (0: in step)."),
 		behindEpoch:   g("behind_epoch", "1 while the frames this host hears are of a later epoch than its log's (it catches up)."),
 		tokenHold: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: ns, Name: "token_hold_seconds",
