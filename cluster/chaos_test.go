@@ -18,7 +18,11 @@ func TestRackChaosShort(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { c.Stop() })
+	t.Cleanup(func() {
+		if err := c.Stop(); err != nil {
+			t.Errorf("stop: %v", err)
+		}
+	})
 	rep, err := c.Chaos(ctx, ChaosOptions{Duration: 10 * time.Second, Seed: 3, Every: 400 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)

@@ -45,6 +45,11 @@ func TestMain(m *testing.M) {
 		}
 		exoFPGABin = bin
 	}
+	if b := os.Getenv("EXO_CLUSTER_BIN"); b != "" {
+		// Another build of exo (an older commit, to show that a
+		// regression test fails there).
+		exoBin = b
+	}
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)
