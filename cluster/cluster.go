@@ -357,3 +357,16 @@ func Durable(dir string, keepAll bool) func(*daemon.Config) {
 		}
 	}
 }
+
+// Config returns host i's daemon config as written for it.
+func (c *Cluster) Config(i int) (daemon.Config, error) {
+	var cfg daemon.Config
+	b, err := os.ReadFile(c.configPath(i))
+	if err != nil {
+		return cfg, fmt.Errorf("cluster: %w", err)
+	}
+	if err := json.Unmarshal(b, &cfg); err != nil {
+		return cfg, fmt.Errorf("cluster: %s: %w", c.configPath(i), err)
+	}
+	return cfg, nil
+}

@@ -1,0 +1,148 @@
+package exo
+
+import (
+	"slices"
+	"testing"
+)
+
+// laterLog returns base followed by install entries of epoch 3 (an older
+// epoch carried by epoch 5's install) and frames of epoch 5: the log a
+// host of epoch 5 holds.
+func laterLog(base []Entry, install, frames int) []Entry {
+	out := slices.Clone(base)
+	seq := uint64(len(base))
+	for k := 0; k < install+frames; k++ {
+		e := Entry{Seq: seq, Epoch: 3, Sender: uint8(seq % 3), History: []uint8{uint8((seq + 2) % 3)}}
+		if k >= install {
+			e.Epoch = 5
+		}
+		out = append(out, e)
+		seq++
+	}
+	return out
+}
+
+func fetchResp(log []Entry, start uint64, cap int) Message {
+	end := min(start+uint64(cap), uint64(len(log)))
+	return Message{Type: MsgFetchResp, From: 0, To: 2, LogEpoch: 5, Start: start, Hi: uint64(len(log)),
+		Agreed: uint64(len(log)) - 1, Entries: slices.Clone(log[start:end])}
+}
+
+// lastFetch returns the Lo of the last fetch in rd, or false.
+func lastFetch(rd Ready) (uint64, bool) {
+	for i := len(rd.Messages) - 1; i >= 0; i-- {
+		if rd.Messages[i].Type == MsgFetch {
+			return rd.Messages[i].Lo, true
+		}
+	}
+	return 0, false
+}
+
+func hasEvent(rd Ready, k EventKind) bool {
+	return slices.ContainsFunc(rd.Events, func(e Event) bool { return e.Kind == k })
+}
+
+// TestCatchUpGathersBatches is the core of issue 12: a host in an older
+// epoch catches up from fetch responses capped at MaxFetchEntries. It must
+// not adopt a batch that ends among the install's entries (of older
+// epochs): it gathers batches and adopts once it holds the later epoch's
+// log up to a frame of that epoch. A response that ends below its
+// agreement pointer (the answer to a fetch sent before the pointer moved)
+// is checked, not adopted, and is no SAFETY event.
+func TestCatchUpGathersBatches(t *testing.T) {
+	const batch = 4
+	r := newRack(t, 3, func(c *Config) { c.MaxFetchEntries = batch })
+	for k := 0; k < 30; k++ {
+		_ = r.nodes[k%3].Propose([]byte{byte(k)})
+		r.collect(k % 3)
+		r.run(1000)
+	}
+	x := r.nodes[2]
+	a := x.Pointers().Agreed
+	if a < 3*batch {
+		t.Fatalf("agreement pointer %d: too little traffic for the test", a)
+	}
+	later := laterLog(x.Log()[:a], 3*batch+1, 6) // the 4th batch ends 3 frames into epoch 5, 3 more follow
+
+	// A stale answer: it ends below the agreement pointer.
+	x.Step(fetchResp(later, a-batch-1, batch))
+	if rd := x.Ready(); hasEvent(rd, EventSafety) || hasEvent(rd, EventInstalled) || x.Epoch() != 0 {
+		t.Fatalf("a stale batch below the agreement pointer: events %v, epoch %d", rd.Events, x.Epoch())
+	}
+	x.Advance()
+	// The same, with an agreed entry changed: that is a SAFETY event.
+	bad := fetchResp(later, a-batch-1, batch)
+	bad.Entries[1].Payload = []byte("another")
+	x.Step(bad)
+	if rd := x.Ready(); !hasEvent(rd, EventSafety) || x.Epoch() != 0 {
+		t.Fatalf("an agreed entry contradicted: events %v, epoch %d", x.Ready().Events, x.Epoch())
+	}
+	x.Advance()
+
+	// Batches among the install's entries are gathered, not adopted.
+	lo := a
+	for x.Epoch() == 0 {
+		x.Step(fetchResp(later, lo, batch))
+		rd := x.Ready()
+		if hasEvent(rd, EventSafety) {
+			t.Fatalf("SAFETY at batch %d", lo)
+		}
+		if x.Epoch() != 0 {
+			break
+		}
+		if got := x.Recovery(); got.GatherEpoch != 5 || uint64(got.Gathered) != lo+batch-a {
+			t.Fatalf("after the batch at %d: gathering %+v", lo, got)
+		}
+		next, ok := lastFetch(rd)
+		if !ok || next != lo+batch {
+			t.Fatalf("after the batch at %d: next fetch from %d (%v), want %d", lo, next, ok, lo+batch)
+		}
+		x.Advance()
+		// A duplicate of the batch changes nothing.
+		x.Step(fetchResp(later, lo, batch))
+		if rd := x.Ready(); len(rd.Messages) > 0 || x.Recovery().Gathered != int(lo+batch-a) {
+			t.Fatalf("a duplicate batch at %d: messages %v, gathering %+v", lo, rd.Messages, x.Recovery())
+		}
+		lo += batch
+	}
+	// The batch that reached a frame of epoch 5 was adopted with all the
+	// batches before it; the rest of the epoch is fetched as in a gap.
+	p := x.Pointers()
+	if p.Epoch != 5 || p.Append != lo+batch || x.Recovery().Gathered != 0 {
+		t.Fatalf("after adopting: epoch %d append %d (want 5, %d), gathering %+v", p.Epoch, p.Append, lo+batch, x.Recovery())
+	}
+	if last := x.Log()[len(x.Log())-1]; last.Epoch != 5 {
+		t.Fatalf("adopted a log ending with an entry of epoch %d", last.Epoch)
+	}
+	if next, ok := lastFetch(x.Ready()); !ok || next != p.Append {
+		t.Fatalf("after adopting a prefix: fetch from %d (%v), want %d", next, ok, p.Append)
+	}
+	for s := uint64(0); s < p.Append; s++ {
+		if e, _ := x.Entry(s); !e.Equal(&later[s]) {
+			t.Fatalf("entry %d differs from the later epoch's", s)
+		}
+	}
+}
+
+// TestCatchUpWholeLog: a later epoch's log that holds no frame of that
+// epoch yet (an install and nothing since) is adopted once the batches
+// reach the responder's log end.
+func TestCatchUpWholeLog(t *testing.T) {
+	const batch = 4
+	r := newRack(t, 3, func(c *Config) { c.MaxFetchEntries = batch })
+	for k := 0; k < 12; k++ {
+		_ = r.nodes[k%3].Propose([]byte{byte(k)})
+		r.collect(k % 3)
+		r.run(1000)
+	}
+	x := r.nodes[2]
+	a := x.Pointers().Agreed
+	later := laterLog(x.Log()[:a], 2*batch+2, 0)
+	for lo := a; x.Epoch() == 0 && lo < uint64(len(later)); lo += batch {
+		x.Step(fetchResp(later, lo, batch))
+		x.Advance()
+	}
+	if p := x.Pointers(); p.Epoch != 5 || p.Append != uint64(len(later)) {
+		t.Fatalf("epoch %d append %d, want 5 and %d", p.Epoch, p.Append, len(later))
+	}
+}
