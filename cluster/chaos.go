@@ -564,6 +564,7 @@ func (m *nemesis) checkSafety(ctx context.Context) {
 		m.rep.Violations = append(m.rep.Violations, fmt.Sprintf("%d SAFETY events (an agreed entry would have changed)%s", m.rep.SafetyEvents, first))
 	}
 }
+
 // untilAllMove waits until the agreement pointer of every live host has
 // moved; it returns the time in ms.
 func (c *Cluster) untilAllMove(ctx context.Context, dead map[int]bool, limit time.Duration) (float64, bool) {
