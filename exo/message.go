@@ -50,11 +50,11 @@ type Message struct {
 	Type     MsgType
 	From, To uint8
 	Epoch    uint32 // Prepare/Promise/Nack/Install: the view change's epoch; Fetch: requester's log epoch
-	LogEpoch uint32 // Promise/FetchResp: the responder's log epoch
+	LogEpoch uint32 // Promise/FetchResp/Nack: the responder's log epoch; Prepare: the initiator's
 	Lo       uint64 // Prepare/Fetch: first position wanted
 	Hi       uint64 // Fetch: first position not needed (0: to the end); FetchResp: the responder's log end (its append pointer), so a batch capped at MaxFetchEntries is known to be one
 	Start    uint64 // Promise/FetchResp/Install: position of Entries[0]
-	Agreed   uint64 // Promise/FetchResp/Install: agreement pointer known
+	Agreed   uint64 // Promise/FetchResp/Install/Nack: agreement pointer known
 	Skipped  []uint8
 	Roster   []uint8 // Promise/FetchResp: the sender's roster (member ids); Install: the roster Skipped refers to
 	Amnesiac bool

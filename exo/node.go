@@ -152,7 +152,11 @@ type Node struct {
 	pendingCfg   *ConfigChange
 	promisedBy   uint8 // member id the promise went to (promisedByOK)
 	promisedByOK bool
-	futureTries  int // catch-up fetches since the last install (catchUpPeer)
+	// The promise held before this host began leading view changes (to
+	// another initiator, or its log's epoch): it falls back to it when it
+	// gives its own view change up (giveUp).
+	before      promise
+	futureTries int // catch-up fetches since the last install (catchUpPeer)
 
 	rd Ready
 }

@@ -53,6 +53,9 @@ func (nd *Node) startViewChange() {
 		floor = max(floor, nd.vc.epoch)
 	}
 	e := nd.nextEpoch(floor)
+	if !nd.ownPromise() {
+		nd.before = promise{nd.promised, nd.promisedBy, nd.promisedByOK}
+	}
 	nd.promised = e
 	nd.promisedBy, nd.promisedByOK = nd.uid, true
 	nd.maxEpochSeen = max(nd.maxEpochSeen, e)
@@ -66,9 +69,51 @@ func (nd *Node) startViewChange() {
 	nd.vc.promises[nd.uid] = nd.promise(e, lo)
 	nd.event(EventViewChange, e, nd.p.Append, nd.id)
 	for _, u := range nd.peers() {
-		nd.rd.Messages = append(nd.rd.Messages, Message{Type: MsgPrepare, From: nd.uid, To: u, Epoch: e, Lo: lo})
+		nd.rd.Messages = append(nd.rd.Messages, Message{Type: MsgPrepare, From: nd.uid, To: u, Epoch: e, Lo: lo, LogEpoch: nd.p.Epoch})
 	}
 	nd.tryResolve()
+}
+
+// promise is an epoch promised and to whom (ok: known; after a restart the
+// owner of the durable promise is unknown).
+type promise struct {
+	epoch uint32
+	by    uint8
+	ok    bool
+}
+
+// ownPromise reports whether this host's promise is to a view change it
+// leads itself.
+func (nd *Node) ownPromise() bool { return nd.promisedByOK && nd.promisedBy == nd.uid }
+
+// giveUp abandons the view change this host leads, to take a log of epoch
+// e (from member from) that a view change of another host installed: an
+// install, or a catch-up to the rack's later epoch. Only the initiator of
+// an epoch can install it (epoch mod n is its position), so a promise a
+// host made to its own view change binds nobody once it gives that view
+// change up: it falls back to the promise it held before it began leading,
+// which e must honour. A host that leads view changes while it is far
+// behind would otherwise refuse the rack's later epoch for ever, each of
+// its own attempts halting the rack anew (issue 12's long holds).
+func (nd *Node) giveUp(e uint32, from uint8) bool {
+	b := nd.before
+	if !nd.ownPromise() || e < b.epoch || (e == b.epoch && b.ok && b.by != from) {
+		return false
+	}
+	nd.vc = nil
+	nd.promised, nd.promisedBy, nd.promisedByOK = b.epoch, b.by, b.ok
+	nd.p.Halted = nd.promised > nd.p.Epoch
+	nd.haltedTicks = 0
+	return true
+}
+
+// behind reports whether a host whose log is of epoch logEpoch and agreed
+// below lo is far behind this one: in an older epoch, and more than one
+// fetch batch below this host's agreement pointer. Such a host catches up
+// by fetching, batch by batch, rather than by leading a view change whose
+// every promise (and install) would carry what it lacks.
+func (nd *Node) behind(logEpoch uint32, lo uint64) bool {
+	return !nd.amnesiac && nd.p.Epoch > logEpoch && nd.p.Agreed > lo+uint64(nd.cfg.MaxFetchEntries)
 }
 
 // promise builds this host's answer to a Prepare of epoch e.
@@ -150,8 +195,11 @@ func (nd *Node) Step(m Message) {
 		// changes, epoch ownership (epoch mod n == position) is unique only
 		// within one configuration.
 		sameOwner := nd.promisedByOK && nd.promisedBy == m.From
-		if m.Epoch < nd.promised || m.Epoch <= nd.p.Epoch || (m.Epoch == nd.promised && !sameOwner) {
-			nd.rd.Messages = append(nd.rd.Messages, Message{Type: MsgNack, From: nd.uid, To: m.From, Epoch: nd.promised})
+		if m.Epoch < nd.promised || m.Epoch <= nd.p.Epoch || (m.Epoch == nd.promised && !sameOwner) || nd.behind(m.LogEpoch, m.Lo) {
+			// The Nack says where this host stands: an initiator far
+			// behind it catches up instead (MsgNack below).
+			nd.rd.Messages = append(nd.rd.Messages, Message{Type: MsgNack, From: nd.uid, To: m.From, Epoch: nd.promised,
+				LogEpoch: nd.p.Epoch, Agreed: nd.p.Agreed})
 			return
 		}
 		if nd.vc != nil && nd.vc.epoch < m.Epoch {
@@ -173,6 +221,17 @@ func (nd *Node) Step(m Message) {
 		if m.Epoch > nd.maxEpochSeen {
 			nd.maxEpochSeen = m.Epoch
 		}
+		if nd.vc != nil && m.LogEpoch > nd.p.Epoch && m.Agreed > nd.vc.lo+uint64(nd.cfg.MaxFetchEntries) && m.LogEpoch >= nd.before.epoch {
+			// The rack moved on to a later epoch and agreed more than a
+			// fetch batch beyond this host: it catches up from the
+			// responder instead of leading (the responder refused to
+			// promise for that reason, or for another).
+			if nd.giveUp(m.LogEpoch, m.From) {
+				nd.fetch(m.From, nd.catchUpLo(m.LogEpoch), 0)
+				nd.fetchEpoch = m.LogEpoch
+				return
+			}
+		}
 		if nd.vc != nil && m.Epoch > nd.vc.epoch {
 			// Someone promised a newer view change: let it finish; start
 			// again (above it) only if it does not.
@@ -184,6 +243,11 @@ func (nd *Node) Step(m Message) {
 			nd.readmit[pos] = true
 		}
 	case MsgInstall:
+		if m.Epoch < nd.promised && m.Epoch > nd.p.Epoch && !nd.amnesiac {
+			// A view change of another host resolved while this host's
+			// own, newer one waits: take it (giveUp says when).
+			nd.giveUp(m.Epoch, m.From)
+		}
 		if m.Epoch >= nd.promised && m.Epoch > nd.p.Epoch {
 			if m.Epoch == nd.promised && nd.promisedByOK && nd.promisedBy != m.From {
 				return // promised to another initiator of the same epoch
@@ -234,7 +298,16 @@ func (nd *Node) stepFetchResp(m Message) {
 			nd.fetch(m.From, nd.p.Append, 0)
 		}
 		nd.maybeSend(false)
-	case m.LogEpoch > nd.p.Epoch && m.LogEpoch >= nd.promised:
+	case m.LogEpoch > nd.p.Epoch:
+		// The rack moved on to a later epoch. A host that promised a
+		// newer one to its own view change gives that up (giveUp); one
+		// that promised it to another host adopts the log all the same
+		// but stays halted under its promise (adopt): it appends nothing,
+		// so the promise holds, and its next promise or view change
+		// starts from the rack's log instead of its old one.
+		if m.LogEpoch < nd.promised {
+			nd.giveUp(m.LogEpoch, m.From)
+		}
 		nd.stepCatchUp(m)
 	}
 }
@@ -245,6 +318,11 @@ func (nd *Node) stepFetchResp(m Message) {
 // host's); the skip set is ignored when this host ends under another one.
 func (nd *Node) adopt(epoch uint32, start uint64, entries []Entry, agreed uint64, skipped []uint8, skipRoster []uint8) {
 	oldEnd := nd.p.Append
+	if start < nd.base && start+uint64(len(entries)) >= nd.base {
+		// Entries below the log's base were compacted here: agreed and
+		// delivered everywhere.
+		entries, start = entries[nd.base-start:], nd.base
+	}
 	if start > oldEnd || start > nd.p.Agreed || start < nd.base {
 		return
 	}
@@ -390,12 +468,28 @@ func (nd *Node) tryResolve() {
 	// skip set only applies when the roster stays.
 	final := finalRoster(nd.memberAt(res.Start), res.Entries)
 	skipRoster := nd.ms.roster
+	end := res.Start + uint64(len(res.Entries))
 	for _, u := range union(nd.ms.roster, nd.ms.next, final) {
 		if u == nd.uid {
 			continue
 		}
+		// A host that promised holds the resolved log below its agreement
+		// pointer (agreed entries never change): it gets the rest only.
+		// One that did not answer (yet) gets the log from the initiator's
+		// agreement pointer; if it is further behind, it does not adopt
+		// it and catches up by fetching from the first frame of the new
+		// epoch it hears (section 4). The install of a host far behind
+		// then no longer slows the others' down: each used to carry every
+		// witness's gap, and the others timed out waiting for it.
+		start := max(res.Start, min(vc.lo, end))
+		if p, ok := vc.promises[u]; ok {
+			start = res.Start
+			if !p.Amnesiac {
+				start = max(start, min(p.Agreed, end))
+			}
+		}
 		nd.rd.Messages = append(nd.rd.Messages, Message{Type: MsgInstall, From: nd.uid, To: u,
-			Epoch: vc.epoch, Start: res.Start, Agreed: res.Agreed, Skipped: skipped, Roster: skipRoster, Entries: res.Entries})
+			Epoch: vc.epoch, Start: start, Agreed: res.Agreed, Skipped: skipped, Roster: skipRoster, Entries: res.Entries[start-res.Start:]})
 	}
 	// The initiator is a witness itself and promised below its own agreed
 	// pointer; it adopts like everyone else.

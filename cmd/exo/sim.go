@@ -37,6 +37,7 @@ type simOptions struct {
 	Keys       float64
 	Propose    float64
 	FetchBatch int
+	OOBRate    int
 	Workers    int
 	JSON       bool
 	Verbose    bool
@@ -127,6 +128,7 @@ is agreed once) and liveness (after the faults stop the rack converges within
 	f.Float64Var(&o.Keys, "key-rotations", 0, "per-tick probability that the operator starts a key rotation (when none runs): hosts stage the next key at random ticks; every run must end with every member sending under the newest key")
 	f.Float64Var(&o.Roster, "roster-changes", 0, "per-tick probability that a member proposes a membership change (remove a host, add one back, add a spare host); the checker checks the switch points and that consecutive rosters differ by one host")
 	f.Float64Var(&o.Propose, "propose", def.ProposeP, "per-tick probability that a client publishes at a host")
+	f.IntVar(&o.OOBRate, "oob-bandwidth", def.OOBEntriesPerStep, "log entries one OOB link carries per network step (0: unlimited); messages on a link queue behind each other")
 	f.IntVar(&o.FetchBatch, "fetch-batch", def.Config.MaxFetchEntries, "entries in one fetch response at most (the daemon sends 1024; small, so that the simulated logs need many batches too)")
 	f.IntVar(&o.Workers, "workers", runtime.GOMAXPROCS(0), "seeds run in parallel")
 	f.BoolVar(&o.JSON, "json", false, "print one JSON report per rack size")
@@ -151,6 +153,8 @@ func (o *simOptions) validate() error {
 		return fmt.Errorf("--delay: %d must not be negative", o.Delay)
 	case o.Workers < 1:
 		return fmt.Errorf("--workers: %d must be at least 1", o.Workers)
+	case o.OOBRate < 0:
+		return fmt.Errorf("--oob-bandwidth: %d must not be negative", o.OOBRate)
 	case o.FetchBatch < 1:
 		return fmt.Errorf("--fetch-batch: %d must be at least 1", o.FetchBatch)
 	}
@@ -166,6 +170,7 @@ func (o *simOptions) options(hosts int, seed uint64) sim.Options {
 	s.RosterChanges = o.Roster
 	s.KeyRotations = o.Keys
 	s.Config.MaxFetchEntries = o.FetchBatch
+	s.OOBEntriesPerStep = o.OOBRate
 	return s
 }
 
@@ -190,6 +195,7 @@ func (o *simOptions) replay(hosts int, seed uint64) string {
 	add(o.Keys != 0, fmt.Sprintf("--key-rotations %g", o.Keys))
 	add(o.Propose != def.ProposeP, fmt.Sprintf("--propose %g", o.Propose))
 	add(o.FetchBatch != def.Config.MaxFetchEntries, fmt.Sprintf("--fetch-batch %d", o.FetchBatch))
+	add(o.OOBRate != def.OOBEntriesPerStep, fmt.Sprintf("--oob-bandwidth %d", o.OOBRate))
 	add(o.Ticks != def.Ticks, fmt.Sprintf("--ticks %d", o.Ticks))
 	add(o.Quiet != def.Quiet, fmt.Sprintf("--quiet %d", o.Quiet))
 	return strings.Join(args, " ") + " -v"

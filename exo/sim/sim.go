@@ -29,10 +29,17 @@ type Options struct {
 	// StepsPerTick is how many network steps (one hop each) make one tick.
 	StepsPerTick int
 
-	Drop, Dup  float64 // per-frame/message probabilities
-	MaxDelay   int     // extra delay in steps, uniform 0..MaxDelay (reordering)
-	Partitions bool    // random two-way and one-way partitions and heals
-	Crashes    bool    // random crashes and restarts
+	Drop, Dup float64 // per-frame/message probabilities
+	MaxDelay  int     // extra delay in steps, uniform 0..MaxDelay (reordering)
+	// OOBEntriesPerStep is the OOB network's bandwidth, in log entries a
+	// step on each link (0: unlimited). A message of k entries occupies
+	// its link for ceil(k/OOBEntriesPerStep) steps, and messages on one
+	// link queue behind it, as on the daemon's TCP connections: an
+	// install or a promise that carries thousands of entries takes longer
+	// than a view-change timeout there.
+	OOBEntriesPerStep int
+	Partitions        bool // random two-way and one-way partitions and heals
+	Crashes           bool // random crashes and restarts
 	// Amnesia is the probability that a restart loses the durable state too
 	// (a host whose disk died). With it, agreement and validity are still
 	// checked, but liveness cannot be promised: a view change that would
@@ -70,11 +77,14 @@ type Options struct {
 func DefaultOptions(hosts int, seed uint64) Options {
 	// A small window and hold buffer, so that hosts cut off for a while
 	// fall further behind than they can hold and must catch up by fetching;
-	// and fetch responses as small against the simulated logs (hundreds of
+	// fetch responses as small against the simulated logs (hundreds of
 	// entries) as the daemon's 1,024 entries are against a real rack's, so
-	// that catching up takes many batches here too.
+	// that catching up takes many batches here too; and an OOB network as
+	// slow against the view-change timeout as the lab rack's, where a
+	// message carrying a host's gap of thousands of entries takes about a
+	// view-change timeout (here: 320 entries in the 320 steps of one).
 	return Options{Hosts: hosts, Seed: seed, Ticks: 400, Quiet: 300, StepsPerTick: 8,
-		Drop: 0.02, Dup: 0.02, MaxDelay: 6, Partitions: true, Crashes: true,
+		Drop: 0.02, Dup: 0.02, MaxDelay: 6, Partitions: true, Crashes: true, OOBEntriesPerStep: 1,
 		ProposeP: 0.3, Config: exo.Config{SeqWindow: 24, MaxHeld: 8, MaxFetchEntries: 4}}
 }
 
@@ -130,7 +140,8 @@ type Sim struct {
 	opt   Options
 	rng   *rand.Rand
 	hosts []*host
-	cut   [][]bool // cut[a][b]: nothing from a reaches b
+	cut   [][]bool  // cut[a][b]: nothing from a reaches b
+	busy  [][]int64 // busy[a][b]: the OOB link from a to b carries a message until this step
 	q     queue
 	now   int64
 	order uint64
@@ -184,8 +195,10 @@ func New(opt Options) (*Sim, error) {
 		total++ // the spare host
 	}
 	s.cut = make([][]bool, total)
+	s.busy = make([][]int64, total)
 	for i := range s.cut {
 		s.cut[i] = make([]bool, total)
+		s.busy[i] = make([]int64, total)
 	}
 	for i := 0; i < total; i++ {
 		var nd *exo.Node
@@ -474,6 +487,12 @@ func (s *Sim) send(a, b int, f *exo.Frame, m *exo.Message) {
 		delay := int64(1)
 		if s.opt.MaxDelay > 0 && !s.quiet {
 			delay += int64(s.rng.IntN(s.opt.MaxDelay + 1))
+		}
+		if m != nil && s.opt.OOBEntriesPerStep > 0 {
+			// The link carries one message after the other.
+			tx := int64((len(m.Entries) + s.opt.OOBEntriesPerStep - 1) / s.opt.OOBEntriesPerStep)
+			s.busy[a][b] = max(s.busy[a][b], s.now) + tx
+			delay += s.busy[a][b] - s.now
 		}
 		s.order++
 		heap.Push(&s.q, &delivery{at: s.now + delay, order: s.order, to: b, from: a, frame: f, msg: m})

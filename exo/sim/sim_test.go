@@ -81,7 +81,8 @@ func TestRegressionSeeds(t *testing.T) {
 		{5, 258, 0, "key rotation with roster changes: an old key held for a re-added member blocked the next stage (fix: staging retires it)", 0.02, 0.01},
 	} {
 		o := DefaultOptions(c.hosts, c.seed)
-		o.Config.MaxFetchEntries = exo.DefaultMaxFetchEntries // as they were found, before fetch batches were modelled
+		o.Config.MaxFetchEntries = exo.DefaultMaxFetchEntries // as they were found, before fetch batches and OOB bandwidth were modelled
+		o.OOBEntriesPerStep = 0
 		o.Amnesia = c.amnesia
 		o.KeyRotations, o.RosterChanges = c.keys, c.roster
 		s, err := New(o)
@@ -111,12 +112,40 @@ func TestFetchBatchSeeds(t *testing.T) {
 		{7, 60, "same at 7 hosts"},
 		{5, 539, "SAFETY twice, and a host left behind"},
 	} {
-		s, err := New(DefaultOptions(c.hosts, c.seed))
+		o := DefaultOptions(c.hosts, c.seed)
+		o.OOBEntriesPerStep = 0 // as they were found
+		s, err := New(o)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if err := s.Run(); err != nil {
 			t.Errorf("hosts=%d seed=%d (%s): %v", c.hosts, c.seed, c.why, err)
+		}
+	}
+}
+
+// TestViewChangeDuelSeeds replays seeds that never converged once the OOB
+// network's bandwidth was modelled (Options.OOBEntriesPerStep): the lab
+// rack's stalls of 20-50 s (issue 12). A host far behind made every
+// install carry its gap to every host; the installs took longer than the
+// others' view-change timeout, so they started view changes of their own
+// that preempted each other; and a host far behind led view changes that
+// halted the rack and never completed, while its own promise made it
+// refuse the rack's later epoch. Fixed by installs that carry each host
+// only what it lacks, witnesses that refuse to promise to an initiator far
+// behind them (it catches up instead), and initiators that give their own
+// view change up for the rack's later epoch.
+func TestViewChangeDuelSeeds(t *testing.T) {
+	for _, c := range []struct {
+		hosts int
+		seed  uint64
+	}{{3, 556}, {3, 1111}, {5, 331}, {5, 388}, {5, 452}, {7, 243}, {7, 315}} {
+		s, err := New(DefaultOptions(c.hosts, c.seed))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Run(); err != nil {
+			t.Errorf("hosts=%d seed=%d: %v", c.hosts, c.seed, err)
 		}
 	}
 }
@@ -183,6 +212,7 @@ func TestKeyRotationRosterSeeds(t *testing.T) {
 	} {
 		o := DefaultOptions(c.hosts, c.seed)
 		o.Config.MaxFetchEntries = exo.DefaultMaxFetchEntries // as they were found
+		o.OOBEntriesPerStep = 0
 		o.KeyRotations, o.RosterChanges = 0.02, 0.02
 		s, err := New(o)
 		if err != nil {
