@@ -102,7 +102,7 @@ func (nd *Node) stepCatchUp(m Message) {
 	if complete {
 		skipped = m.Skipped
 	}
-	nd.adopt(c.epoch, c.start, c.entries, m.Agreed, skipped, m.Roster)
+	nd.adopt(c.epoch, c.start, c.entries, m.Agreed, skipped, m.Roster, m.Hi)
 	if nd.p.Epoch == c.epoch && !nd.p.Halted && nd.p.Append < m.Hi {
 		nd.fetch(m.From, nd.p.Append, 0) // the frames of the epoch after the prefix
 	}

@@ -139,6 +139,11 @@ type Node struct {
 	rackEpoch  uint32 // the newest frame heard: its epoch and seq+1 (Recovery)
 	rackSeq    uint64
 	catchup    *catchUp // a later epoch's log, gathered batch by batch (catchup.go)
+	// catchTarget is where the log a catch-up adopted a prefix of ended:
+	// the host is behind the rack until its log reaches it, and sends
+	// nothing (a frame at its log's end would contradict the rack's
+	// entry there) unless the rack stays silent for 2 TokenTimeouts.
+	catchTarget uint64
 
 	vc         *viewChange
 	vcFailures int // view changes of this host that timed out since the last install
@@ -575,11 +580,23 @@ func (nd *Node) pushEntry(e Entry) {
 		_, stays := slices.BinarySearch(nd.ms.next, nd.uid)
 		nd.leaving = !stays
 	}
-	if e.Count == 0 {
+	if idlePass(&e) {
 		nd.emptyRun++
 	} else {
 		nd.emptyRun = 0
 	}
+}
+
+// idlePass reports whether e is a token pass for the idle back-off: no
+// record, or a key announcement alone (during a key rotation every frame
+// a host sends carries one, and an idle rack then spun at line rate until
+// the rotation ended).
+func idlePass(e *Entry) bool {
+	if e.Count == 0 {
+		return true
+	}
+	_, ann := ParseKeyEntry(e)
+	return ann && e.Count == 1
 }
 
 func (nd *Node) appendEntry(e Entry) {
@@ -675,7 +692,8 @@ func (nd *Node) drainHeld() {
 
 // canSend reports whether this host may put a frame on the wire now.
 func (nd *Node) canSend() bool {
-	return !nd.p.Halted && !nd.amnesiac && !nd.Removed() && (brokenDistinct || !nd.p.InHistory(nd.id))
+	return !nd.p.Halted && !nd.amnesiac && !nd.Removed() && (brokenDistinct || !nd.p.InHistory(nd.id)) &&
+		(nd.p.Append >= nd.catchTarget || nd.idle > 2*nd.cfg.TokenTimeout)
 }
 
 // Broadcast makes this host send a frame now, as a token takeover does: with

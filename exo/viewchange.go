@@ -69,7 +69,7 @@ func (nd *Node) startViewChange() {
 	nd.vc.promises[nd.uid] = nd.promise(e, lo)
 	nd.event(EventViewChange, e, nd.p.Append, nd.id)
 	for _, u := range nd.peers() {
-		nd.rd.Messages = append(nd.rd.Messages, Message{Type: MsgPrepare, From: nd.uid, To: u, Epoch: e, Lo: lo, LogEpoch: nd.p.Epoch})
+		nd.rd.Messages = append(nd.rd.Messages, Message{Type: MsgPrepare, From: nd.uid, To: u, Epoch: e, Lo: lo, LogEpoch: nd.p.Epoch, Amnesiac: nd.amnesiac})
 	}
 	nd.tryResolve()
 }
@@ -108,12 +108,14 @@ func (nd *Node) giveUp(e uint32, from uint8) bool {
 }
 
 // behind reports whether a host whose log is of epoch logEpoch and agreed
-// below lo is far behind this one: in an older epoch, and more than one
-// fetch batch below this host's agreement pointer. Such a host catches up
-// by fetching, batch by batch, rather than by leading a view change whose
-// every promise (and install) would carry what it lacks.
+// below lo is far behind this one: in this epoch or an older one, and more
+// than one fetch batch below this host's agreement pointer. Such a host
+// does not lead a view change: every promise it would gather would carry
+// what it lacks. In an older epoch it catches up by fetching, batch by
+// batch; in this one (its log diverged, or it waits for an install that
+// never came) a host that is not behind leads the view change instead.
 func (nd *Node) behind(logEpoch uint32, lo uint64) bool {
-	return !nd.amnesiac && nd.p.Epoch > logEpoch && nd.p.Agreed > lo+uint64(nd.cfg.MaxFetchEntries)
+	return !nd.amnesiac && nd.p.Epoch >= logEpoch && nd.p.Agreed > lo+uint64(nd.cfg.MaxFetchEntries)
 }
 
 // promise builds this host's answer to a Prepare of epoch e.
@@ -195,11 +197,18 @@ func (nd *Node) Step(m Message) {
 		// changes, epoch ownership (epoch mod n == position) is unique only
 		// within one configuration.
 		sameOwner := nd.promisedByOK && nd.promisedBy == m.From
-		if m.Epoch < nd.promised || m.Epoch <= nd.p.Epoch || (m.Epoch == nd.promised && !sameOwner) || nd.behind(m.LogEpoch, m.Lo) {
+		// A host that lost its state rejoins only through a view change of
+		// its own (section 6): it may lead one however far behind it is.
+		behind := !m.Amnesiac && nd.behind(m.LogEpoch, m.Lo)
+		if m.Epoch < nd.promised || m.Epoch <= nd.p.Epoch || (m.Epoch == nd.promised && !sameOwner) || behind {
 			// The Nack says where this host stands: an initiator far
 			// behind it catches up instead (MsgNack below).
 			nd.rd.Messages = append(nd.rd.Messages, Message{Type: MsgNack, From: nd.uid, To: m.From, Epoch: nd.promised,
 				LogEpoch: nd.p.Epoch, Agreed: nd.p.Agreed})
+			if behind && m.LogEpoch == nd.p.Epoch && !nd.p.Halted && nd.vc == nil && m.Epoch > nd.promised {
+				// It needs a view change it cannot lead: lead it.
+				nd.startViewChange()
+			}
 			return
 		}
 		if nd.vc != nil && nd.vc.epoch < m.Epoch {
@@ -258,7 +267,7 @@ func (nd *Node) Step(m Message) {
 				// majority, so above any epoch it sent frames in before.
 				return
 			}
-			nd.adopt(m.Epoch, m.Start, m.Entries, m.Agreed, m.Skipped, m.Roster)
+			nd.adopt(m.Epoch, m.Start, m.Entries, m.Agreed, m.Skipped, m.Roster, 0)
 		}
 	}
 }
@@ -316,7 +325,9 @@ func (nd *Node) stepFetchResp(m Message) {
 //
 // skipRoster is the roster the skip set's positions refer to (nil: this
 // host's); the skip set is ignored when this host ends under another one.
-func (nd *Node) adopt(epoch uint32, start uint64, entries []Entry, agreed uint64, skipped []uint8, skipRoster []uint8) {
+// until, when above the adopted log's end, is where the log it came from
+// ended: the host sends nothing before its log reaches it (catchTarget).
+func (nd *Node) adopt(epoch uint32, start uint64, entries []Entry, agreed uint64, skipped []uint8, skipRoster []uint8, until uint64) {
 	oldEnd := nd.p.Append
 	if start < nd.base && start+uint64(len(entries)) >= nd.base {
 		// Entries below the log's base were compacted here: agreed and
@@ -395,7 +406,7 @@ func (nd *Node) adopt(epoch uint32, start uint64, entries []Entry, agreed uint64
 	}
 	nd.p.EpochStart = nd.p.Append
 	nd.emptyRun = 0
-	for i := len(nd.log) - 1; i >= 0 && nd.log[i].Count == 0; i-- {
+	for i := len(nd.log) - 1; i >= 0 && idlePass(&nd.log[i]); i-- {
 		nd.emptyRun++
 	}
 	clear(nd.skipped[:])
@@ -436,6 +447,7 @@ func (nd *Node) adopt(epoch uint32, start uint64, entries []Entry, agreed uint64
 	clear(nd.held)
 	nd.fetching = false
 	nd.catchup = nil
+	nd.catchTarget = until
 	nd.event(EventInstalled, epoch, nd.p.Append, nd.id)
 	nd.deliver()
 	nd.maybeSend(false)
@@ -493,7 +505,7 @@ func (nd *Node) tryResolve() {
 	}
 	// The initiator is a witness itself and promised below its own agreed
 	// pointer; it adopts like everyone else.
-	nd.adopt(vc.epoch, res.Start, res.Entries, res.Agreed, skipped, skipRoster)
+	nd.adopt(vc.epoch, res.Start, res.Entries, res.Agreed, skipped, skipRoster, 0)
 }
 
 // Witness is one host's answer to a view change: its log from Start on.

@@ -133,19 +133,47 @@ func TestFetchBatchSeeds(t *testing.T) {
 // halted the rack and never completed, while its own promise made it
 // refuse the rack's later epoch. Fixed by installs that carry each host
 // only what it lacks, witnesses that refuse to promise to an initiator far
-// behind them (it catches up instead), and initiators that give their own
-// view change up for the rack's later epoch.
+// behind them (it catches up instead, or they lead the view change), and
+// initiators that give their own view change up for the rack's later
+// epoch.
 func TestViewChangeDuelSeeds(t *testing.T) {
 	for _, c := range []struct {
 		hosts int
 		seed  uint64
-	}{{3, 556}, {3, 1111}, {5, 331}, {5, 388}, {5, 452}, {7, 243}, {7, 315}} {
+	}{{3, 556}, {3, 1111}, {5, 331}, {5, 388}, {5, 452}, {7, 243}, {7, 315},
+		// Hosts behind in the rack's own epoch (their log diverged) led view
+		// changes, one after the other, that never completed: now a host
+		// that refuses one leads it itself.
+		{5, 4537}, {5, 14183}, {5, 14259}, {7, 2099}, {7, 11291}} {
 		s, err := New(DefaultOptions(c.hosts, c.seed))
 		if err != nil {
 			t.Fatal(err)
 		}
 		if err := s.Run(); err != nil {
 			t.Errorf("hosts=%d seed=%d: %v", c.hosts, c.seed, err)
+		}
+	}
+}
+
+// TestCatchUpSendSeeds replays seeds of key rotations that never converged
+// once fetch batches and OOB bandwidth were modelled.
+func TestCatchUpSendSeeds(t *testing.T) {
+	for _, c := range []struct {
+		hosts, seed, bandwidth int
+		why                    string
+	}{
+		{3, 2, 4, "a host that adopted a prefix of a later epoch's log sent a frame at its end at once, which contradicted the rack's entry there: a view change each time it caught up (fix: it sends nothing before its log reaches the end of the log it adopted from)"},
+		{3, 6, 1, "a rotation waiting for a host behind: every frame carried a key announcement, so the idle back-off never began and the rack outran the host's catch-up (fix: an announcement alone is an idle pass)"},
+		{5, 3, 1, "same"},
+	} {
+		o := DefaultOptions(c.hosts, uint64(c.seed))
+		o.KeyRotations, o.OOBEntriesPerStep = 0.02, c.bandwidth
+		s, err := New(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Run(); err != nil {
+			t.Errorf("hosts=%d seed=%d (%s): %v", c.hosts, c.seed, c.why, err)
 		}
 	}
 }
