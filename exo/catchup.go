@@ -46,6 +46,9 @@ func (nd *Node) catchUpLo(e uint32) uint64 {
 func (nd *Node) stepCatchUp(m Message) {
 	end := m.Start + uint64(len(m.Entries))
 	c := nd.catchup
+	if c != nil && m.LogEpoch < c.epoch {
+		return // it gathers a later epoch's log already (answers of two epochs would undo each other)
+	}
 	switch {
 	case c != nil && c.epoch == m.LogEpoch && m.Start >= c.start && m.Start <= c.end():
 		// The next batch (or one that overlaps the batches gathered: every
@@ -72,12 +75,17 @@ func (nd *Node) stepCatchUp(m Message) {
 		}
 		c = &catchUp{epoch: m.LogEpoch, start: m.Start, entries: slices.Clone(m.Entries)}
 	default:
-		// Neither a batch of the epoch gathered nor one that starts within
-		// the agreed prefix (the responder moved to yet another epoch, or
-		// a retried fetch asked from the append pointer): ask again from
-		// the agreement pointer.
-		nd.catchup = nil
-		nd.fetch(m.From, nd.p.Agreed, 0)
+		// Neither a batch that adjoins the batches gathered nor one that
+		// starts within the agreed prefix (a retried fetch asked from the
+		// append pointer, or the responder moved to yet another epoch):
+		// ask for what is missing.
+		lo := nd.p.Agreed
+		if c != nil && c.epoch == m.LogEpoch {
+			lo = c.end()
+		} else {
+			nd.catchup = nil
+		}
+		nd.fetch(m.From, lo, 0)
 		nd.fetchEpoch = m.LogEpoch
 		return
 	}

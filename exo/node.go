@@ -840,6 +840,16 @@ func (nd *Node) Tick() {
 	switch {
 	case holder == nd.id:
 		nd.maybeSend(false)
+	case nd.p.Epoch > 0 && nd.p.Append == nd.p.EpochStart && nd.p.InHistory(nd.id) && nd.vc == nil && !nd.notMember &&
+		nd.idle >= nd.cfg.TokenTimeout+nd.n*nd.cfg.TakeoverStagger+nd.cfg.ViewChangeTimeout:
+		// The epoch this host installed never began: no frame of it came,
+		// and this host may not send the first (it sent the last entry the
+		// install carried). Hosts that missed the install cannot learn of
+		// it from this host (a retransmission carries its entry's own,
+		// older epoch): two hosts of a 3-host rack in two such epochs
+		// waited for each other for ever. A view change brings the rack
+		// to one epoch, once every takeover had its turn.
+		nd.startViewChange()
 	default:
 		rank := nd.rank(holder)
 		if nd.idle >= nd.cfg.TokenTimeout+(rank-1)*nd.cfg.TakeoverStagger && nd.canSend() {

@@ -230,14 +230,21 @@ func (nd *Node) Step(m Message) {
 		if m.Epoch > nd.maxEpochSeen {
 			nd.maxEpochSeen = m.Epoch
 		}
-		if nd.vc != nil && m.LogEpoch > nd.p.Epoch && m.Agreed > nd.vc.lo+uint64(nd.cfg.MaxFetchEntries) && m.LogEpoch >= nd.before.epoch {
+		if nd.vc != nil && m.LogEpoch > nd.p.Epoch && m.Agreed > nd.vc.lo+uint64(nd.cfg.MaxFetchEntries) && !nd.amnesiac {
 			// The rack moved on to a later epoch and agreed more than a
 			// fetch batch beyond this host: it catches up from the
 			// responder instead of leading (the responder refused to
-			// promise for that reason, or for another).
-			if nd.giveUp(m.LogEpoch, m.From) {
+			// promise for that reason, or for another). If it cannot give
+			// its view change up (it promised a newer epoch to another
+			// host before, or its promise outlived a restart), it adopts
+			// the later log halted, and its next view change starts from
+			// it.
+			up := nd.giveUp(m.LogEpoch, m.From)
+			if !nd.fetching || nd.fetchTicks >= nd.cfg.FetchTicks || m.LogEpoch > nd.fetchEpoch {
 				nd.fetch(m.From, nd.catchUpLo(m.LogEpoch), 0)
 				nd.fetchEpoch = m.LogEpoch
+			}
+			if up {
 				return
 			}
 		}
@@ -487,13 +494,13 @@ func (nd *Node) tryResolve() {
 		}
 		// A host that promised holds the resolved log below its agreement
 		// pointer (agreed entries never change): it gets the rest only.
-		// One that did not answer (yet) gets the log from the initiator's
-		// agreement pointer; if it is further behind, it does not adopt
-		// it and catches up by fetching from the first frame of the new
-		// epoch it hears (section 4). The install of a host far behind
+		// One that did not answer (yet) gets the log from one fetch batch
+		// below the initiator's agreement pointer; if it is further
+		// behind, it does not adopt it and catches up by fetching from
+		// the first frame of the new epoch it hears (section 4). The install of a host far behind
 		// then no longer slows the others' down: each used to carry every
 		// witness's gap, and the others timed out waiting for it.
-		start := max(res.Start, min(vc.lo, end))
+		start := max(res.Start, min(vc.lo-min(vc.lo, uint64(nd.cfg.MaxFetchEntries)), end))
 		if p, ok := vc.promises[u]; ok {
 			start = res.Start
 			if !p.Amnesiac {

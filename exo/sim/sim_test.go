@@ -144,7 +144,19 @@ func TestViewChangeDuelSeeds(t *testing.T) {
 		// Hosts behind in the rack's own epoch (their log diverged) led view
 		// changes, one after the other, that never completed: now a host
 		// that refuses one leads it itself.
-		{5, 4537}, {5, 14183}, {5, 14259}, {7, 2099}, {7, 11291}} {
+		{5, 4537}, {5, 14183}, {5, 14259}, {7, 2099}, {7, 11291},
+		// A host restarted with a promise to its own dead view change was
+		// refused by hosts far ahead and could not give it up: it now
+		// adopts their log halted and leads from there; the answers of
+		// two epochs to its catch-up undid each other (the later epoch's
+		// now wins); and the two others sat in two epochs that never
+		// began, each waiting for the other to send.
+		{3, 10127},
+		// With the rule above too eager (before every takeover had its
+		// turn) and installs to hosts that had not answered starting at
+		// the initiator's agreement pointer, 16 hosts went from view
+		// change to view change, four of them one entry behind.
+		{16, 375}, {16, 397}} {
 		s, err := New(DefaultOptions(c.hosts, c.seed))
 		if err != nil {
 			t.Fatal(err)
