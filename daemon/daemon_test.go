@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
@@ -145,7 +146,7 @@ func startRackHosts(t *testing.T, n, hosts int) *testRack {
 			t.Fatal(err)
 		}
 		mac, _ := net.ParseMAC(roster[i].MAC)
-		d, err := New(cfg, seg.attach(mac), oobs[i], nil)
+		d, err := New(cfg, seg.attach(mac), oobs[i], testLogger(i))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -536,4 +537,11 @@ func TestNextKeyFile(t *testing.T) {
 	if err := c.RetireKey(ctx); err == nil || !strings.Contains(err.Error(), "no key to retire") {
 		t.Fatalf("retire with the other slot empty: %v", err)
 	}
+}
+
+func testLogger(i int) *slog.Logger {
+	if os.Getenv("EXO_DAEMON_TEST_LOG") == "" {
+		return nil
+	}
+	return slog.New(slog.NewTextHandler(os.Stderr, nil)).With("host", i)
 }

@@ -133,6 +133,9 @@ type host struct {
 	switch_ uint64 // the last configuration switch seq reported to the checker
 	keyIdx  int    // index of the rack key it sends under (Options.KeyRotations)
 	staged  bool   // it staged key keyIdx+1
+	// silent is how many more of its ticks must do nothing, as its last
+	// NextTick said (0 after any other input): checked on every tick.
+	silent int
 }
 
 // Sim is one simulated rack.
@@ -178,6 +181,10 @@ type Stats struct {
 	// lost knowledge could decide.
 	StalledAmbiguous bool
 	Steps            int64
+	// Ticks counts the hosts' ticks; SilentTicks those after which
+	// NextTick promised at least one silent tick (a daemon sleeps through
+	// them).
+	Ticks, SilentTicks uint64
 }
 
 // New builds a simulated rack.
@@ -311,6 +318,7 @@ func (s *Sim) keys(all bool) {
 // stage has host i stage the rack's newest key.
 func (s *Sim) stage(i int) {
 	h := s.hosts[i]
+	h.silent = 0
 	if _, err := h.node.StageKey(s.key(s.keyGen)); err != nil {
 		if !errors.Is(err, exo.ErrKeyInFlight) {
 			s.chk.violation("host %d: StageKey: %v", i, err)
@@ -425,7 +433,24 @@ func (s *Sim) step() {
 	for i, h := range s.hosts {
 		if h.up {
 			h.node.Tick()
+			if h.silent > 0 {
+				h.silent--
+				if rd := h.node.Ready(); h.node.HasReady() && (len(rd.Frames) > 0 || len(rd.Messages) > 0 || len(rd.Events) > 0 ||
+					len(rd.Appended) > 0 || rd.HasTruncate || len(rd.Agreed) > 0 || len(rd.Dropped) > 0) {
+					s.chk.violation("t=%d host %d: a tick that NextTick promised silent did something: %d frames, %d messages, events %v",
+						s.tick, i, len(rd.Frames), len(rd.Messages), rd.Events)
+				}
+			}
 			s.ready(i)
+			if d := h.node.NextTick(); d != exo.NoTick {
+				h.silent = d - 1
+			} else {
+				h.silent = 1 << 30
+			}
+			if h.silent > 0 {
+				s.Stats.SilentTicks++
+			}
+			s.Stats.Ticks++
 		}
 	}
 	for _, h := range s.hosts {
@@ -440,6 +465,7 @@ func (s *Sim) deliver(d *delivery) bool {
 	if !h.up {
 		return false
 	}
+	h.silent = 0
 	if d.frame != nil {
 		r := h.node.StepFrame(d.frame)
 		s.Stats.Rejects[r]++
@@ -743,6 +769,7 @@ func (s *Sim) restart(i int) {
 		return
 	}
 	h.up = true
+	h.silent = 0
 	if h.staged {
 		h.staged = false
 		s.stage(i) // the staged key is in its configuration (next_key_file)
@@ -788,6 +815,7 @@ func (s *Sim) rosterChange() {
 			}
 		}
 	}
+	h.silent = 0
 	if err := h.node.ProposeConfig(c); err != nil {
 		return
 	}
@@ -809,6 +837,7 @@ func (s *Sim) propose(i int) {
 	s.nextID++
 	p := make([]byte, 8+s.rng.IntN(24))
 	binary.BigEndian.PutUint64(p, s.nextID)
+	h.silent = 0
 	if err := h.node.Propose(p); err != nil {
 		s.nextID--
 		return

@@ -190,6 +190,25 @@ func TestCatchUpSendSeeds(t *testing.T) {
 	}
 }
 
+// TestNextTickIdle: on a rack with no faults and no load, most ticks are
+// promised silent by NextTick (the daemon sleeps through them); every run
+// checks that the promise holds.
+func TestNextTickIdle(t *testing.T) {
+	o := NoFaults(5, 1)
+	o.ProposeP = 0
+	s, err := New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Run(); err != nil {
+		t.Fatal(err)
+	}
+	if s.Stats.Ticks == 0 || s.Stats.SilentTicks*2 < s.Stats.Ticks {
+		t.Fatalf("%d of %d ticks promised silent", s.Stats.SilentTicks, s.Stats.Ticks)
+	}
+	t.Logf("%d of %d ticks promised silent", s.Stats.SilentTicks, s.Stats.Ticks)
+}
+
 // TestDeterministic: a seed fully determines a run.
 func TestDeterministic(t *testing.T) {
 	run := func() Stats {

@@ -1,0 +1,78 @@
+package exo
+
+import "math"
+
+// NoTick is NextTick's answer when no number of ticks alone can make this
+// host do anything: only a frame, a message or a proposal can.
+const NoTick = math.MaxInt32
+
+// NextTick returns how many calls of Tick, with no other input between
+// them, can pass before one of them may have something to do (send a
+// frame, time out, retry a fetch, start a view change, retire a key): the
+// first NextTick()-1 of them would change counters only. An embedder that
+// keeps time in wall-clock ticks sleeps that long instead of ticking at a
+// fixed rate, and then calls Tick once for every tick that elapsed (the
+// counters must still count them): an idle rack costs a wake-up per
+// deadline, not one per tick. Any input may move the deadline either way,
+// so it asks again after each Ready. The simulator checks the promise on
+// every tick of every run (the silent ticks produce nothing).
+func (nd *Node) NextTick() int {
+	d := NoTick
+	at := func(k int) { d = min(d, max(k, 1)) }
+	ks := &nd.keys
+	if ks.oldValid {
+		switch {
+		case ks.grace > 0:
+			at(ks.grace)
+		case len(nd.notMoved()) == 0 && !nd.ms.pend && !nd.ms.hasNext && !nd.Removed():
+			at(1)
+		}
+	}
+	if nd.p.Halted {
+		if nd.switchPending() && len(nd.log) > 0 && nd.log[len(nd.log)-1].Sender == nd.id {
+			at(nd.cfg.RetransmitTicks - nd.haltedTicks%nd.cfg.RetransmitTicks)
+		}
+		switch {
+		case nd.notMember && nd.vc == nil:
+		case nd.vc != nil:
+			at(nd.vcTimeout() - nd.vc.ticks)
+		default:
+			at(nd.vcTimeout()/2 + int(nd.id)*nd.cfg.TakeoverStagger/2 + 1 - nd.haltedTicks)
+		}
+		return d
+	}
+	if nd.fetching {
+		at(nd.cfg.FetchTicks - nd.fetchTicks)
+	}
+	if nd.skipped[nd.id] {
+		at(nd.cfg.RejoinTicks - nd.skippedTicks)
+	}
+	if len(nd.log) > 0 && !nd.freshRoster() && nd.log[len(nd.log)-1].Sender == nd.id {
+		at(nd.cfg.RetransmitTicks - nd.idle%nd.cfg.RetransmitTicks)
+	}
+	// canSend at the tick k from now: its static part, and the catch-up
+	// rule that lets a host behind send after 2 TokenTimeouts of silence.
+	static := !nd.amnesiac && !nd.Removed() && (brokenDistinct || !nd.p.InHistory(nd.id))
+	sendFrom := 1 // the first tick (from now) at which canSend holds
+	if nd.p.Append < nd.catchTarget {
+		sendFrom = max(1, 2*nd.cfg.TokenTimeout+1-nd.idle)
+	}
+	holder := nd.Holder()
+	switch {
+	case holder == nd.id:
+		if static {
+			if nd.Pending() > 0 {
+				at(sendFrom)
+			} else {
+				at(max(sendFrom, nd.idleDelay()-nd.idle))
+			}
+		}
+	case nd.p.Epoch > 0 && nd.p.Append == nd.p.EpochStart && nd.p.InHistory(nd.id) && nd.vc == nil && !nd.notMember:
+		at(nd.cfg.TokenTimeout + nd.n*nd.cfg.TakeoverStagger + nd.cfg.ViewChangeTimeout - nd.idle)
+	default:
+		if static {
+			at(max(sendFrom, nd.cfg.TokenTimeout+(nd.rank(holder)-1)*nd.cfg.TakeoverStagger-nd.idle))
+		}
+	}
+	return d
+}
