@@ -133,6 +133,102 @@ func TestAuthDrops(t *testing.T) {
 		got[exo.ReasonBadTag], got[exo.ReasonBadGroup], got[exo.ReasonBadSender], got[exo.ReasonDuplicate], got[exo.ReasonAccept], wantForeign)
 }
 
+// TestAuthForeignMACEpoch: the roster MAC check holds a frame to its
+// position's MAC only when the frame's epoch is not later than the
+// state's (the daemon's rule, docs/security.md): a genuine frame of this
+// or an older epoch from another MAC is dropped and counted as a foreign
+// MAC; the same frame of a later epoch goes on to the state checks
+// (FUTURE_EPOCH, passed, the slow path) so that a host that missed a
+// membership change, after which positions shift, still learns it is
+// behind. The tag and the group still come first, the other state rules
+// still apply, and no pointer moves.
+func TestAuthForeignMACEpoch(t *testing.T) {
+	p := loadOrSkip(t, false)
+	st := authState()
+	st.Epoch = 3
+	setKey(t, p, authKey)
+	if err := p.SetRoster(authRoster); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.ResetCounters(); err != nil {
+		t.Fatal(err)
+	}
+	outsider := net.HardwareAddr{0x02, 0, 0, 0, 0, 0x99} // no roster id's MAC
+	at := func(epoch uint32) exo.Frame {
+		return exo.Frame{Type: exo.FrameData, Group: 1, Sender: 0, Epoch: epoch, Seq: 10, History: []uint8{4, 3}}
+	}
+	badHist := at(4)
+	badHist.History = []uint8{4} // hist_len 1 of n = 5: BAD_HISTLEN
+	forged := sealedFrame(t, authRoster[2], at(4), authKey)
+	forged[exo.EthHeaderLen+exo.OffTag+3] ^= 0x10
+
+	var wantCounts [exo.NumReasons]uint64
+	wantForeign := uint64(0)
+	for _, c := range []struct {
+		name    string
+		epoch   uint32 // the state's epoch for this run
+		frame   []byte
+		reason  exo.Reason
+		action  Action
+		foreign bool
+	}{
+		{"same epoch, another member's MAC", 3, sealedFrame(t, authRoster[2], at(3), authKey), exo.ReasonBadSender, ActionDrop, true},
+		{"same epoch, a MAC outside the roster", 3, sealedFrame(t, outsider, at(3), authKey), exo.ReasonBadSender, ActionDrop, true},
+		{"older epoch, another member's MAC (not STALE_EPOCH)", 3, sealedFrame(t, authRoster[2], at(2), authKey), exo.ReasonBadSender, ActionDrop, true},
+		{"later epoch, another member's MAC", 3, sealedFrame(t, authRoster[2], at(4), authKey), exo.ReasonFutureEpoch, ActionPass, false},
+		{"later epoch, a MAC outside the roster (the daemon checks known members)", 3, sealedFrame(t, outsider, at(4), authKey), exo.ReasonFutureEpoch, ActionPass, false},
+		{"much later epoch, another member's MAC", 3, sealedFrame(t, authRoster[1], at(0xffffffff), authKey), exo.ReasonFutureEpoch, ActionPass, false},
+		{"later epoch, its own MAC", 3, sealedFrame(t, authRoster[0], at(4), authKey), exo.ReasonFutureEpoch, ActionPass, false},
+		{"later epoch, another member's MAC, forged tag: the tag first", 3, forged, exo.ReasonBadTag, ActionDrop, false},
+		{"later epoch, another member's MAC, another group: the group first", 3, func() []byte {
+			g := at(4)
+			g.Group = 2
+			return sealedFrame(t, authRoster[2], g, authKey)
+		}(), exo.ReasonBadGroup, ActionDrop, false},
+		{"later epoch, another member's MAC, wrong hist_len: the state rules apply", 3, sealedFrame(t, authRoster[2], badHist, authKey), exo.ReasonBadHistlen, ActionDrop, false},
+		{"epoch 4 from another member's MAC once the state is at epoch 4", 4, sealedFrame(t, authRoster[2], at(4), authKey), exo.ReasonBadSender, ActionDrop, true},
+		{"epoch 5 from another member's MAC, the state at epoch 4", 4, sealedFrame(t, authRoster[2], at(5), authKey), exo.ReasonFutureEpoch, ActionPass, false},
+		{"epoch 4 from its own MAC, the state at epoch 4", 4, sealedFrame(t, authRoster[0], at(4), authKey), exo.ReasonAccept, ActionPass, false},
+	} {
+		s := st
+		s.Epoch = c.epoch
+		if err := p.SetState(s); err != nil {
+			t.Fatal(err)
+		}
+		v, err := p.Run(c.frame)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if !v.HasReason || v.Reason != c.reason || v.Action != c.action || v.ForeignMAC != c.foreign {
+			t.Errorf("%s: %v (foreign MAC %v), want %s %s (foreign MAC %v)", c.name, v, v.ForeignMAC, c.action, c.reason, c.foreign)
+		}
+		if c.foreign {
+			wantForeign++
+		} else {
+			wantCounts[c.reason]++
+		}
+		after, err := p.State()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.reason != exo.ReasonAccept && (after.Epoch != s.Epoch || after.Append != s.Append || after.Agreed != s.Agreed || after.History != s.History) {
+			t.Errorf("%s: state moved to %s", c.name, goldvec.StateString(after))
+		}
+	}
+	got, err := p.Counters()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got != wantCounts {
+		t.Errorf("reason counters %v, want %v", got, wantCounts)
+	}
+	if n, _ := p.ForeignMACs(); n != wantForeign {
+		t.Errorf("foreign MAC counter %d, want %d", n, wantForeign)
+	}
+	t.Logf("foreign MAC %d, FUTURE_EPOCH %d, BAD_TAG %d, BAD_GROUP %d, BAD_HISTLEN %d, ACCEPT %d",
+		wantForeign, got[exo.ReasonFutureEpoch], got[exo.ReasonBadTag], got[exo.ReasonBadGroup], got[exo.ReasonBadHistlen], got[exo.ReasonAccept])
+}
+
 // TestAuthKeyAndRosterChanges: a new key makes the old key's frames
 // BAD_TAG; an empty roster turns the MAC check off.
 func TestAuthKeyAndRosterChanges(t *testing.T) {

@@ -51,7 +51,7 @@ const (
 	CounterNotExo       = exo.NumReasons + iota // other EtherType or runt: passed untouched
 	CounterUnclassified                         // longer than MaxFrame: passed unclassified
 	CounterNoMeta                               // bpf_xdp_adjust_meta failed: verdict not attached
-	CounterForeignMAC                           // source MAC is not roster[sender] (SetRoster): dropped
+	CounterForeignMAC                           // source MAC is not roster[sender] (SetRoster), epoch not later than the state's: dropped
 	numCounters
 )
 
@@ -66,7 +66,8 @@ const (
 	MetaMagic = 0x45584f4d
 	MetaLen   = 8
 	// MetaForeignMAC is the exo_meta flag of a frame dropped because its
-	// Ethernet source MAC is not its sender's roster MAC (reason BAD_SENDER).
+	// Ethernet source MAC is not its sender's roster MAC and its epoch is
+	// not later than the state's (reason BAD_SENDER).
 	MetaForeignMAC = 0x0001
 )
 
@@ -79,8 +80,9 @@ type Verdict struct {
 	Reason    exo.Reason
 	HasReason bool
 	// ForeignMAC: dropped because the frame's source MAC is not the
-	// roster MAC of its sender (Reason is then BAD_SENDER; the frame is
-	// counted in CounterForeignMAC, not in the reason counters).
+	// roster MAC of its sender and its epoch is not later than the
+	// state's (Reason is then BAD_SENDER; the frame is counted in
+	// CounterForeignMAC, not in the reason counters).
 	ForeignMAC bool
 	// Redirected: a passed frame (Action is ActionPass) that the program
 	// returned as XDP_REDIRECT, to the AF_XDP socket registered for its
@@ -132,8 +134,9 @@ type Program struct {
 // (errors.As(err, new(*ebpf.VerifierError))).
 //
 // The order of the checks: the codec, the group (BAD_GROUP), the tag under
-// the key slot the frame's key phase names (BAD_TAG), the roster MAC
-// (CounterForeignMAC), then the state checks of exo.Pointers.Classify; see
+// the key slot the frame's key phase names (BAD_TAG), the roster MAC for
+// a frame whose epoch is not later than the state's (CounterForeignMAC),
+// then the state checks of exo.Pointers.Classify; see
 // bpf/exo.c and docs/xdp.md.
 func Load() (*Program, error) { return load(false) }
 
@@ -242,11 +245,16 @@ func (p *Program) SetKey(key [exo.TagKeyLen]byte) error {
 }
 
 // SetRoster loads the roster's MACs, by sender id (at most exo.MaxRoster).
-// With a roster loaded, a frame that passed the group and tag checks and
-// whose sender is a roster id must come from that id's MAC: otherwise it
-// is dropped and counted in CounterForeignMAC (see ForeignMACs). A sender
-// beyond the roster is left to the state check (BAD_SENDER). An empty
-// roster turns the MAC check off.
+// With a roster loaded, a frame that passed the group and tag checks,
+// whose sender is a roster id and whose epoch is not later than the
+// state's must come from that id's MAC: otherwise it is dropped and
+// counted in CounterForeignMAC (see ForeignMACs). A frame of a later epoch
+// goes on to the state checks whatever its MAC (FUTURE_EPOCH, passed):
+// after a membership change the positions shift, and a host that missed
+// it must still hear the later epoch to catch up; the daemon then takes
+// such a frame only from the MAC of a known member. A sender beyond the
+// roster is left to the state check (BAD_SENDER). An empty roster turns
+// the MAC check off.
 func (p *Program) SetRoster(macs []net.HardwareAddr) error {
 	if len(macs) > exo.MaxRoster {
 		return fmt.Errorf("xdp: roster of %d hosts, at most %d", len(macs), exo.MaxRoster)

@@ -22,10 +22,16 @@
  *      rack rotate its key (docs/security.md section 5); one SipHash runs
  *      per frame, under the slot chosen before hashing;
  *   4. the roster, when one is loaded (exo_auth_map.roster_len > 0): a frame
- *      whose sender is a roster id but whose Ethernet source MAC is not that
- *      id's is dropped and counted as EXO_COUNTER_FOREIGN_MAC (not a reason:
- *      its metadata says BAD_SENDER with EXO_META_FOREIGN_MAC set); a sender
- *      beyond the roster is left to check 5 (BAD_SENDER);
+ *      whose sender is a roster id, whose Ethernet source MAC is not that
+ *      id's and whose epoch is not later than the state's is dropped and
+ *      counted as EXO_COUNTER_FOREIGN_MAC (not a reason: its metadata says
+ *      BAD_SENDER with EXO_META_FOREIGN_MAC set). A frame of a later epoch
+ *      goes on to check 5 whatever its MAC (FUTURE_EPOCH, passed to the
+ *      daemon, which takes it only from the MAC of a known member): after
+ *      a membership change the positions shift, and a host that missed the
+ *      switch must still hear the later epoch to catch up; the tag already
+ *      proved a key holder. A sender beyond the roster is left to check 5
+ *      (BAD_SENDER);
  *   5. the state (classify_accept): BAD_SENDER, BAD_HISTLEN, BAD_HISTORY_ID,
  *      the epochs, HALTED, the seq, the history, SENDER_IN_HISTORY.
  *
@@ -34,7 +40,7 @@
  *     -> passed, with a struct exo_meta in the XDP metadata area: redirected
  *     to the AF_XDP socket of the frame's RX queue in exo_xsks if one is
  *     registered (XDP_REDIRECT), else XDP_PASS to the stack (AF_PACKET);
- *   every other reason, and a foreign MAC -> XDP_DROP;
+ *   every other reason, and a foreign MAC (check 4) -> XDP_DROP;
  *   every Exo frame counts once (per CPU): in exo_counters[reason], or in
  *   exo_counters[EXO_COUNTER_FOREIGN_MAC].
  *
@@ -433,15 +439,27 @@ static __always_inline int foreign_mac(const __u8 *src, const struct exo_hdr *f,
 }
 
 /* classify is exo.Pointers.Classify; on ACCEPT it also applies
- * exo.Pointers.Accept. The caller holds s->lock. */
+ * exo.Pointers.Accept. The caller holds s->lock. foreign is foreign_mac's
+ * answer, found before the lock (it calls a helper): a frame from a foreign
+ * MAC whose epoch is not later than the state's is BAD_SENDER here, with
+ * *meta_flags = EXO_META_FOREIGN_MAC (check 4; after the group, before the
+ * pointer rules). The epoch is compared under the lock, with the same value
+ * the pointer rules then use: read without the lock, an epoch that user
+ * space moves at that moment could let a frame of the new epoch from a
+ * foreign MAC pass check 4 as "later" against the old value and be
+ * classified (even accepted) against the new one. */
 static __always_inline __u32 classify_accept(struct exo_state *s, const struct exo_hdr *f,
-					     const __u8 *hist)
+					     const __u8 *hist, int foreign, __u16 *meta_flags)
 {
 	__u32 n = s->hosts, h = n / 2, hl = f->hist_len, i;
 	__u64 seq = f->seq;
 
 	if (f->group != s->group)
 		return EXO_REASON_BAD_GROUP;
+	if (foreign && f->epoch <= s->epoch) {
+		*meta_flags = EXO_META_FOREIGN_MAC;
+		return EXO_REASON_BAD_SENDER;
+	}
 	if (f->sender >= n)
 		return EXO_REASON_BAD_SENDER;
 	if (hl != h)
@@ -572,12 +590,15 @@ int exo_xdp(struct xdp_md *ctx)
 			reason = EXO_REASON_BAD_GROUP;
 		} else if (!(k = key_of(a, &f)) || !tag_ok(ctx, &f, k)) {
 			reason = EXO_REASON_BAD_TAG;
-		} else if (foreign_mac(eth + 6, &f, a)) {
-			reason = EXO_REASON_BAD_SENDER;
-			flags = EXO_META_FOREIGN_MAC;
 		} else {
+			/* The roster MAC (check 4) is looked up here, outside the
+			 * lock (no helper may run under it); whether a foreign MAC
+			 * drops the frame depends on its epoch, which
+			 * classify_accept compares under the lock. */
+			int foreign = foreign_mac(eth + 6, &f, a);
+
 			bpf_spin_lock(&s->lock);
-			reason = classify_accept(s, &f, hist);
+			reason = classify_accept(s, &f, hist, foreign, &flags);
 			bpf_spin_unlock(&s->lock);
 		}
 		counter = flags ? EXO_COUNTER_FOREIGN_MAC : reason;
