@@ -378,10 +378,13 @@ func macWords(m net.HardwareAddr) (lo, hi uint32) {
 // SetRoster writes the roster MAC table (host i's source MAC is macs[i];
 // lo, then hi per entry, the order the table needs) and enables
 // ctrl.mac_check: a frame whose source MAC is not roster[sender] is then
-// BAD_SENDER. Give it every host of the roster (len(macs) = n): entries
-// beyond the list are not cleared, and the engine checks every sender
-// < n. An empty roster disables the check. The table is write-only;
-// Roster returns the driver's copy.
+// BAD_SENDER if its epoch is not later than the engine's; a frame of a
+// later epoch goes on to the other rules (FUTURE_EPOCH, the slow path, so
+// that a host that missed a membership change still catches up; the
+// daemon takes it only from a known member's MAC). Give it every host of
+// the roster (len(macs) = n): entries beyond the list are not cleared,
+// and the engine checks every sender < n. An empty roster disables the
+// check. The table is write-only; Roster returns the driver's copy.
 func (e *Engine) SetRoster(macs []net.HardwareAddr) error {
 	if len(macs) > e.info.MaxHosts {
 		return fmt.Errorf("fpga: set roster: %d hosts, the engine holds at most %d (caps.max_hosts)", len(macs), e.info.MaxHosts)

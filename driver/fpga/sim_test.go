@@ -331,6 +331,67 @@ func TestSimMACCheck(t *testing.T) {
 	if err != nil || v.Reason != exo.ReasonBadSender {
 		t.Fatalf("wrong MAC: %v %v, want BAD_SENDER", v, err)
 	}
+	// The MAC holds only the frames whose epoch is not later than the
+	// engine's (7), as in the daemon and the XDP program: a later epoch
+	// from another MAC goes on to the other rules (FUTURE_EPOCH, the slow
+	// path) so that a host that missed a membership change catches up.
+	for _, c := range []struct {
+		name   string
+		src    net.HardwareAddr
+		epoch  uint32
+		mut    func(b []byte) // on the Exo bytes, before sealing
+		reason exo.Reason
+	}{
+		{"older epoch, wrong MAC", nil, 6, nil, exo.ReasonBadSender},
+		{"older epoch, another member's MAC", roster[2], 6, nil, exo.ReasonBadSender},
+		{"same epoch, another member's MAC", roster[2], 7, nil, exo.ReasonBadSender},
+		{"later epoch, wrong MAC", nil, 8, nil, exo.ReasonFutureEpoch},
+		{"later epoch, another member's MAC", roster[2], 8, nil, exo.ReasonFutureEpoch},
+		{"much later epoch, wrong MAC", nil, 0xffffffff, nil, exo.ReasonFutureEpoch},
+		{"later epoch, its own MAC", roster[0], 8, nil, exo.ReasonFutureEpoch},
+		{"later epoch, wrong MAC, history id 9 of 5", nil, 8, func(b []byte) { b[exo.OffHistory+1] = 9 }, exo.ReasonBadHistoryID},
+		{"later epoch, wrong MAC, sender 7 of 5", nil, 8, func(b []byte) { b[exo.OffSender] = 7 }, exo.ReasonBadSender},
+	} {
+		g := append([]byte(nil), f...)
+		if c.src != nil {
+			copy(g[6:12], c.src)
+		}
+		x := g[exo.EthHeaderLen:]
+		binary.BigEndian.PutUint32(x[exo.OffEpoch:], c.epoch)
+		if c.mut != nil {
+			c.mut(x)
+		}
+		sealExo(x, goldvec.TestKey())
+		v, err := e.Process(g)
+		if err != nil || v.Reason != c.reason || v.SlowPath != c.reason.SlowPath() {
+			t.Errorf("%s: %+v %v, want %s", c.name, v, err, c.reason)
+		}
+		if c.reason == exo.ReasonFutureEpoch {
+			// and with a bad tag, BAD_TAG: the tag first
+			g[exo.EthHeaderLen+exo.OffTag] ^= 0x40
+			if v, err := e.Process(g); err != nil || v.Reason != exo.ReasonBadTag {
+				t.Errorf("%s, bad tag: %+v %v, want BAD_TAG", c.name, v, err)
+			}
+		}
+	}
+	if st, err := e.State(); err != nil || st.Append != 1000 || st.Epoch != 7 {
+		t.Fatalf("state after the epoch cases: %s %v", goldvec.StateString(st), err)
+	}
+	// at epoch 8 the epoch-8 frame from another MAC is held to its MAC
+	e8 := benchState()
+	e8.Epoch = 8
+	if err := e.SetState(e8); err != nil {
+		t.Fatal(err)
+	}
+	g := append([]byte(nil), f...)
+	binary.BigEndian.PutUint32(g[exo.EthHeaderLen+exo.OffEpoch:], 8)
+	sealExo(g[exo.EthHeaderLen:], goldvec.TestKey())
+	if v, err := e.Process(g); err != nil || v.Reason != exo.ReasonBadSender {
+		t.Errorf("epoch 8 at epoch 8, wrong MAC: %+v %v, want BAD_SENDER", v, err)
+	}
+	if err := e.SetState(benchState()); err != nil {
+		t.Fatal(err)
+	}
 	copy(f[6:12], roster[0])
 	if v, err = e.Process(f); err != nil || v.Reason != exo.ReasonAccept || v.Sender != 0 || v.Seq != 1000 || v.Latency < 1 {
 		t.Fatalf("right MAC: %+v %v, want ACCEPT from 0 at 1000", v, err)

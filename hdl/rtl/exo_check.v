@@ -7,7 +7,8 @@
 //   0  codec (Frame.UnmarshalBinary)                 codec_reason
 //   1  group == group register                       BAD_GROUP
 //   1a tag == SipHash-2-4(key, m) (exo_tag.v)         BAD_TAG
-//   2  sender < n (and its roster MAC, if checked)   BAD_SENDER
+//   2  sender < n, and its roster MAC (if checked)   BAD_SENDER
+//      when f_epoch <= epoch
 //   3  hist_len == h = floor(n/2)                    BAD_HISTLEN
 //   4  history ids < n or 0xFF                       BAD_HISTORY_ID
 //   5  epoch older / newer                           STALE_EPOCH / FUTURE_EPOCH
@@ -26,6 +27,15 @@
 // whatever its tag (another group may use another key), and nothing else
 // about a frame with a bad tag is believed (its sender, epoch, seq).
 //
+// Rule 2's MAC part (mac_ok = 0: the source MAC is not roster_mac[sender])
+// applies only to a frame whose epoch is not later than the epoch
+// register: a frame of a later epoch goes on to rules 3-5 whatever its MAC
+// (FUTURE_EPOCH, a slow-path verdict: the daemon takes it only from the
+// MAC of a known member). After a membership change the positions shift,
+// and a host that missed it must still hear the later epoch to catch up;
+// the tag (rule 1a) already proved a key holder. The same rule as the
+// daemon's and the XDP program's (docs/security.md).
+//
 // All sequence arithmetic is unsigned 64-bit, as in Go. h must be at most
 // MAX_HISTORY (exo_engine refuses a roster larger than MAX_HOSTS).
 `resetall
@@ -41,7 +51,8 @@ module exo_check #(
     input  wire [31:0]               f_epoch,
     input  wire [63:0]               f_seq,
     input  wire [8*MAX_HISTORY-1:0]  f_history,
-    // the frame's source MAC matches roster_mac[sender] (1 when unchecked)
+    // the frame's source MAC matches roster_mac[sender] (1 when unchecked);
+    // a mismatch is BAD_SENDER only when f_epoch <= epoch
     input  wire                      mac_ok,
     // the frame's tag field verifies (exo_tag)
     input  wire                      tag_ok,
@@ -100,7 +111,7 @@ always @* begin
         reason = EXO_REASON_BAD_GROUP;
     else if (!tag_ok)
         reason = EXO_REASON_BAD_TAG;
-    else if ({8'd0, f_sender} >= hosts || !mac_ok)
+    else if ({8'd0, f_sender} >= hosts || (!mac_ok && f_epoch <= epoch))
         reason = EXO_REASON_BAD_SENDER;
     else if ({8'd0, f_hist_len} != h)
         reason = EXO_REASON_BAD_HISTLEN;

@@ -225,6 +225,8 @@ exo_pointers #(
 // ---------------------------------------------------------------- roster MAC table
 reg         mac_check_reg = 1'b0, mac_check_next;
 reg  [47:0] roster_mac_rd;   // roster_mac[f_sender], read every cycle
+// a mismatch is BAD_SENDER only for a frame whose epoch is not later than
+// the epoch register (exo_check rule 2)
 wire        mac_ok = !mac_check_reg || roster_mac_rd == pf_src_mac;
 
 generate

@@ -1072,6 +1072,30 @@ initial begin
     send(60, 0, t_last);
     while (verdicts == nverd) @(negedge clk);
     if (last_reason !== EXO_REASON_BAD_SENDER) $fatal(1, "mac_check: wrong MAC gave %0d, want BAD_SENDER", last_reason);
+    // the MAC holds only frames whose epoch is not later than the engine's
+    // (7): a later epoch from the wrong MAC goes on to the other rules
+    // (FUTURE_EPOCH, the slow path), as in the daemon and the XDP program
+    pkt[14 + EXO_OFF_EPOCH + 3] = 8'd6; tb_sign;
+    expect_one(60, EXO_REASON_BAD_SENDER, "mac_check: older epoch, wrong MAC");
+    pkt[14 + EXO_OFF_EPOCH + 3] = 8'd8; tb_sign;
+    expect_one(60, EXO_REASON_FUTURE_EPOCH, "mac_check: later epoch, wrong MAC");
+    pkt[14 + EXO_OFF_EPOCH] = 8'hFF; tb_sign;               // epoch 0xFF000008
+    expect_one(60, EXO_REASON_FUTURE_EPOCH, "mac_check: much later, wrong MAC");
+    pkt[14 + EXO_OFF_TAG + 7] = pkt[14 + EXO_OFF_TAG + 7] ^ 8'h01;
+    expect_one(60, EXO_REASON_BAD_TAG, "mac_check: later, wrong MAC, bad tag");
+    pkt[14 + EXO_OFF_EPOCH] = 8'h00;
+    pkt[14 + EXO_OFF_HISTORY + 1] = 8'd9; tb_sign;          // epoch 8, history [4, 9] of n = 5
+    expect_one(60, EXO_REASON_BAD_HISTORY_ID, "mac_check: later, wrong MAC, history");
+    build_min(8'd7, 64'd1000, 8'd4, 8'd3);                  // sender 7 of 5, from :07
+    pkt[14 + EXO_OFF_EPOCH + 3] = 8'd8; tb_sign;
+    expect_one(60, EXO_REASON_BAD_SENDER, "mac_check: later, sender beyond n");
+    expect_n5(64'd1000, 8'd4, 8'd3, "mac_check: later epochs");
+    csr_write(EXO_REG_EPOCH, 32'd8);                        // the engine moves to epoch 8
+    build_min(8'd0, 64'd1000, 8'd4, 8'd3);
+    pkt[14 + EXO_OFF_EPOCH + 3] = 8'd8; tb_sign;
+    expect_one(60, EXO_REASON_BAD_SENDER, "mac_check: epoch 8 at 8, wrong MAC");
+    csr_write(EXO_REG_EPOCH, 32'd7);
+    build_min(8'd0, 64'd1000, 8'd4, 8'd3);                 // epoch 7 again, from :00
     csr_write(EXO_REG_ROSTER_MAC_LO_BASE, 32'h00000000);   // host 0: 02:00:00:00:00:00
     csr_write(EXO_REG_ROSTER_MAC_HI_BASE, 32'h00000200);
     nverd = verdicts;
@@ -1083,7 +1107,7 @@ initial begin
     send(60, 0, t_last);                                    // a duplicate now
     while (verdicts == nverd) @(negedge clk);
     if (last_reason !== EXO_REASON_DUPLICATE) $fatal(1, "mac_check off: %0d, want DUPLICATE", last_reason);
-    $display("exo_engine_tb: roster MAC check: wrong MAC BAD_SENDER, right MAC ACCEPT");
+    $display("exo_engine_tb: roster MAC check: wrong MAC BAD_SENDER (this or an older epoch), FUTURE_EPOCH (a later epoch), right MAC ACCEPT");
 
     // back-to-back minimum-size frames, n = 5, no gaps, alternating key
     // phases (slot 0 key C, slot 1 key B)
