@@ -54,7 +54,7 @@ func (nd *Node) NextTick() int {
 	// rule that lets a host behind send after 2 TokenTimeouts of silence.
 	static := !nd.amnesiac && !nd.Removed() && (brokenDistinct || !nd.p.InHistory(nd.id))
 	sendFrom := 1 // the first tick (from now) at which canSend holds
-	if nd.p.Append < nd.catchTarget {
+	if nd.heardAhead() {
 		sendFrom = max(1, 2*nd.cfg.TokenTimeout+1-nd.idle)
 	}
 	holder := nd.Holder()

@@ -139,11 +139,10 @@ type Node struct {
 	rackEpoch  uint32 // the newest frame heard: its epoch and seq+1 (Recovery)
 	rackSeq    uint64
 	catchup    *catchUp // a later epoch's log, gathered batch by batch (catchup.go)
-	// catchTarget is where the log a catch-up adopted a prefix of ended:
-	// the host is behind the rack until its log reaches it, and sends
-	// nothing (a frame at its log's end would contradict the rack's
-	// entry there) unless the rack stays silent for 2 TokenTimeouts.
-	catchTarget uint64
+	// deferVC counts down the ticks during which a divergence does not make
+	// this host lead a view change: a host refused as far behind leaves it
+	// to the host that refused it (diverged).
+	deferVC int
 
 	vc         *viewChange
 	vcFailures int // view changes of this host that timed out since the last install
@@ -499,7 +498,7 @@ func (nd *Node) step(f *Frame) Reason {
 	case ReasonDivergence:
 		nd.reject(f, r)
 		nd.event(EventDivergence, f.Epoch, f.Seq, f.Sender)
-		nd.startViewChange()
+		nd.diverged()
 	case ReasonFutureEpoch:
 		nd.reject(f, r)
 		if !nd.amnesiac {
@@ -679,7 +678,7 @@ func (nd *Node) drainHeld() {
 			nd.appendEntry(e)
 		case ReasonDivergence:
 			nd.event(EventDivergence, e.Epoch, e.Seq, e.Sender)
-			nd.startViewChange()
+			nd.diverged()
 			return
 		default:
 			nd.rd.Rejects = append(nd.rd.Rejects, Reject{From: e.Sender, Seq: e.Seq, Epoch: e.Epoch, Reason: r})
@@ -693,7 +692,18 @@ func (nd *Node) drainHeld() {
 // canSend reports whether this host may put a frame on the wire now.
 func (nd *Node) canSend() bool {
 	return !nd.p.Halted && !nd.amnesiac && !nd.Removed() && (brokenDistinct || !nd.p.InHistory(nd.id)) &&
-		(nd.p.Append >= nd.catchTarget || nd.idle > 2*nd.cfg.TokenTimeout)
+		(!nd.heardAhead() || nd.idle > 2*nd.cfg.TokenTimeout)
+}
+
+// heardAhead reports whether a frame of this host's epoch showed the rack
+// ahead of its log (or a catch-up's responder had more than it adopted).
+// Such a host sends nothing: its frame would contradict the rack's entry
+// at its log's end (a host that adopted a late install, or a prefix of a
+// later epoch's log, did just that, and each time a view change followed).
+// It catches up instead, unless the rack stays silent for 2 TokenTimeouts
+// (a frame only this host heard, from a host that then died).
+func (nd *Node) heardAhead() bool {
+	return nd.rackEpoch == nd.p.Epoch && nd.rackSeq > nd.p.Append
 }
 
 // Broadcast makes this host send a frame now, as a token takeover does: with
@@ -792,6 +802,9 @@ func (nd *Node) send() {
 // token takeovers, fetch retries and view-change timeouts.
 func (nd *Node) Tick() {
 	nd.idle++
+	if nd.deferVC > 0 {
+		nd.deferVC--
+	}
 	nd.tickKeys()
 	if nd.fetching {
 		// Counted while halted too: a catch-up (catchUpTo) is sent again

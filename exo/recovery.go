@@ -78,11 +78,14 @@ func (nd *Node) Recovery() Recovery {
 }
 
 // heard notes a frame whose tag verified: where the rack is.
-func (nd *Node) heard(f *Frame) {
+func (nd *Node) heard(f *Frame) { nd.heardAt(f.Epoch, f.Seq+1) }
+
+// heardAt notes that the rack's log of epoch e reaches seq end.
+func (nd *Node) heardAt(e uint32, end uint64) {
 	switch {
-	case f.Epoch > nd.rackEpoch:
-		nd.rackEpoch, nd.rackSeq = f.Epoch, f.Seq+1
-	case f.Epoch == nd.rackEpoch:
-		nd.rackSeq = max(nd.rackSeq, f.Seq+1)
+	case e > nd.rackEpoch:
+		nd.rackEpoch, nd.rackSeq = e, end
+	case e == nd.rackEpoch:
+		nd.rackSeq = max(nd.rackSeq, end)
 	}
 }

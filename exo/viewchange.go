@@ -74,6 +74,15 @@ func (nd *Node) startViewChange() {
 	nd.tryResolve()
 }
 
+// diverged starts a view change after a divergence, unless this host was
+// refused as far behind a moment ago (deferVC).
+func (nd *Node) diverged() {
+	if nd.deferVC > 0 {
+		return
+	}
+	nd.startViewChange()
+}
+
 // promise is an epoch promised and to whom (ok: known; after a restart the
 // owner of the durable promise is unknown).
 type promise struct {
@@ -230,6 +239,16 @@ func (nd *Node) Step(m Message) {
 		if m.Epoch > nd.maxEpochSeen {
 			nd.maxEpochSeen = m.Epoch
 		}
+		if nd.vc != nil && m.LogEpoch == nd.p.Epoch && m.Agreed > nd.vc.lo+uint64(nd.cfg.MaxFetchEntries) && !nd.amnesiac &&
+			nd.giveUp(nd.p.Epoch, m.From) {
+			// Far behind in its own epoch: it fetches what it lacks in
+			// the epoch, and leaves a view change, if one is needed (its
+			// log diverged), to the host that refused it (which leads
+			// one), instead of starting its own again and halting itself.
+			nd.deferVC = nd.vcTimeout()
+			nd.fetch(m.From, nd.p.Append, 0)
+			return
+		}
 		if nd.vc != nil && m.LogEpoch > nd.p.Epoch && m.Agreed > nd.vc.lo+uint64(nd.cfg.MaxFetchEntries) && !nd.amnesiac {
 			// The rack moved on to a later epoch and agreed more than a
 			// fetch batch beyond this host: it catches up from the
@@ -300,7 +319,7 @@ func (nd *Node) stepFetchResp(m Message) {
 			}
 			if r == ReasonDivergence {
 				nd.event(EventDivergence, e.Epoch, e.Seq, m.From)
-				nd.startViewChange()
+				nd.diverged()
 				return
 			}
 			break
@@ -333,7 +352,7 @@ func (nd *Node) stepFetchResp(m Message) {
 // skipRoster is the roster the skip set's positions refer to (nil: this
 // host's); the skip set is ignored when this host ends under another one.
 // until, when above the adopted log's end, is where the log it came from
-// ended: the host sends nothing before its log reaches it (catchTarget).
+// ended: the host sends nothing before its log reaches it (heardAhead).
 func (nd *Node) adopt(epoch uint32, start uint64, entries []Entry, agreed uint64, skipped []uint8, skipRoster []uint8, until uint64) {
 	oldEnd := nd.p.Append
 	if start < nd.base && start+uint64(len(entries)) >= nd.base {
@@ -454,7 +473,7 @@ func (nd *Node) adopt(epoch uint32, start uint64, entries []Entry, agreed uint64
 	clear(nd.held)
 	nd.fetching = false
 	nd.catchup = nil
-	nd.catchTarget = until
+	nd.heardAt(epoch, until)
 	nd.event(EventInstalled, epoch, nd.p.Append, nd.id)
 	nd.deliver()
 	nd.maybeSend(false)
