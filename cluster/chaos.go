@@ -444,7 +444,12 @@ func (m *nemesis) sleep(ctx context.Context, d time.Duration) error {
 		slices.Sort(due)
 		for _, h := range due {
 			if err := m.bringBack(ctx, h); err != nil {
-				return err
+				// A daemon that does not come back is a finding, not the
+				// end of the run: the final restart tries again.
+				m.mu.Lock()
+				m.rep.Violations = append(m.rep.Violations, fmt.Sprintf("t=%.1fs restart of %s failed: %v", time.Since(m.start).Seconds(), m.c.Rack.Hosts[h].Name, err))
+				m.restart[h] = time.Now().Add(time.Hour)
+				m.mu.Unlock()
 			}
 		}
 		left := time.Until(until)

@@ -142,7 +142,9 @@ func (c *Cluster) StartHost(ctx context.Context, i int, join bool) error {
 	c.mu.Lock()
 	c.procs[i], c.exits[i] = cmd, exit
 	c.mu.Unlock()
-	deadline := time.Now().Add(10 * time.Second)
+	// A restart replays its durable log first: on a loaded machine that
+	// has taken seconds.
+	deadline := time.Now().Add(30 * time.Second)
 	for {
 		cl, err := client.Dial(ctx, c.Socket(i))
 		if err == nil {
