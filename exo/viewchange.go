@@ -208,7 +208,10 @@ func (nd *Node) Step(m Message) {
 		sameOwner := nd.promisedByOK && nd.promisedBy == m.From
 		// A host that lost its state rejoins only through a view change of
 		// its own (section 6): it may lead one however far behind it is.
-		behind := !m.Amnesiac && nd.behind(m.LogEpoch, m.Lo)
+		// A witness that is itself halted (promised another view change)
+		// promises as before: refusing would leave a fork it may be the
+		// one to decide undecided (a lab rack waited 12 s on such forks).
+		behind := !m.Amnesiac && !nd.p.Halted && nd.behind(m.LogEpoch, m.Lo)
 		if m.Epoch < nd.promised || m.Epoch <= nd.p.Epoch || (m.Epoch == nd.promised && !sameOwner) || behind {
 			// The Nack says where this host stands: an initiator far
 			// behind it catches up instead (MsgNack below).
