@@ -139,8 +139,10 @@ const (
 	CtrlClearCountersShift = 0
 	CtrlClearCountersMask  = 0x00000001
 	// ctrl.mac_check: 1: a frame whose source MAC differs from
-	// roster_mac[sender] is BAD_SENDER (after the sender < n check). 0 at
-	// reset: the golden vectors carry no MAC.
+	// roster_mac[sender] and whose epoch is not later than the engine's is
+	// BAD_SENDER (after the sender < n check); a later-epoch frame goes on to
+	// the other rules (FUTURE_EPOCH: the daemon holds it to the known members'
+	// MACs, docs/security.md). 0 at reset: the golden vectors carry no MAC.
 	CtrlMACCheckShift = 1
 	CtrlMACCheckMask  = 0x00000002
 	// status.cfg_err: hosts > MAX_HOSTS: the engine cannot hold the history;
