@@ -138,6 +138,7 @@ type Node struct {
 	fetchEpoch uint32 // the epoch the fetch under way is for (catchUpTo)
 	rackEpoch  uint32 // the newest frame heard: its epoch and seq+1 (Recovery)
 	rackSeq    uint64
+	deaf       bool     // restarted from its durable state and heard no frame since (heardAhead)
 	catchup    *catchUp // a later epoch's log, gathered batch by batch (catchup.go)
 	// deferVC counts down the ticks during which a divergence does not make
 	// this host lead a view change: a host refused as far behind leaves it
@@ -249,6 +250,10 @@ func RestartNode(cfg Config, hs HardState) (*Node, error) {
 	nd.p.EpochStart = epochStart
 	nd.p.Agreed = max(nd.p.Agreed, min(hs.Agreed, nd.p.Append))
 	nd.p.Halted = nd.promised > nd.p.Epoch || nd.switchPending()
+	// The rack ran on while this host was down: it sends nothing before it
+	// has heard a frame (heardAhead), or the rack stayed silent for two
+	// token timeouts (a whole rack restarted at once).
+	nd.deaf = true
 	nd.rd = Ready{}
 	nd.deliver()
 	return nd, nil
@@ -703,7 +708,7 @@ func (nd *Node) canSend() bool {
 // It catches up instead, unless the rack stays silent for 2 TokenTimeouts
 // (a frame only this host heard, from a host that then died).
 func (nd *Node) heardAhead() bool {
-	return nd.rackEpoch == nd.p.Epoch && nd.rackSeq > nd.p.Append
+	return nd.deaf || nd.rackEpoch == nd.p.Epoch && nd.rackSeq > nd.p.Append
 }
 
 // Broadcast makes this host send a frame now, as a token takeover does: with

@@ -78,7 +78,10 @@ func (nd *Node) Recovery() Recovery {
 }
 
 // heard notes a frame whose tag verified: where the rack is.
-func (nd *Node) heard(f *Frame) { nd.heardAt(f.Epoch, f.Seq+1) }
+func (nd *Node) heard(f *Frame) {
+	nd.deaf = false
+	nd.heardAt(f.Epoch, f.Seq+1)
+}
 
 // heardAt notes that the rack's log of epoch e reaches seq end.
 func (nd *Node) heardAt(e uint32, end uint64) {
