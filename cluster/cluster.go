@@ -348,12 +348,13 @@ func (c *Cluster) Usage(i int) (Usage, error) {
 }
 
 // Durable returns a Config hook that gives every host a durable log under
-// dir (fsync per entry, the strict policy). keepAll keeps the whole run in
-// memory, for checkers that read every stream from seq 0 at the end.
+// dir (fsync per batch, before anything that depends on it is sent).
+// keepAll keeps the whole run in memory, for checkers that read every
+// stream from seq 0 at the end.
 func Durable(dir string, keepAll bool) func(*daemon.Config) {
 	return func(cfg *daemon.Config) {
 		cfg.DataDir = filepath.Join(dir, fmt.Sprintf("data-%d", cfg.ID))
-		cfg.Fsync = "entry"
+		cfg.Fsync = "batch"
 		if keepAll {
 			cfg.KeepEntries = 1 << 22
 		}

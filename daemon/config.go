@@ -99,7 +99,8 @@ type Config struct {
 	// DataDir holds the durable log; empty keeps the log in memory only.
 	DataDir string `json:"data_dir,omitempty"`
 	// Fsync is the durable log's policy: "none", "batch" (default: once per
-	// batch, before anything that depends on it is sent) or "entry".
+	// batch, before anything that depends on it is sent) or "entry" (the
+	// same as batch since an fsync per entry bought nothing; see wal.Sync).
 	Fsync string `json:"fsync,omitempty"`
 	// Join starts the host as one that lost its state (an empty data
 	// directory joining a running rack): it rejoins through a view change.

@@ -23,7 +23,7 @@ func newChaosCmd() *cobra.Command {
 		Use:   "chaos",
 		Short: "Run a seeded nemesis on a lab rack of daemons and check what they agreed",
 		Long: `chaos builds a lab rack, starts a daemon per host with a durable log (fsync per
-entry) and, while clients publish from every host, a nemesis that at random but
+batch) and, while clients publish from every host, a nemesis that at random but
 reproducibly (--seed) partitions the rack (random splits, the seed's
 {A,B}/{C,D,E} minority split, one-way cuts on the bridge), cuts one direction
 of a host's own interface (ingress or egress), heals it, kills daemons with
