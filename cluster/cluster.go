@@ -40,6 +40,10 @@ type Options struct {
 	LogLevel string
 	// Config, if set, edits each host's config before it is written.
 	Config func(*daemon.Config)
+	// CPUProfile, if set, makes every daemon write a CPU profile of its
+	// run to Dir/<host>.cpu.pprof (exo daemon --cpuprofile; finished when
+	// Stop stops it: a host killed meanwhile leaves none).
+	CPUProfile bool
 }
 
 // Cluster is a set of daemons on a lab rack.
@@ -97,6 +101,12 @@ func (c *Cluster) LogPath(i int) string {
 	return filepath.Join(c.opt.Dir, fmt.Sprintf("%s.log", c.Rack.Hosts[i].Name))
 }
 
+// CPUProfilePath is where host i's daemon writes its CPU profile
+// (Options.CPUProfile).
+func (c *Cluster) CPUProfilePath(i int) string {
+	return filepath.Join(c.opt.Dir, fmt.Sprintf("%s.cpu.pprof", c.Rack.Hosts[i].Name))
+}
+
 func (c *Cluster) keyPath() string { return filepath.Join(c.opt.Dir, "group.key") }
 
 func (c *Cluster) configPath(i int) string {
@@ -130,6 +140,9 @@ func (c *Cluster) StartHost(ctx context.Context, i int, join bool) error {
 	args := []string{"daemon", "--config", c.configPath(i), "--log-level", c.opt.LogLevel}
 	if join {
 		args = append(args, "--join")
+	}
+	if c.opt.CPUProfile {
+		args = append(args, "--cpuprofile", c.CPUProfilePath(i))
 	}
 	cmd := c.Rack.Command(i, c.opt.Bin, args...)
 	cmd.Stdout, cmd.Stderr = logf, logf

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"runtime/pprof"
 	"sync"
 
 	"github.com/spf13/cobra"
@@ -16,7 +17,7 @@ import (
 )
 
 func newDaemonCmd() *cobra.Command {
-	var cfgPath, level, format string
+	var cfgPath, level, format, cpuProfile string
 	var join bool
 	var offload string
 	cmd := &cobra.Command{
@@ -53,6 +54,17 @@ docs/operator.md for every field and an example.`,
 			if err != nil {
 				return &exitError{code: 2, err: err}
 			}
+			if cpuProfile != "" {
+				f, err := os.Create(cpuProfile)
+				if err != nil {
+					return &exitError{code: 2, err: fmt.Errorf("--cpuprofile: %w", err)}
+				}
+				if err := pprof.StartCPUProfile(f); err != nil {
+					f.Close()
+					return fmt.Errorf("--cpuprofile: %w", err)
+				}
+				defer func() { pprof.StopCPUProfile(); f.Close() }()
+			}
 			return runDaemon(cmd.Context(), cfg, log)
 		},
 	}
@@ -61,6 +73,7 @@ docs/operator.md for every field and an example.`,
 	cmd.Flags().StringVar(&offload, "offload", "", "fast path, overriding the config: software, xdp (the XDP program in front of the socket), auto (xdp, else software with one log line) or fpga-sim (the simulated FPGA engine)")
 	cmd.Flags().StringVar(&level, "log-level", "info", "debug, info, warn or error")
 	cmd.Flags().StringVar(&format, "log-format", "text", "text or json")
+	cmd.Flags().StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile (pprof) of the whole run to this file, finished when the daemon stops (SIGTERM)")
 	return cmd
 }
 
