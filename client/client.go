@@ -34,10 +34,28 @@ type Client struct {
 
 	mu      sync.Mutex
 	next    uint64
-	waiting map[uint64]chan Ack
+	waiting map[uint64]waiter
 	status  chan []byte
 	err     error
 	done    chan struct{}
+}
+
+// waiter is a request waiting for its answer: a single one (one) or a
+// batch of n messages (batch).
+type waiter struct {
+	one   chan Ack
+	batch chan BatchAck
+	n     int
+}
+
+// BatchAck is the outcome of an asynchronous batch publish: one Ack per
+// message, in the order of the batch; or, when the batch failed as a whole
+// (refused: ErrQueueFull, none of it was queued; ErrTooLarge, it needs
+// more than the daemon's whole queue; ErrShuttingDown; the connection
+// failed), Err and no Acks.
+type BatchAck struct {
+	Acks []Ack
+	Err  error
 }
 
 // Dial connects to the daemon's Unix socket.
@@ -48,7 +66,7 @@ func Dial(ctx context.Context, socket string) (*Client, error) {
 		return nil, fmt.Errorf("connect to exo daemon at %s: %w (is the daemon running?)", socket, err)
 	}
 	cl := &Client{conn: c, r: bufio.NewReaderSize(c, 64<<10), w: bufio.NewWriterSize(c, 64<<10),
-		waiting: map[uint64]chan Ack{}, status: make(chan []byte, 1), done: make(chan struct{})}
+		waiting: map[uint64]waiter{}, status: make(chan []byte, 1), done: make(chan struct{})}
 	go cl.readLoop()
 	return cl, nil
 }
@@ -59,10 +77,14 @@ func (c *Client) Close() error { return c.conn.Close() }
 func (c *Client) readLoop() {
 	defer close(c.done)
 	var buf []byte
+	var said *APIError // an Error with request id 0: what the daemon said before it closed
 	for {
 		typ, body, b, err := ReadFrame(c.r, buf)
 		buf = b
 		if err != nil {
+			if said != nil {
+				err = fmt.Errorf("%w (the daemon said: %w)", err, said)
+			}
 			c.fail(fmt.Errorf("exo daemon connection: %w", err))
 			return
 		}
@@ -79,8 +101,19 @@ func (c *Client) readLoop() {
 				c.fail(fmt.Errorf("%w: short Error", ErrFrame))
 				return
 			}
-			c.finish(binary.BigEndian.Uint64(body), Ack{Err: &APIError{
-				Code: binary.BigEndian.Uint16(body[8:]), Text: string(body[10:])}})
+			ae := &APIError{Code: binary.BigEndian.Uint16(body[8:]), Text: string(body[10:])}
+			if id := binary.BigEndian.Uint64(body); id != 0 {
+				c.finish(id, Ack{Err: ae})
+			} else {
+				said = ae // a request it could not parse: it closes the connection
+			}
+		case TypePublishedBatch:
+			id, acks, err := ParsePublishedBatch(body)
+			if err != nil {
+				c.fail(err)
+				return
+			}
+			c.finishBatch(id, acks)
 		case TypeRosterQueued, TypeKeyDone:
 			if len(body) < 8 {
 				c.fail(fmt.Errorf("%w: short reply %#x", ErrFrame, typ))
@@ -103,19 +136,49 @@ func (c *Client) fail(err error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.err = err
-	for id, ch := range c.waiting {
-		ch <- Ack{Err: err}
+	for id, w := range c.waiting {
+		w.answer(Ack{Err: err})
 		delete(c.waiting, id)
 	}
 }
 
-func (c *Client) finish(id uint64, r Ack) {
+// answer delivers a single answer (a batch takes it as the batch's
+// outcome: an error, the batch refused as a whole).
+func (w waiter) answer(r Ack) {
+	if w.batch == nil {
+		w.one <- r
+		return
+	}
+	if r.Err == nil {
+		r.Err = fmt.Errorf("%w: a single answer to a publish batch", ErrFrame)
+	}
+	w.batch <- BatchAck{Err: r.Err}
+}
+
+func (c *Client) take(id uint64) (waiter, bool) {
 	c.mu.Lock()
-	ch, ok := c.waiting[id]
+	w, ok := c.waiting[id]
 	delete(c.waiting, id)
 	c.mu.Unlock()
-	if ok {
-		ch <- r
+	return w, ok
+}
+
+func (c *Client) finish(id uint64, r Ack) {
+	if w, ok := c.take(id); ok {
+		w.answer(r)
+	}
+}
+
+func (c *Client) finishBatch(id uint64, acks []Ack) {
+	w, ok := c.take(id)
+	switch {
+	case !ok:
+	case w.batch == nil:
+		w.one <- Ack{Err: fmt.Errorf("%w: a batch answer to a single request", ErrFrame)}
+	case len(acks) != w.n:
+		w.batch <- BatchAck{Err: fmt.Errorf("%w: %d results for a batch of %d messages", ErrFrame, len(acks), w.n)}
+	default:
+		w.batch <- BatchAck{Acks: acks}
 	}
 }
 
@@ -189,19 +252,30 @@ func (c *Client) request(ctx context.Context, typ byte, body []byte) error {
 // send writes a request of type typ with a new request id before body,
 // and returns the channel that receives its answer.
 func (c *Client) send(typ byte, body []byte) (<-chan Ack, error) {
+	ch := make(chan Ack, 1)
+	err := c.write(waiter{one: ch}, func(id uint64) error { return WriteFrame(c.w, typ, U64(id), body) })
+	if err != nil {
+		return nil, err
+	}
+	return ch, nil
+}
+
+// write registers w under a new request id and writes the request with
+// enc (under the write lock); a write error is w's answer. The error
+// returned is the connection's, if it failed before.
+func (c *Client) write(w waiter, enc func(id uint64) error) error {
 	c.mu.Lock()
 	if c.err != nil {
 		err := c.err
 		c.mu.Unlock()
-		return nil, err
+		return err
 	}
 	c.next++
 	id := c.next
-	ch := make(chan Ack, 1)
-	c.waiting[id] = ch
+	c.waiting[id] = w
 	c.mu.Unlock()
 	c.wmu.Lock()
-	err := WriteFrame(c.w, typ, U64(id), body)
+	err := enc(id)
 	if err == nil {
 		err = c.w.Flush()
 	}
@@ -209,7 +283,7 @@ func (c *Client) send(typ byte, body []byte) (<-chan Ack, error) {
 	if err != nil {
 		c.finish(id, Ack{Err: err})
 	}
-	return ch, nil
+	return nil
 }
 
 // Ack is the outcome of an asynchronous publish.
@@ -222,6 +296,50 @@ type Ack struct {
 // outcome; it lets one goroutine keep many publishes in flight.
 func (c *Client) PublishAsync(payload []byte) (<-chan Ack, error) {
 	return c.send(TypePublish, payload)
+}
+
+// PublishBatchAsync sends payloads as one batch (one PublishBatch frame,
+// 1 to MaxBatch messages, one frame's worth of bytes) and returns a channel
+// that receives the outcome of every message once each is agreed or has
+// failed. The daemon queues a batch whole or not at all. An empty batch is
+// answered at once, without a request.
+func (c *Client) PublishBatchAsync(payloads [][]byte) (<-chan BatchAck, error) {
+	ch := make(chan BatchAck, 1)
+	if len(payloads) == 0 {
+		ch <- BatchAck{Acks: []Ack{}}
+		return ch, nil
+	}
+	err := c.write(waiter{batch: ch, n: len(payloads)}, func(id uint64) error { return WritePublishBatch(c.w, id, payloads) })
+	if err != nil {
+		return nil, err
+	}
+	return ch, nil
+}
+
+// PublishBatch broadcasts payloads as one batch and returns, once every
+// message is agreed or has failed, one Ack per message in the order given
+// (the agreed ones at increasing positions). err is nil when every message
+// was agreed; a *BatchError when some failed (the Acks say which and why:
+// ErrTooLarge for one above max_message_bytes, the others are queued;
+// ErrDropped; ErrShuttingDown); any other error means the batch failed as a
+// whole and comes without Acks: ErrQueueFull (none of it was queued: back
+// off and retry it), ErrTooLarge (the batch needs more records than the
+// daemon's queue_len, or more than a frame: send smaller ones), or the
+// connection or ctx ended.
+func (c *Client) PublishBatch(ctx context.Context, payloads [][]byte) ([]Ack, error) {
+	ch, err := c.PublishBatchAsync(payloads)
+	if err != nil {
+		return nil, err
+	}
+	select {
+	case r := <-ch:
+		if r.Err != nil {
+			return nil, r.Err
+		}
+		return r.Acks, batchError(r.Acks)
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
 }
 
 // Status returns the daemon's status as JSON-decoded fields.

@@ -8,12 +8,16 @@
 //	[length u32 BE: bytes after this field][type u8][body]
 //
 // Requests: Publish [req u64][payload], Subscribe [from seq u64], Status [],
-// Roster [req u64][op u8][member u8].
+// Roster [req u64][op u8][member u8], PublishBatch [req u64][count u16] and
+// count times [len u32][payload] (batch.go).
 // Replies: Published [req u64][seq u64][index u16], Message [seq u64][index
 // u16][sender u8][payload], StatusReply [JSON], RosterQueued [req u64],
-// Error [req u64][code u16][text].
+// PublishedBatch [req u64][count u16][results], Error [req u64][code
+// u16][text].
 // Publishes may be pipelined on one connection; replies carry the request id.
-// A subscribing connection receives Message frames until it closes.
+// A subscribing connection receives Message frames until it closes; the
+// daemon writes many of them with one write when they queue up, so one
+// read may return many frames.
 package client
 
 import (
@@ -31,12 +35,16 @@ const (
 	TypeStatus       byte = 0x03
 	TypeRoster       byte = 0x04
 	TypeKey          byte = 0x05 // [req u64][op u8][key file path]: KeyStage or KeyRetire
+	TypePublishBatch byte = 0x06 // [req u64][count u16] count x [len u32][payload] (batch.go)
 	TypePublished    byte = 0x81
 	TypeMessage      byte = 0x82
 	TypeStatusReply  byte = 0x83
 	TypeRosterQueued byte = 0x84
 	TypeKeyDone      byte = 0x85 // [req u64]
-	TypeError        byte = 0xFF
+	// TypePublishedBatch answers a PublishBatch: [req u64][count u16] and
+	// count results in order (batch.go).
+	TypePublishedBatch byte = 0x86
+	TypeError          byte = 0xFF
 )
 
 // Error codes of the local API.

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"testing"
+	"unicode/utf8"
 )
 
 // apiFrame encodes one frame with WriteFrame (the seeds are real
@@ -31,6 +32,15 @@ func cat(bs ...[]byte) []byte { return bytes.Join(bs, nil) }
 // ends inside a frame is io.ErrUnexpectedEOF. Every frame read re-encodes
 // byte for byte with WriteFrame (whatever the split of the body into
 // parts), and WriteFrame(typ, body cut at cut) reads back as (typ, body).
+//
+// The batch frames' bodies are decoded too: ParsePublishBatch and
+// ParsePublishedBatch agree with a reference parse of docs/api.md (a
+// malformed body, count 0 or above what the body carries, a length past
+// its end, bytes after the last message, is ErrFrame), never hold more
+// entries than the body has room for (one per 4 bytes: a hostile count
+// allocates nothing), and a well-formed body re-encodes byte for byte
+// (WritePublishBatch, AppendPublishedBatch). The stream cut into
+// 1 + cut%9 payloads round-trips through a PublishBatch frame.
 func FuzzAPIFrame(f *testing.F) {
 	pub := apiFrame(f, TypePublish, U64(7), []byte("hello"))
 	sub := apiFrame(f, TypeSubscribe, U64(42))
@@ -50,6 +60,23 @@ func FuzzAPIFrame(f *testing.F) {
 	f.Add(binary.BigEndian.AppendUint32(nil, MaxFrame), byte(0), uint16(0))   // at the bound, truncated
 	f.Add(pub[:len(pub)-1], byte(TypePublish), uint16(3))                     // truncated body
 	f.Add(pub[:3], byte(TypePublish), uint16(3))                              // truncated header
+	// Batches: well-formed, then malformed.
+	m := func(p string) []byte { return append(binary.BigEndian.AppendUint32(nil, uint32(len(p))), p...) }
+	batch := apiFrame(f, TypePublishBatch, U64(9), U16(3), m("one"), m(""), m("three"))
+	f.Add(cat(batch, pub, batch), byte(TypePublishBatch), uint16(5))
+	f.Add(apiFrame(f, TypePublishBatch, U64(9), U16(0)), byte(TypePublishBatch), uint16(0))                   // count 0
+	f.Add(apiFrame(f, TypePublishBatch, U64(9), U16(65535), m("a")), byte(TypePublishBatch), uint16(1))       // count above the body
+	f.Add(apiFrame(f, TypePublishBatch, U64(9), U16(2), m("a"), m("b"), []byte{0}), byte(0), uint16(2))       // bytes after
+	f.Add(apiFrame(f, TypePublishBatch, U64(9), U16(1), U32(1<<20), []byte("not 1 MiB")), byte(0), uint16(2)) // a message past the end
+	f.Add(apiFrame(f, TypePublishBatch, U64(9), U16(1), U32(0xffffffff)), byte(0), uint16(2))                 // oversize length
+	f.Add(apiFrame(f, TypePublishBatch, U64(9)), byte(0), uint16(2))                                          // no count
+	okRes := cat(U16(0), U64(77), U16(4))
+	errRes := cat(U16(CodeTooLarge), U16(9), []byte("too large"))
+	f.Add(apiFrame(f, TypePublishedBatch, U64(9), U16(3), okRes, errRes, okRes), byte(TypePublishedBatch), uint16(7))
+	f.Add(apiFrame(f, TypePublishedBatch, U64(9), U16(0)), byte(0), uint16(0))
+	f.Add(apiFrame(f, TypePublishedBatch, U64(9), U16(40000), okRes), byte(0), uint16(0))
+	f.Add(apiFrame(f, TypePublishedBatch, U64(9), U16(1), U16(CodeDropped), U16(500), []byte("cut")), byte(0), uint16(0))
+	f.Add(apiFrame(f, TypePublishedBatch, U64(9), U16(1), U16(CodeDropped), U16(2), []byte{0xff, 0xfe}), byte(0), uint16(0)) // text not UTF-8
 	f.Fuzz(func(t *testing.T, stream []byte, typ byte, cut uint16) {
 		in := bytes.Clone(stream)
 		br := bytes.NewReader(stream)
@@ -108,6 +135,7 @@ func FuzzAPIFrame(f *testing.F) {
 			if !bytes.Equal(w.Bytes(), rest[:4+n]) {
 				t.Fatalf("frame %d: re-encoded %x, read %x", frames, w.Bytes(), rest[:4+n])
 			}
+			checkBatchBody(t, gotTyp, body, rest[:4+n])
 			off += 4 + n
 		}
 		if !bytes.Equal(stream, in) {
@@ -132,7 +160,145 @@ func FuzzAPIFrame(f *testing.F) {
 		if _, _, _, err := ReadFrame(r, nil); err != io.EOF {
 			t.Fatalf("after the only frame: %v, want io.EOF", err)
 		}
+
+		// The stream as a batch of 1+cut%9 payloads.
+		parts := 1 + int(cut)%9
+		var payloads [][]byte
+		for i := 0; i < parts; i++ {
+			payloads = append(payloads, stream[i*len(stream)/parts:(i+1)*len(stream)/parts])
+		}
+		w.Reset()
+		if err := WritePublishBatch(&w, uint64(cut), payloads); err != nil {
+			t.Fatalf("WritePublishBatch of %d payloads: %v", parts, err)
+		}
+		if w.Len() != 4+PublishBatchLen(payloads) {
+			t.Fatalf("batch frame of %d bytes, PublishBatchLen %d", w.Len(), PublishBatchLen(payloads))
+		}
+		gotTyp, body, _, err = ReadFrame(bufio.NewReader(&w), nil)
+		if err != nil || gotTyp != TypePublishBatch {
+			t.Fatalf("batch frame: type %#x, %v", gotTyp, err)
+		}
+		req, got, err := ParsePublishBatch(body)
+		if err != nil || req != uint64(cut) || len(got) != parts {
+			t.Fatalf("batch: req %d, %d payloads, %v; want %d, %d", req, len(got), err, cut, parts)
+		}
+		for i := range got {
+			if !bytes.Equal(got[i], payloads[i]) {
+				t.Fatalf("batch payload %d: %x, want %x", i, got[i], payloads[i])
+			}
+		}
 	})
+}
+
+// U32 encodes v big-endian (tests).
+func U32(v uint32) []byte { return binary.BigEndian.AppendUint32(nil, v) }
+
+// refParseBatch is the reference parse of a batch body (docs/api.md):
+// [req u64][count u16], count >= 1, then count entries that exactly fill
+// the body; entry cuts one entry off the front of b and reports how long
+// it is, or false.
+func refParseBatch(body []byte, entry func(b []byte) (int, bool)) (req uint64, entries [][]byte, ok bool) {
+	if len(body) < 10 {
+		return 0, nil, false
+	}
+	req, count := binary.BigEndian.Uint64(body), int(binary.BigEndian.Uint16(body[8:]))
+	b := body[10:]
+	for i := 0; i < count; i++ {
+		n, ok := entry(b)
+		if !ok {
+			return req, nil, false
+		}
+		entries = append(entries, b[:n])
+		b = b[n:]
+	}
+	return req, entries, count > 0 && len(b) == 0
+}
+
+func publishEntry(b []byte) (int, bool) {
+	if len(b) < 4 || uint64(binary.BigEndian.Uint32(b)) > uint64(len(b)-4) {
+		return 0, false
+	}
+	return 4 + int(binary.BigEndian.Uint32(b)), true
+}
+
+func resultEntry(b []byte) (int, bool) {
+	switch {
+	case len(b) < 2:
+		return 0, false
+	case b[0] == 0 && b[1] == 0:
+		return 12, len(b) >= 12
+	case len(b) < 4:
+		return 0, false
+	}
+	n := 4 + int(binary.BigEndian.Uint16(b[2:]))
+	return n, len(b) >= n
+}
+
+// checkBatchBody checks the batch decoders on one frame read (frame: its
+// bytes, header included) against the reference parse.
+func checkBatchBody(t *testing.T, typ byte, body, frame []byte) {
+	t.Helper()
+	switch typ {
+	case TypePublishBatch:
+		req, payloads, err := ParsePublishBatch(body)
+		rreq, entries, ok := refParseBatch(body, publishEntry)
+		if !ok {
+			if !errors.Is(err, ErrFrame) || payloads != nil {
+				t.Fatalf("malformed publish batch %x: %v, %d payloads; want ErrFrame", body, err, len(payloads))
+			}
+			return
+		}
+		if err != nil || req != rreq || len(payloads) != len(entries) {
+			t.Fatalf("publish batch %x: req %d, %d payloads, %v; want %d, %d", body, req, len(payloads), err, rreq, len(entries))
+		}
+		if len(payloads) > (len(body)-10)/4 {
+			t.Fatalf("publish batch of %d bytes: %d payloads", len(body), len(payloads))
+		}
+		for i, e := range entries {
+			if !bytes.Equal(payloads[i], e[4:]) {
+				t.Fatalf("publish batch: payload %d %x, want %x", i, payloads[i], e[4:])
+			}
+		}
+		var w bytes.Buffer
+		if err := WritePublishBatch(&w, req, payloads); err != nil || !bytes.Equal(w.Bytes(), frame) {
+			t.Fatalf("publish batch re-encoded: %x (%v), read %x", w.Bytes(), err, frame)
+		}
+	case TypePublishedBatch:
+		req, acks, err := ParsePublishedBatch(body)
+		rreq, entries, ok := refParseBatch(body, resultEntry)
+		if !ok {
+			if !errors.Is(err, ErrFrame) || acks != nil {
+				t.Fatalf("malformed published batch %x: %v, %d acks; want ErrFrame", body, err, len(acks))
+			}
+			return
+		}
+		if err != nil || req != rreq || len(acks) != len(entries) {
+			t.Fatalf("published batch %x: req %d, %d acks, %v; want %d, %d", body, req, len(acks), err, rreq, len(entries))
+		}
+		if len(acks) > (len(body)-10)/4 {
+			t.Fatalf("published batch of %d bytes: %d acks", len(body), len(acks))
+		}
+		exact := true
+		for i, e := range entries {
+			code := binary.BigEndian.Uint16(e)
+			a := acks[i]
+			if code == 0 {
+				want := Position{Seq: binary.BigEndian.Uint64(e[2:]), Index: binary.BigEndian.Uint16(e[10:])}
+				if a.Err != nil || a.Pos != want {
+					t.Fatalf("published batch: result %d %+v, want agreed at %v", i, a, want)
+				}
+				continue
+			}
+			var ae *APIError
+			if !errors.As(a.Err, &ae) || ae.Code != code || ae.Text != string(e[4:]) {
+				t.Fatalf("published batch: result %d %v, want code %d %q", i, a.Err, code, e[4:])
+			}
+			exact = exact && len(e)-4 <= MaxResultText && utf8.Valid(e[4:])
+		}
+		if enc := AppendPublishedBatch(nil, req, acks); exact != bytes.Equal(enc, frame) {
+			t.Fatalf("published batch re-encoded: %x, read %x (texts short and UTF-8: %v)", enc, frame, exact)
+		}
+	}
 }
 
 // TestWriteFrameBound: WriteFrame refuses a frame above MaxFrame (before

@@ -20,7 +20,13 @@ type Load struct {
 	PerHost int   // messages per host
 	Size    int   // payload bytes (at least 16: host, counter)
 	Window  int   // publishes in flight per host (default 256)
-	Round   int   // distinguishes the payloads of several loads
+	// Batch, when above 1, makes every host publish with PublishBatch
+	// requests of Batch messages (at most Window); Window still bounds the
+	// messages in flight: Batch 256 with Window 1024 keeps 4 batches in
+	// flight per host. A batch refused whole (queue full) goes again; its
+	// messages dropped by a reconciliation go again in a later batch.
+	Batch int
+	Round int // distinguishes the payloads of several loads
 	// Progress, if set, is called with the number of messages agreed so far.
 	Progress func(done int64)
 	// OnAck, if set, is called for every acknowledged (agreed) message.
@@ -63,6 +69,28 @@ func (c *Cluster) Publish(ctx context.Context, l Load) (LoadResult, error) {
 	res := LoadResult{Latency: hdrhistogram.New(1, 60_000_000, 3)}
 	var mu sync.Mutex
 	var done, failed atomic.Int64
+	// fail counts n messages failed with err (the first 10 errors kept).
+	fail := func(n int, err error) {
+		failed.Add(int64(n))
+		mu.Lock()
+		if len(res.Errors) < 10 {
+			res.Errors = append(res.Errors, err.Error())
+		}
+		mu.Unlock()
+	}
+	// agreed records a message agreed t0 after it was sent.
+	agreed := func(p []byte, pos client.Position, t0 time.Time) {
+		us := time.Since(t0).Microseconds()
+		mu.Lock()
+		res.Latency.RecordValue(max(us, 1))
+		if l.OnAck != nil {
+			l.OnAck(p, pos)
+		}
+		mu.Unlock()
+		if d := done.Add(1); l.Progress != nil && d%1000 == 0 {
+			l.Progress(d)
+		}
+	}
 	start := time.Now()
 	var wg sync.WaitGroup
 	errc := make(chan error, len(l.Hosts))
@@ -80,6 +108,10 @@ func (c *Cluster) Publish(ctx context.Context, l Load) (LoadResult, error) {
 				return
 			}
 			defer cl.Close()
+			if l.Batch > 1 {
+				publishBatches(ctx, cl, l, h, fail, agreed)
+				return
+			}
 			sem := make(chan struct{}, l.Window)
 			var inner sync.WaitGroup
 			for k := 0; k < l.PerHost && ctx.Err() == nil; k++ {
@@ -93,10 +125,7 @@ func (c *Cluster) Publish(ctx context.Context, l Load) (LoadResult, error) {
 						t0 := time.Now()
 						ch, err := cl.PublishAsync(p)
 						if err != nil {
-							failed.Add(1)
-							mu.Lock()
-							res.Errors = append(res.Errors, err.Error())
-							mu.Unlock()
+							fail(1, err)
 							return
 						}
 						var a client.Ack
@@ -110,24 +139,10 @@ func (c *Cluster) Publish(ctx context.Context, l Load) (LoadResult, error) {
 							continue
 						}
 						if a.Err != nil {
-							failed.Add(1)
-							mu.Lock()
-							if len(res.Errors) < 10 {
-								res.Errors = append(res.Errors, a.Err.Error())
-							}
-							mu.Unlock()
+							fail(1, a.Err)
 							return
 						}
-						us := time.Since(t0).Microseconds()
-						mu.Lock()
-						res.Latency.RecordValue(max(us, 1))
-						if l.OnAck != nil {
-							l.OnAck(p, a.Pos)
-						}
-						mu.Unlock()
-						if d := done.Add(1); l.Progress != nil && d%1000 == 0 {
-							l.Progress(d)
-						}
+						agreed(p, a.Pos, t0)
 						return
 					}
 				}()
@@ -146,6 +161,66 @@ func (c *Cluster) Publish(ctx context.Context, l Load) (LoadResult, error) {
 		return res, fmt.Errorf("load interrupted after %d messages: %w", res.Published, ctx.Err())
 	}
 	return res, nil
+}
+
+// publishBatches publishes host h's share of l in batches of l.Batch
+// messages, with at most l.Window messages in flight; a batch refused by a
+// full queue goes again whole, and the messages of a batch dropped by a
+// reconciliation or refused go again in a batch of their own.
+func publishBatches(ctx context.Context, cl *client.Client, l Load, h int,
+	fail func(int, error), agreed func([]byte, client.Position, time.Time)) {
+	size := min(l.Batch, l.Window, client.MaxBatch)
+	sem := make(chan struct{}, l.Window/size) // batches in flight
+	var wg sync.WaitGroup
+	for k := 0; k < l.PerHost && ctx.Err() == nil; k += size {
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			var batch [][]byte
+			for j := k; j < min(k+size, l.PerHost); j++ {
+				batch = append(batch, Payload(l.Round, h, j, l.Size))
+			}
+			for attempt := 0; len(batch) > 0 && ctx.Err() == nil; attempt++ {
+				if attempt > 0 {
+					time.Sleep(time.Duration(1+attempt%8) * time.Millisecond)
+				}
+				t0 := time.Now()
+				ch, err := cl.PublishBatchAsync(batch)
+				if err != nil {
+					fail(len(batch), err)
+					return
+				}
+				var r client.BatchAck
+				select {
+				case r = <-ch:
+				case <-ctx.Done():
+					return
+				}
+				if errors.Is(r.Err, client.ErrQueueFull) {
+					continue
+				}
+				if r.Err != nil {
+					fail(len(batch), r.Err)
+					return
+				}
+				var again [][]byte
+				for i, a := range r.Acks {
+					switch {
+					case a.Err == nil:
+						agreed(batch[i], a.Pos, t0)
+					case errors.Is(a.Err, client.ErrQueueFull) || errors.Is(a.Err, client.ErrDropped):
+						again = append(again, batch[i])
+					default:
+						fail(1, a.Err)
+					}
+				}
+				batch = again
+			}
+		}()
+	}
+	wg.Wait()
 }
 
 // Collect follows every host's agreed stream from seq 0 until want

@@ -19,6 +19,11 @@ import (
 
 const subQueue = 1 << 16 // messages queued for one subscriber before it is cut off
 
+// subBurst bounds the Message frames written to a subscriber before a
+// flush (the buffer flushes by itself when full): the writer looks at the
+// context and the connection between bursts.
+const subBurst = 4096
+
 type subscriber struct {
 	ch     chan client.Message
 	closed bool // too slow: cut off
@@ -127,25 +132,49 @@ func (d *Daemon) serveConn(ctx context.Context, c net.Conn) error {
 	closeReplies := func() { closeOnce.Do(func() { close(replies) }) }
 	var inflight sync.WaitGroup
 	defer func() { go func() { inflight.Wait(); closeReplies() }() }()
+	queueReply := func(b []byte) {
+		select {
+		case replies <- b:
+		default:
+			once.Do(func() { close(overflow); c.Close() }) // the client does not read its replies
+		}
+	}
+	errorFrame := func(id uint64, err error) []byte {
+		var ae *client.APIError
+		if !errors.As(err, &ae) {
+			ae = &client.APIError{Code: client.CodeShuttingDown, Text: err.Error()}
+		}
+		return encodeFrame(client.TypeError, client.U64(id), client.U16(ae.Code), []byte(ae.Text))
+	}
 	reply := func(id uint64) func(client.Ack) {
 		inflight.Add(1)
 		return func(a client.Ack) {
 			defer inflight.Done()
-			var b []byte
 			if a.Err != nil {
-				var ae *client.APIError
-				if !errors.As(a.Err, &ae) {
-					ae = &client.APIError{Code: client.CodeShuttingDown, Text: a.Err.Error()}
-				}
-				b = encodeFrame(client.TypeError, client.U64(id), client.U16(ae.Code), []byte(ae.Text))
+				queueReply(errorFrame(id, a.Err))
 			} else {
-				b = encodeFrame(client.TypePublished, client.U64(id), client.U64(a.Pos.Seq), client.U16(a.Pos.Index))
+				queueReply(encodeFrame(client.TypePublished, client.U64(id), client.U64(a.Pos.Seq), client.U16(a.Pos.Index)))
 			}
-			select {
-			case replies <- b:
-			default:
-				once.Do(func() { close(overflow); c.Close() }) // the client does not read its replies
+		}
+	}
+	// publishBatch queues a batch; its one reply, PublishedBatch, goes out
+	// when the last of its messages is agreed or failed (the replies come
+	// under the core lock, so left needs no lock of its own); a batch
+	// refused whole gets one Error.
+	publishBatch := func(id uint64, payloads [][]byte) {
+		inflight.Add(1)
+		acks := make([]client.Ack, len(payloads))
+		left := len(payloads)
+		err := d.PublishBatch(payloads, func(i int, a client.Ack) {
+			acks[i] = a
+			if left--; left == 0 {
+				queueReply(client.AppendPublishedBatch(nil, id, acks))
+				inflight.Done()
 			}
+		})
+		if err != nil {
+			queueReply(errorFrame(id, err))
+			inflight.Done()
 		}
 	}
 	var buf []byte
@@ -165,6 +194,15 @@ func (d *Daemon) serveConn(ctx context.Context, c net.Conn) error {
 				return sendErr(id, client.CodeShuttingDown, "daemon shutting down")
 			}
 			d.Publish(append([]byte(nil), body[8:]...), reply(id))
+		case client.TypePublishBatch:
+			id, payloads, err := client.ParsePublishBatch(body)
+			if err != nil {
+				return sendErr(0, client.CodeBadRequest, err.Error())
+			}
+			if ctx.Err() != nil {
+				return sendErr(id, client.CodeShuttingDown, "daemon shutting down")
+			}
+			publishBatch(id, payloads) // the payloads alias buf: PublishBatch copies them before it returns
 		case client.TypeRoster:
 			if len(body) != 10 {
 				return sendErr(0, client.CodeBadRequest, "roster: want [req u64][op u8][member u8]")
@@ -211,7 +249,7 @@ func (d *Daemon) serveConn(ctx context.Context, c net.Conn) error {
 			if len(body) < 8 {
 				return sendErr(0, client.CodeBadRequest, "subscribe: short request")
 			}
-			return d.subscribe(ctx, c, send, binary.BigEndian.Uint64(body))
+			return d.subscribe(ctx, c, w, &wmu, send, binary.BigEndian.Uint64(body))
 		default:
 			return sendErr(0, client.CodeBadRequest, fmt.Sprintf("unknown request type %#x", typ))
 		}
@@ -225,8 +263,11 @@ func encodeFrame(typ byte, parts ...[]byte) []byte {
 }
 
 // subscribe streams delivered messages from seq on: first those still in
-// the history, then live ones.
-func (d *Daemon) subscribe(ctx context.Context, c net.Conn, send func(byte, ...[]byte) error, from uint64) error {
+// the history, then live ones. Message frames are written to w (under wmu)
+// and flushed once for all those queued for the subscriber: one write
+// carries as many frames as came in meanwhile (up to w's buffer), so a
+// busy stream costs a system call per burst, not per message.
+func (d *Daemon) subscribe(ctx context.Context, c net.Conn, w *bufio.Writer, wmu *sync.Mutex, send func(byte, ...[]byte) error, from uint64) error {
 	s := &subscriber{ch: make(chan client.Message, subQueue)}
 	d.mu.Lock()
 	i := sort.Search(len(d.history), func(i int) bool { return d.history[i].Seq >= from })
@@ -246,18 +287,28 @@ func (d *Daemon) subscribe(ctx context.Context, c net.Conn, send func(byte, ...[
 	// Detect the client going away while we wait for messages.
 	gone := make(chan struct{})
 	go func() { var b [1]byte; c.Read(b[:]); close(gone) }()
-	emit := func(m client.Message) error {
-		var hdr [11]byte
+	var hdr [11]byte
+	emit := func(m client.Message) error { // wmu held
 		binary.BigEndian.PutUint64(hdr[:], m.Seq)
 		binary.BigEndian.PutUint16(hdr[8:], m.Index)
 		hdr[10] = m.Sender
-		return send(client.TypeMessage, hdr[:], m.Payload)
+		return client.WriteFrame(w, client.TypeMessage, hdr[:], m.Payload)
 	}
+	wmu.Lock()
+	var err error
 	for _, m := range backlog {
-		if err := emit(m); err != nil {
-			return err
+		if err = emit(m); err != nil {
+			break
 		}
 	}
+	if err == nil {
+		err = w.Flush()
+	}
+	wmu.Unlock()
+	if err != nil {
+		return err
+	}
+	backlog = nil
 	for {
 		select {
 		case m, ok := <-s.ch:
@@ -265,7 +316,19 @@ func (d *Daemon) subscribe(ctx context.Context, c net.Conn, send func(byte, ...[
 				return send(client.TypeError, client.U64(0), client.U16(client.CodeTooSlow),
 					[]byte("subscriber fell behind by more than its queue; resubscribe from the last seq received"))
 			}
-			if err := emit(m); err != nil {
+			// This goroutine is the queue's only reader: what len counts is
+			// there to take (a closed queue's rest too; the close is seen
+			// by the select above once it is empty).
+			wmu.Lock()
+			err := emit(m)
+			for k := 1; err == nil && k < subBurst && len(s.ch) > 0; k++ {
+				err = emit(<-s.ch)
+			}
+			if err == nil {
+				err = w.Flush()
+			}
+			wmu.Unlock()
+			if err != nil {
 				return err
 			}
 		case <-gone:

@@ -120,12 +120,36 @@ func parseAPIInput(in []byte) (reqs []apiReq, end int) {
 			return append(reqs, r), endSubscribe
 		case r.typ == client.TypeRoster && len(r.body) == 10:
 		case r.typ == client.TypeKey && len(r.body) >= 9:
+		case r.typ == client.TypePublishBatch && refBatch(r.body) != nil:
 		default:
 			return reqs, endBadReq
 		}
 		reqs = append(reqs, r)
 	}
 	return reqs, endEOF
+}
+
+// refBatch is the reference parse of a PublishBatch body (docs/api.md):
+// [req u64][count u16], count >= 1 messages [len u32][payload] that fill
+// the body exactly; nil if malformed.
+func refBatch(body []byte) [][]byte {
+	if len(body) < 10 || binary.BigEndian.Uint16(body[8:]) == 0 {
+		return nil
+	}
+	var out [][]byte
+	b := body[10:]
+	for range binary.BigEndian.Uint16(body[8:]) {
+		if len(b) < 4 || uint64(binary.BigEndian.Uint32(b)) > uint64(len(b)-4) {
+			return nil
+		}
+		n := 4 + int(binary.BigEndian.Uint32(b))
+		out = append(out, b[4:n])
+		b = b[n:]
+	}
+	if len(b) > 0 {
+		return nil
+	}
+	return out
 }
 
 // exchange writes in to a new API connection, closes its write side and
@@ -169,14 +193,19 @@ func must[T any](v T, _ error) T { return v }
 // reference parse of the input: every Publish before the end gets exactly
 // one answer with its request id (Published, or an Error: "too large"
 // exactly for a payload above max_message_bytes, else queue full /
-// dropped); each Status a StatusReply of valid JSON; a malformed request
+// dropped); every PublishBatch exactly one: a PublishedBatch with one
+// result per message, in order, at increasing positions ("too large"
+// exactly for the messages above max_message_bytes, "dropped" else), or
+// one Error for the whole batch ("too large" exactly when its messages
+// need more records than queue_len, else queue full); each Status a StatusReply of valid JSON; a malformed request
 // (short publish or subscribe, unknown type) one Error "bad request" with
 // request id 0; a bad length or a truncated frame closes the connection
 // without one; a Subscribe a stream of Message frames in agreed order from
 // its from_seq (or "compacted"); every answer is a well-formed frame and
 // the daemon closes the connection. A Published position holds exactly
-// that payload in the agreed stream. Afterwards a fresh, well-formed
-// client still gets its status and its publish agreed.
+// that payload in the agreed stream (a batch's result: that message's).
+// Afterwards a fresh, well-formed client still gets its status, its
+// publish and its batch agreed.
 func FuzzAPIRequest(f *testing.F) {
 	d, sock := startOne(f, func(c *Config) {
 		c.MaxMessage, c.QueueLen, c.KeepEntries = fuzzMaxMessage, fuzzQueueLen, 1024
@@ -212,12 +241,33 @@ func FuzzAPIRequest(f *testing.F) {
 	f.Add(cat(fr(client.TypeKey, client.U64(6), append([]byte{client.KeyStage}, "/nonexistent/key"...)), pub))
 	f.Add(cat(fr(client.TypeKey, client.U64(7), []byte{104}), fr(client.TypeKey, []byte{1, 2})))
 	f.Add(cat(fr(client.TypeRoster, client.U64(8), []byte{client.RosterRemove, 0}), pub))
+	// Batches (docs/api.md "Batches").
+	m := func(p []byte) []byte { return append(binary.BigEndian.AppendUint32(nil, uint32(len(p))), p...) }
+	u32 := func(v uint32) []byte { return binary.BigEndian.AppendUint32(nil, v) }
+	batch := fr(client.TypePublishBatch, client.U64(10), client.U16(3), m([]byte("a")), m(nil), m([]byte("ccc")))
+	f.Add(batch)
+	f.Add(cat(batch, pub, batch, st)) // ids shared by batches and a publish
+	f.Add(fr(client.TypePublishBatch, client.U64(1), client.U16(3), m([]byte("small")), m(make([]byte, fuzzMaxMessage+1)), m([]byte("after"))))
+	f.Add(fr(client.TypePublishBatch, client.U64(11), client.U16(4), m([]byte("s")), m(bytes.Repeat([]byte{'F'}, 2500)), m([]byte("t")),
+		m(bytes.Repeat([]byte{'G'}, fuzzMaxMessage)))) // fragments
+	var many []byte
+	for range fuzzQueueLen + 1 {
+		many = append(many, m([]byte("q"))...)
+	}
+	f.Add(cat(fr(client.TypePublishBatch, client.U64(12), client.U16(fuzzQueueLen+1), many), pub))  // more records than queue_len
+	f.Add(cat(pub, fr(client.TypePublishBatch, client.U64(13), client.U16(0))))                     // count 0
+	f.Add(cat(pub, fr(client.TypePublishBatch, client.U64(14), client.U16(65535), m([]byte("x"))))) // count above the body
+	f.Add(cat(pub, fr(client.TypePublishBatch, client.U64(15), client.U16(1), u32(1<<30), []byte("x"))))
+	f.Add(cat(pub, fr(client.TypePublishBatch, client.U64(16), client.U16(1), m([]byte("x")), []byte{0}))) // bytes after
+	f.Add(cat(pub, fr(client.TypePublishBatch, client.U64(17), []byte{1})))                                // no count
+	f.Add(cat(batch, sub))
 	var fresh uint64
 	f.Fuzz(func(t *testing.T, in []byte) {
 		reqs, end := parseAPIInput(in)
 		out := exchange(t, sock, in)
 
-		want := map[uint64][]int{} // request id -> payload sizes
+		want := map[uint64][]int{}         // request id -> payload sizes
+		batches := map[uint64][][][]byte{} // request id -> its batches' payloads
 		statuses := 0
 		var from uint64
 		ctl := map[uint64]int{} // request id -> Roster and Key requests (one answer each)
@@ -228,6 +278,9 @@ func FuzzAPIRequest(f *testing.F) {
 			case client.TypePublish:
 				id := binary.BigEndian.Uint64(r.body)
 				want[id] = append(want[id], len(r.body)-8)
+			case client.TypePublishBatch:
+				id := binary.BigEndian.Uint64(r.body)
+				batches[id] = append(batches[id], refBatch(r.body))
 			case client.TypeStatus:
 				statuses++
 			case client.TypeSubscribe:
@@ -239,6 +292,13 @@ func FuzzAPIRequest(f *testing.F) {
 			id uint64
 		}
 		var acked []pos
+		type exact struct {
+			client.Position
+			id      uint64
+			payload []byte
+		}
+		var ackedExact []exact           // batch results: exactly that payload
+		pubErrs := map[uint64][]uint16{} // errors of publishes and batches, matched at the end
 		badReqs, replies, msgs := 0, 0, 0
 		var last client.Position
 		for i, a := range out {
@@ -249,13 +309,14 @@ func FuzzAPIRequest(f *testing.F) {
 				}
 				id := binary.BigEndian.Uint64(a.body)
 				sizes := want[id]
-				if len(sizes) == 0 {
-					t.Fatalf("answer %d: Published for request %d: not asked, or answered twice", i, id)
+				k := 0
+				for k < len(sizes) && sizes[k] > fuzzMaxMessage {
+					k++
 				}
-				if sizes[0] > fuzzMaxMessage {
-					t.Fatalf("answer %d: request %d of %d bytes published, max_message_bytes %d", i, id, sizes[0], fuzzMaxMessage)
+				if k == len(sizes) {
+					t.Fatalf("answer %d: Published for request %d: not asked, answered twice, or above max_message_bytes %d (sizes %v)", i, id, fuzzMaxMessage, sizes)
 				}
-				want[id] = sizes[1:]
+				want[id] = append(sizes[:k:k], sizes[k+1:]...)
 				acked = append(acked, pos{client.Position{Seq: binary.BigEndian.Uint64(a.body[8:]), Index: binary.BigEndian.Uint16(a.body[16:])}, id})
 			case client.TypeError:
 				if len(a.body) < 10 || !utf8.Valid(a.body[10:]) {
@@ -281,31 +342,58 @@ func FuzzAPIRequest(f *testing.F) {
 					ctl[id]--
 					continue
 				}
-				sizes := want[id]
-				if len(sizes) == 0 {
-					t.Fatalf("answer %d: Error %d %q for request %d: not asked, or answered twice", i, code, a.body[10:], id)
+				// A publish's or a batch's: which one, if the id is shared,
+				// is told at the end.
+				pubErrs[id] = append(pubErrs[id], code)
+			case client.TypePublishedBatch:
+				id, res, err := client.ParsePublishedBatch(a.body)
+				if err != nil {
+					t.Fatalf("answer %d: PublishedBatch %x: %v", i, a.body, err)
 				}
-				// Publishes with one id are answered in order of size class
-				// only: match the too-large ones first.
+				// The first of the batches with that id whose messages the
+				// results fit.
+				fits := func(b [][]byte) bool {
+					if len(b) != len(res) {
+						return false
+					}
+					for j, r := range res {
+						big := len(b[j]) > fuzzMaxMessage
+						var ae *client.APIError
+						switch {
+						case r.Err == nil && big, r.Err != nil && !errors.As(r.Err, &ae):
+							return false
+						case r.Err != nil && (ae.Code == client.CodeTooLarge) != big:
+							return false
+						case r.Err != nil && ae.Code != client.CodeTooLarge && ae.Code != client.CodeDropped:
+							return false
+						}
+					}
+					return true
+				}
 				k := 0
-				if code == client.CodeTooLarge {
-					for k < len(sizes) && sizes[k] <= fuzzMaxMessage {
-						k++
-					}
-					if k == len(sizes) {
-						t.Fatalf("answer %d: request %d too large, but none of its %d publishes is", i, id, len(sizes))
-					}
-				} else if code != client.CodeQueueFull && code != client.CodeDropped {
-					t.Fatalf("answer %d: request %d: Error %d %q", i, id, code, a.body[10:])
-				} else {
-					for k < len(sizes) && sizes[k] > fuzzMaxMessage {
-						k++
-					}
-					if k == len(sizes) {
-						t.Fatalf("answer %d: request %d: Error %d %q for a message above the max", i, id, code, a.body[10:])
-					}
+				for k < len(batches[id]) && !fits(batches[id][k]) {
+					k++
 				}
-				want[id] = append(sizes[:k:k], sizes[k+1:]...)
+				if k == len(batches[id]) {
+					t.Fatalf("answer %d: PublishedBatch for request %d (%d results %v): no such batch asked, answered twice, or results that do not fit its messages", i, id, len(res), res)
+				}
+				b := batches[id][k]
+				batches[id] = append(batches[id][:k:k], batches[id][k+1:]...)
+				var lastOK client.Position
+				okSeen := false
+				for j, r := range res {
+					if r.Err != nil {
+						if !utf8.ValidString(r.Err.(*client.APIError).Text) {
+							t.Fatalf("answer %d: result %d: text %q", i, j, r.Err.(*client.APIError).Text)
+						}
+						continue
+					}
+					if okSeen && (r.Pos.Seq < lastOK.Seq || r.Pos.Seq == lastOK.Seq && r.Pos.Index <= lastOK.Index) {
+						t.Fatalf("answer %d: batch %d: message %d at %v after %v", i, id, j, r.Pos, lastOK)
+					}
+					lastOK, okSeen = r.Pos, true
+					ackedExact = append(ackedExact, exact{r.Pos, id, b[j]})
+				}
 			case client.TypeRosterQueued, client.TypeKeyDone:
 				if len(a.body) != 8 {
 					t.Fatalf("answer %d: type %#x of %d bytes", i, a.typ, len(a.body))
@@ -337,9 +425,48 @@ func FuzzAPIRequest(f *testing.F) {
 				t.Fatalf("answer %d: type %#x", i, a.typ)
 			}
 		}
-		for id, sizes := range want {
-			if len(sizes) > 0 {
-				t.Fatalf("request %d: %d publishes never answered", id, len(sizes))
+		// The errors left to each id answer its publishes and batches left:
+		// "too large" exactly those above max_message_bytes and the
+		// batches that need more records than queue_len; queue full the
+		// others ("dropped": publishes only).
+		for id := range requestIDs(want, batches, pubErrs) {
+			var big, small, bigBatches, okBatches int
+			for _, n := range want[id] {
+				if n > fuzzMaxMessage {
+					big++
+				} else {
+					small++
+				}
+			}
+			for _, b := range batches[id] {
+				need := 0
+				for _, p := range b {
+					if len(p) <= fuzzMaxMessage {
+						need += numRecords(len(p), d.chunk)
+					}
+				}
+				if need > fuzzQueueLen {
+					bigBatches++
+				} else {
+					okBatches++
+				}
+			}
+			var e2, e1, e3 int
+			for _, code := range pubErrs[id] {
+				switch code {
+				case client.CodeTooLarge:
+					e2++
+				case client.CodeQueueFull:
+					e1++
+				case client.CodeDropped:
+					e3++
+				default:
+					t.Fatalf("request %d: Error %d", id, code)
+				}
+			}
+			if e2 != big+bigBatches || e1+e3 != small+okBatches || e3 > small {
+				t.Fatalf("request %d: left unanswered by Published/PublishedBatch: %d publishes above the max, %d not, %d batches needing more than queue_len, %d not; errors: %d too large, %d queue full, %d dropped",
+					id, big, small, bigBatches, okBatches, e2, e1, e3)
 			}
 		}
 		for id, n := range ctl {
@@ -364,6 +491,25 @@ func FuzzAPIRequest(f *testing.F) {
 		}
 		d.core.Lock() // deliveries finish under the core lock
 		d.mu.Lock()
+		for _, p := range ackedExact {
+			k := 0
+			for k < len(d.history) && d.history[k].Position != p.Position {
+				k++
+			}
+			if k == len(d.history) {
+				if len(d.history) > 0 && d.history[0].Seq <= p.Seq {
+					d.mu.Unlock()
+					d.core.Unlock()
+					t.Fatalf("batch %d: a message acknowledged at %v: nothing delivered there", p.id, p.Position)
+				}
+				continue // compacted since
+			}
+			if m := d.history[k]; m.Sender != 0 || !bytes.Equal(m.Payload, p.payload) {
+				d.mu.Unlock()
+				d.core.Unlock()
+				t.Fatalf("batch %d: %d bytes acknowledged at %v, where host %d's %d bytes are", p.id, len(p.payload), p.Position, m.Sender, len(m.Payload))
+			}
+		}
 		for _, p := range acked {
 			k := 0
 			for k < len(d.history) && d.history[k].Position != p.Position {
@@ -419,7 +565,49 @@ func FuzzAPIRequest(f *testing.F) {
 		if !found {
 			t.Fatalf("a fresh client's publish acknowledged at %v, not delivered there", p)
 		}
+		bp := [][]byte{fmt.Appendf(nil, "fresh batch %d", fresh), bytes.Repeat([]byte{'b'}, 2000)}
+		var acks []client.Ack
+		for attempt := 0; ; attempt++ {
+			acks, err = cl.PublishBatch(ctx, bp)
+			if !errors.Is(err, client.ErrQueueFull) || attempt > 100 {
+				break
+			}
+			time.Sleep(time.Millisecond) // the input's publishes may still fill the queue
+		}
+		if err != nil {
+			t.Fatalf("a fresh client's batch: %v", err)
+		}
+		d.core.Lock()
+		d.mu.Lock()
+		delivered := 0
+		for _, m := range d.history {
+			for j, a := range acks {
+				if m.Position == a.Pos && bytes.Equal(m.Payload, bp[j]) {
+					delivered++
+				}
+			}
+		}
+		d.mu.Unlock()
+		d.core.Unlock()
+		if delivered != len(bp) {
+			t.Fatalf("a fresh client's batch acknowledged at %v: %d of its messages delivered there", acks, delivered)
+		}
 	})
+}
+
+// requestIDs is the set of the keys of three maps by request id.
+func requestIDs[A, B, C any](a map[uint64]A, b map[uint64]B, c map[uint64]C) map[uint64]bool {
+	out := map[uint64]bool{}
+	for k := range a {
+		out[k] = true
+	}
+	for k := range b {
+		out[k] = true
+	}
+	for k := range c {
+		out[k] = true
+	}
+	return out
 }
 
 func cat(bs ...[]byte) []byte { return bytes.Join(bs, nil) }

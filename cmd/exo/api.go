@@ -24,12 +24,17 @@ type sendOptions struct {
 	Socket  string
 	Stdin   bool
 	Lines   bool
+	Batch   int
 	JSON    bool
 	Timeout time.Duration
 	Args    []string
 	In      io.Reader
 	Out     io.Writer
+	Err     io.Writer // the per-message errors (os.Stderr if nil)
 }
+
+// sendWindow is how many batches exo send --lines keeps in flight.
+const sendWindow = 4
 
 func newSendCmd() *cobra.Command {
 	o := &sendOptions{}
@@ -40,12 +45,23 @@ func newSendCmd() *cobra.Command {
 local exo daemon and waits until it is agreed by the rack, then prints its
 position: the sequence number of the entry and the message's index in it.
 Errors say what to do: "queue full" (back off and retry), "dropped by a
-reconciliation" (publish again), "message too large".`,
+reconciliation" (publish again), "message too large".
+
+With --lines each line of standard input is one message; the lines go in
+batches of --batch messages (one request and one reply per batch, a few
+batches in flight), and a line that fails is named by its line number. A
+batch the daemon's queue refused (none of it was queued) is sent again
+after a pause, so its lines may be agreed after lines that follow them;
+--batch 1 publishes line by line, as daemons without batches need.`,
 		Example: `  exo send hello world            # two messages
   echo -n payload | exo send --stdin
-  seq 1000 | exo send --lines --json  # one message per line`,
+  seq 1000 | exo send --lines --json  # one message per line
+  seq 100000 | exo send --lines --batch 512`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			o.Args, o.In, o.Out = args, cmd.InOrStdin(), cmd.OutOrStdout()
+			o.Args, o.In, o.Out, o.Err = args, cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr()
+			if o.Batch < 1 || o.Batch > client.MaxBatch {
+				return &exitError{code: 2, err: fmt.Errorf("--batch %d: want 1 to %d messages", o.Batch, client.MaxBatch)}
+			}
 			if len(args) == 0 && !o.Stdin && !o.Lines {
 				return &exitError{code: 2, err: errors.New("nothing to send: give messages as arguments, or --stdin / --lines")}
 			}
@@ -54,13 +70,20 @@ reconciliation" (publish again), "message too large".`,
 	}
 	cmd.Flags().StringVar(&o.Socket, "socket", defaultSocket, "the daemon's API socket")
 	cmd.Flags().BoolVar(&o.Stdin, "stdin", false, "send all of standard input as one message")
-	cmd.Flags().BoolVar(&o.Lines, "lines", false, "send each line of standard input as one message (pipelined)")
+	cmd.Flags().BoolVar(&o.Lines, "lines", false, "send each line of standard input as one message (in batches: --batch)")
+	cmd.Flags().IntVar(&o.Batch, "batch", 256, "with --lines: messages per batch request (1: one publish per line)")
 	cmd.Flags().BoolVar(&o.JSON, "json", false, "print one JSON object per message")
-	cmd.Flags().DurationVar(&o.Timeout, "timeout", 30*time.Second, "give up waiting for agreement after this long")
+	cmd.Flags().DurationVar(&o.Timeout, "timeout", 30*time.Second, "give up waiting for agreement after this long (with --lines: for each batch)")
 	return cmd
 }
 
 func runSend(ctx context.Context, o *sendOptions) error {
+	if o.Err == nil {
+		o.Err = os.Stderr
+	}
+	if o.Lines && o.Batch > 1 {
+		return runSendLines(ctx, o)
+	}
 	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
 	defer cancel()
 	c, err := client.Dial(ctx, o.Socket)
@@ -106,7 +129,7 @@ func runSend(ctx context.Context, o *sendOptions) error {
 		}
 		if a.Err != nil {
 			failed++
-			fmt.Fprintf(os.Stderr, "exo send: message %d: %v\n", i, a.Err)
+			fmt.Fprintf(o.Err, "exo send: message %d: %v\n", i, a.Err)
 			continue
 		}
 		if o.JSON {
@@ -119,6 +142,139 @@ func runSend(ctx context.Context, o *sendOptions) error {
 		return &exitError{code: 1, err: fmt.Errorf("%d of %d messages failed", failed, len(msgs))}
 	}
 	return nil
+}
+
+// sendBatch is a batch of lines of exo send --lines on its way.
+type sendBatch struct {
+	line int // the line number of its first message (from 1)
+	msgs [][]byte
+	ch   <-chan client.BatchAck
+	sent time.Time
+}
+
+// runSendLines publishes the lines of o.In in batches of o.Batch, with
+// sendWindow batches in flight, and prints the outcome of every line in
+// input order.
+func runSendLines(ctx context.Context, o *sendOptions) error {
+	dctx, cancel := context.WithTimeout(ctx, o.Timeout)
+	c, err := client.Dial(dctx, o.Socket)
+	cancel()
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	send := func(b *sendBatch) error {
+		ch, err := c.PublishBatchAsync(b.msgs)
+		if err != nil {
+			return batchFailed(b, err)
+		}
+		b.ch, b.sent = ch, time.Now()
+		return nil
+	}
+	enc := json.NewEncoder(o.Out)
+	failed, total := 0, 0
+	// finish waits for the oldest batch and prints its lines; a batch
+	// refused by a full queue goes again (none of it was queued).
+	finish := func(b *sendBatch) error {
+		for attempt := 0; ; attempt++ {
+			var r client.BatchAck
+			select {
+			case r = <-b.ch:
+			case <-time.After(time.Until(b.sent.Add(o.Timeout))):
+				return fmt.Errorf("lines %d-%d: not agreed within %v", b.line, b.line+len(b.msgs)-1, o.Timeout)
+			case <-ctx.Done():
+				return fmt.Errorf("lines %d-%d: %w", b.line, b.line+len(b.msgs)-1, ctx.Err())
+			}
+			if errors.Is(r.Err, client.ErrQueueFull) && time.Since(b.sent) < o.Timeout {
+				select {
+				case <-time.After(time.Duration(1+attempt%16) * time.Millisecond):
+				case <-ctx.Done():
+				}
+				sent := b.sent
+				if err := send(b); err != nil {
+					return err
+				}
+				b.sent = sent // the timeout counts from the first try
+				continue
+			}
+			if r.Err != nil {
+				return batchFailed(b, r.Err)
+			}
+			for i, a := range r.Acks {
+				line := b.line + i
+				if a.Err != nil {
+					failed++
+					fmt.Fprintf(o.Err, "exo send: line %d: %v\n", line, a.Err)
+					continue
+				}
+				if o.JSON {
+					enc.Encode(map[string]any{"line": line, "seq": a.Pos.Seq, "index": a.Pos.Index, "bytes": len(b.msgs[i])})
+				} else {
+					fmt.Fprintf(o.Out, "agreed at seq %d index %d (%d bytes)\n", a.Pos.Seq, a.Pos.Index, len(b.msgs[i]))
+				}
+			}
+			return nil
+		}
+	}
+	var window []*sendBatch
+	sc := bufio.NewScanner(o.In)
+	sc.Buffer(make([]byte, 64<<10), 64<<20)
+	cur := &sendBatch{line: 1}
+	flush := func() error {
+		if len(cur.msgs) == 0 {
+			return nil
+		}
+		total += len(cur.msgs)
+		if len(window) == sendWindow {
+			if err := finish(window[0]); err != nil {
+				return err
+			}
+			window = window[1:]
+		}
+		if err := send(cur); err != nil {
+			return err
+		}
+		window = append(window, cur)
+		cur = &sendBatch{line: cur.line + len(cur.msgs)}
+		return nil
+	}
+	for sc.Scan() {
+		cur.msgs = append(cur.msgs, append([]byte(nil), sc.Bytes()...))
+		if len(cur.msgs) == o.Batch {
+			if err := flush(); err != nil {
+				return err
+			}
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return fmt.Errorf("reading standard input (line %d): %w", cur.line+len(cur.msgs), err)
+	}
+	if err := flush(); err != nil {
+		return err
+	}
+	for _, b := range window {
+		if err := finish(b); err != nil {
+			return err
+		}
+	}
+	if failed > 0 {
+		return &exitError{code: 1, err: fmt.Errorf("%d of %d messages failed", failed, total)}
+	}
+	return nil
+}
+
+// batchFailed is the error of a batch that failed as a whole, naming its
+// lines.
+func batchFailed(b *sendBatch, err error) error {
+	hint := ""
+	var ae *client.APIError
+	switch {
+	case errors.Is(err, client.ErrTooLarge):
+		hint = " (send smaller batches: --batch)"
+	case errors.As(err, &ae) && ae.Code == client.CodeBadRequest:
+		hint = " (a daemon without batches? --batch 1 publishes line by line)"
+	}
+	return &exitError{code: 1, err: fmt.Errorf("lines %d-%d: %w%s", b.line, b.line+len(b.msgs)-1, err, hint)}
 }
 
 func newTailCmd() *cobra.Command {
