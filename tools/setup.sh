@@ -28,3 +28,6 @@ fi
 export PATH="$PATH:/usr/local/go/bin"
 go version >/dev/null
 go mod download
+# The etcd raft peer of `exo bench --peer raft` is its own module (exo does
+# not depend on raft): its modules too, so that it builds offline.
+(cd "$(dirname "$0")/raftpeer" && go mod download)

@@ -23,6 +23,12 @@ go tool staticcheck ./...
 CGO_ENABLED=1 go vet -tags fpgasim ./driver/fpga ./cmd/exo
 CGO_ENABLED=1 go tool staticcheck -tags fpgasim ./driver/fpga ./cmd/exo
 
+step "the etcd raft peer of exo bench --peer raft (its own module, tools/raftpeer)"
+# gofmt above covers it; vet, staticcheck (the main module's, built once)
+# and its tests (3 raftpeer processes on loopback) run in its module.
+go build -o bin/staticcheck honnef.co/go/tools/cmd/staticcheck
+(cd tools/raftpeer && go vet ./... && ../../bin/staticcheck ./... && go test -count=1 ./...)
+
 step "generated files are current"
 go run ./tools/hwgen -check
 go run ./tools/vecgen -out testdata/vectors -check

@@ -22,7 +22,9 @@ import (
 )
 
 type benchOptions struct {
-	Hosts    int
+	// Hosts are the rack sizes: the whole bench runs once per size, on a
+	// rack built afresh.
+	Hosts    []int
 	Messages int
 	Pings    int
 	Flood    int
@@ -38,6 +40,18 @@ type benchOptions struct {
 	RunTimeout time.Duration
 	JSON       bool
 	Out        io.Writer
+
+	// Peer, when "raft", measures etcd raft (tools/raftpeer) in the same
+	// run: PeerBin is its binary, or it is built from PeerSrc.
+	Peer, PeerBin, PeerSrc string
+	// Batch is the number of messages per publish call (exo: one
+	// PublishBatch request) and per raft proposal in shape (c), measured
+	// with --peer.
+	Batch int
+	// Plot is the file of the rack-size plot: written when several sizes
+	// are measured, or when PlotSet (the flag was given).
+	Plot    string
+	PlotSet bool
 }
 
 // agreementFigures are the daemon measurements of one offload mode.
@@ -59,6 +73,13 @@ type agreementFigures struct {
 	UnbatchedCPUusPerMsg        float64 `json:"daemon_cpu_us_per_agreed_msg_unbatched"`
 	UnbatchedMachineCPUusPerMsg float64 `json:"machine_cpu_us_per_agreed_msg_unbatched"`
 	MaxRSSMiB                   float64 `json:"max_daemon_rss_mib_after_load"`
+
+	// Client batching, measured with --peer: --batch messages per publish
+	// call (a PublishBatch request), 512 messages in flight per host.
+	ClientBatch              int     `json:"client_batch_messages,omitempty"`
+	ClientBatchedRate        float64 `json:"agreed_msgs_per_sec_client_batched,omitempty"`
+	ClientBatchedCPUusPerMsg float64 `json:"daemon_cpu_us_per_agreed_msg_client_batched,omitempty"`
+	ClientBatchedMachineCPU  float64 `json:"machine_cpu_us_per_agreed_msg_client_batched,omitempty"`
 
 	// The batched run again while the last host's namespace floods bad
 	// frames of --flood-kind (0 when not measured).
@@ -101,6 +122,11 @@ type benchReport struct {
 	// Versus compares each further mode with the first (ratios > 1 mean
 	// the mode is faster or uses less CPU).
 	Versus []offloadRatios `json:"versus,omitempty"`
+
+	// Raft holds etcd raft's figures with --peer raft, and ExoOverRaft
+	// the first offload mode's figures over raft's, same run.
+	Raft        *raftFigures `json:"raft,omitempty"`
+	ExoOverRaft *raftRatios  `json:"exo_over_raft,omitempty"`
 }
 
 // offloadRatios compares one offload mode with the baseline mode.
@@ -124,9 +150,16 @@ func newBenchCmd() *cobra.Command {
     message in flight), agreed 64-byte msgs/s without batching (one message
     per frame) and with batching, daemon CPU per agreed message and memory.
 It prints the figures and their ratios (docs/BENCHMARKS.md explains them).
-Needs root.`,
+With --peer raft it also runs etcd raft (tools/raftpeer: go.etcd.io/raft/v3,
+one process per host namespace, TCP between the OOB addresses, MemoryStorage,
+no fsync) with the same messages and load shapes, interleaved with exo's
+rounds, and prints exo/raft ratios. --hosts takes a list of rack sizes: each
+is measured on a rack built afresh, then a table and a plot (--plot) of
+latency and throughput against the size. Needs root.`,
 		Example: `  sudo exo bench
-  sudo exo bench --messages 200000 --json`,
+  sudo exo bench --messages 200000 --json
+  sudo exo bench --peer raft --hosts 5 --rounds 3   # etcd raft side by side
+  sudo exo bench --peer raft --hosts 3,5,7,9,16 --plot bench-hosts.png`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Out = cmd.OutOrStdout()
 			if err := lab.CheckRoot(); err != nil {
@@ -140,13 +173,28 @@ Needs root.`,
 					return &exitError{code: 2, err: fmt.Errorf("--offload: %q is none of software, xdp, xdp-native, xdp-generic, xdp-afxdp, fpga-sim", m)}
 				}
 			}
-			if o.Hosts < 2 {
-				return &exitError{code: 2, err: fmt.Errorf("--hosts: %d, need at least 2", o.Hosts)}
+			if len(o.Hosts) == 0 {
+				return &exitError{code: 2, err: fmt.Errorf("--hosts: need at least one rack size")}
 			}
+			for _, n := range o.Hosts {
+				if n < 2 || n > 255 {
+					return &exitError{code: 2, err: fmt.Errorf("--hosts: %d, need 2 to 255", n)}
+				}
+			}
+			if o.Peer != "" && o.Peer != "raft" {
+				return &exitError{code: 2, err: fmt.Errorf("--peer: %q, the only peer is raft", o.Peer)}
+			}
+			if o.Peer == "" && (o.PeerBin != "" || o.PeerSrc != "") {
+				return &exitError{code: 2, err: fmt.Errorf("--peer-bin and --peer-src need --peer raft")}
+			}
+			if o.Batch < 1 || o.Batch > 512 {
+				return &exitError{code: 2, err: fmt.Errorf("--batch: %d, need 1 to 512", o.Batch)}
+			}
+			o.PlotSet = cmd.Flags().Changed("plot")
 			return runBench(cmd.Context(), o)
 		},
 	}
-	cmd.Flags().IntVar(&o.Hosts, "hosts", 5, "hosts in the rack")
+	cmd.Flags().IntSliceVar(&o.Hosts, "hosts", []int{5}, "hosts in the rack; a list (3,5,7,9,16) measures every size on a rack built afresh and prints a table and a plot (--plot)")
 	cmd.Flags().IntVar(&o.Messages, "messages", 50000, "messages per throughput run")
 	cmd.Flags().IntVar(&o.Pings, "pings", 5000, "samples of the latency runs")
 	cmd.Flags().IntVar(&o.Flood, "flood", 200000, "frames of the raw rate run")
@@ -156,6 +204,11 @@ Needs root.`,
 	cmd.Flags().DurationVar(&o.RunTimeout, "run-timeout", 3*time.Minute, "limit of each daemon run")
 	cmd.Flags().StringSliceVar(&o.Offloads, "offload", []string{"software"}, "offload modes to measure side by side, the first is the baseline (software; xdp: the daemon's default attach mode; xdp-native; xdp-generic; xdp-afxdp: AF_XDP delivery; fpga-sim, in a binary built with -tags fpgasim)")
 	cmd.Flags().BoolVar(&o.JSON, "json", false, "print the report as JSON")
+	cmd.Flags().StringVar(&o.Peer, "peer", "", "also measure this peer in the same run: raft (etcd raft, tools/raftpeer)")
+	cmd.Flags().StringVar(&o.PeerBin, "peer-bin", "", "the raftpeer binary (default: go build it from --peer-src)")
+	cmd.Flags().StringVar(&o.PeerSrc, "peer-src", "", "the raftpeer module's directory (default: tools/raftpeer in the working directory, else next to this binary's checkout)")
+	cmd.Flags().IntVar(&o.Batch, "batch", 64, "with --peer: messages per publish call (exo) and per proposal (raft) in the client-batching shape (c), 512 messages in flight per host")
+	cmd.Flags().StringVar(&o.Plot, "plot", "bench-hosts.png", "plot of latency and throughput against rack size (written when --hosts lists several sizes, or when this flag is given)")
 	return cmd
 }
 
@@ -176,20 +229,73 @@ func rawWait(cmd *exec.Cmd, out *bytes.Buffer) (rawResult, error) {
 	return r, err
 }
 
-func runBench(ctx context.Context, o *benchOptions) (err error) {
+func runBench(ctx context.Context, o *benchOptions) error {
 	say := func(format string, args ...any) {
 		if !o.JSON {
 			fmt.Fprintf(o.Out, format+"\n", args...)
 		}
 	}
-	rep := benchReport{Hosts: o.Hosts}
+	peerBin, peerImpl := "", ""
+	if o.Peer == "raft" {
+		bin, cleanup, err := findPeerBin(ctx, o)
+		if err != nil {
+			return &exitError{code: 2, err: err}
+		}
+		defer cleanup()
+		peerBin, peerImpl = bin, peerVersion(ctx, bin)
+		say("== peer: %s (%s)", peerImpl, peerBin)
+	}
+	var reps []benchReport
+	for _, n := range o.Hosts {
+		if len(o.Hosts) > 1 {
+			say("\n=== %d hosts", n)
+		}
+		rep, err := benchSize(ctx, o, n, peerBin, peerImpl, say)
+		if err != nil {
+			if len(o.Hosts) > 1 {
+				err = fmt.Errorf("%d hosts: %w", n, err)
+			}
+			return err
+		}
+		reps = append(reps, rep)
+	}
+	plotPath := ""
+	if o.Plot != "" && (len(o.Hosts) > 1 || o.PlotSet) {
+		plotPath = o.Plot
+		if err := benchPlot(reps, plotPath); err != nil {
+			return err
+		}
+	}
+	if len(o.Hosts) > 1 {
+		sayScalingTable(say, reps)
+	}
+	if plotPath != "" {
+		say("plot: %s", plotPath)
+	}
+	if !o.JSON {
+		return nil
+	}
+	enc := json.NewEncoder(o.Out)
+	enc.SetIndent("", "  ")
+	if len(o.Hosts) == 1 {
+		return enc.Encode(reps[0])
+	}
+	return enc.Encode(struct {
+		Sizes []benchReport `json:"sizes"`
+		Plot  string        `json:"plot,omitempty"`
+	}{reps, plotPath})
+}
+
+// benchSize runs the whole bench on a rack of n hosts built for it.
+func benchSize(ctx context.Context, o *benchOptions, n int, peerBin, peerImpl string, say func(string, ...any)) (rep benchReport, err error) {
+	rep = benchReport{Hosts: n}
 	bin, err := os.Executable()
 	if err != nil {
-		return err
+		return rep, err
 	}
-	rack, err := lab.Up(ctx, lab.Options{Prefix: o.Prefix, Hosts: o.Hosts, Force: true})
+	rack, err := lab.Up(ctx, lab.Options{Prefix: o.Prefix, Hosts: n, Force: true})
 	if err != nil {
-		return err
+		return rep, err
 	}
 	defer func() {
 		if e := lab.Down(context.Background(), o.Prefix); e != nil && err == nil {
@@ -200,16 +306,16 @@ func runBench(ctx context.Context, o *benchOptions) (err error) {
 	say("== raw frames, A -> B (no protocol)")
 	echo, eout, err := rawOn(ctx, rack, bin, 1, "--mode", "echo", "--duration", "60s")
 	if err != nil {
-		return err
+		return rep, err
 	}
 	time.Sleep(200 * time.Millisecond)
 	ping, pout, err := rawOn(ctx, rack, bin, 0, "--mode", "ping", "--count", strconv.Itoa(o.Pings))
 	if err != nil {
-		return err
+		return rep, err
 	}
 	pr, err := rawWait(ping, pout)
 	if err != nil {
-		return err
+		return rep, err
 	}
 	echo.Process.Kill()
 	echo.Wait()
@@ -219,27 +325,27 @@ func runBench(ctx context.Context, o *benchOptions) (err error) {
 
 	sink, sout, err := rawOn(ctx, rack, bin, 1, "--mode", "sink", "--duration", "8s")
 	if err != nil {
-		return err
+		return rep, err
 	}
 	time.Sleep(200 * time.Millisecond)
 	flood, fout, err := rawOn(ctx, rack, bin, 0, "--mode", "flood", "--count", strconv.Itoa(o.Flood))
 	if err != nil {
-		return err
+		return rep, err
 	}
 	fr, err := rawWait(flood, fout)
 	if err != nil {
-		return err
+		return rep, err
 	}
 	sr, err := rawWait(sink, sout)
 	if err != nil {
-		return err
+		return rep, err
 	}
 	rep.RawSendRate, rep.RawRecvRate = fr.Rate, sr.Rate
 	say("max frame rate of one sender: sent %.0f frames/s, received %.0f frames/s (%d of %d)", fr.Rate, sr.Rate, sr.Frames, fr.Frames)
 
 	dir, err := os.MkdirTemp("", "exo-bench-")
 	if err != nil {
-		return err
+		return rep, err
 	}
 	var all []int
 	for i := range rack.Hosts {
@@ -265,7 +371,10 @@ func runBench(ctx context.Context, o *benchOptions) (err error) {
 	// Rounds interleave the modes (a b c a b c ...) so that a noisy
 	// stretch of the shared machine hits every mode alike; each mode's
 	// figures are the medians over its rounds.
+	// With --peer raft, each round measures raft after the modes (a b c
+	// raft a b c raft ...).
 	runs := map[string][]agreementFigures{}
+	var raftRuns []raftFigures
 	for round := 1; round <= o.Rounds; round++ {
 		for _, mode := range o.Offloads {
 			if o.Rounds > 1 {
@@ -273,9 +382,19 @@ func runBench(ctx context.Context, o *benchOptions) (err error) {
 			}
 			fig, err := benchAgreement(ctx, o, mode, fmt.Sprintf("r%d-", round), run, all, say)
 			if err != nil {
-				return fmt.Errorf("offload %s: %w", mode, err)
+				return rep, fmt.Errorf("offload %s: %w", mode, err)
 			}
 			runs[mode] = append(runs[mode], fig)
+		}
+		if peerBin != "" {
+			if o.Rounds > 1 {
+				say("== round %d of %d", round, o.Rounds)
+			}
+			fig, err := benchRaft(ctx, o, rack, peerBin, fmt.Sprintf("%s/r%d-raft", dir, round), all, say)
+			if err != nil {
+				return rep, fmt.Errorf("raft: %w", err)
+			}
+			raftRuns = append(raftRuns, fig)
 		}
 	}
 	for _, mode := range o.Offloads {
@@ -302,12 +421,14 @@ func runBench(ctx context.Context, o *benchOptions) (err error) {
 	}
 	say("== ratios (same run): agreement p50 / raw one-way p50 = %.1f (target <= 4); unbatched agreed rate / raw frame rate = %.2f (target >= 0.5); batched = %.0f msgs/s (target > 1M)",
 		rep.RatioAgreeToRawP50, rep.RatioUnbatchedToRawRate, rep.BatchedRate)
-	if o.JSON {
-		enc := json.NewEncoder(o.Out)
-		enc.SetIndent("", "  ")
-		return enc.Encode(rep)
+	if len(raftRuns) > 0 {
+		rf := medianFigures(raftRuns)
+		rf.Rounds, rf.Impl = len(raftRuns), peerImpl
+		v := raftVsExo(base, rf)
+		rep.Raft, rep.ExoOverRaft = &rf, &v
+		sayRaftTable(say, n, base, rf, v)
 	}
-	return nil
+	return rep, nil
 }
 
 // benchAgreement measures the daemons of one offload mode: agreement
@@ -332,7 +453,7 @@ func benchAgreement(ctx context.Context, o *benchOptions, mode, prefix string,
 			}
 		}
 	}
-	say("== agreement, %d hosts, 64-byte messages, offload %s", o.Hosts, mode)
+	say("== agreement, %d hosts, 64-byte messages, offload %s", len(all), mode)
 	err := run(prefix+mode+"-latency", withMode(nil), func(c *cluster.Cluster) error {
 		res, err := c.Publish(ctx, cluster.Load{Hosts: []int{0}, PerHost: o.Pings, Size: 64, Window: 1})
 		if err != nil {
@@ -373,7 +494,7 @@ func benchAgreement(ctx context.Context, o *benchOptions, mode, prefix string,
 	}
 	err = run(prefix+mode+"-unbatched", withMode(func(cfg *daemon.Config) { cfg.BatchBytes = 2 + 9 + 64; cfg.MaxMessage = 64 << 10 }), func(c *cluster.Cluster) error {
 		res, dus, mus, _, err := cpu(c, func() (cluster.LoadResult, error) {
-			return c.Publish(ctx, cluster.Load{Hosts: all, PerHost: o.Messages / o.Hosts, Size: 64, Window: 64})
+			return c.Publish(ctx, cluster.Load{Hosts: all, PerHost: o.Messages / len(all), Size: 64, Window: 64})
 		})
 		if err != nil {
 			return err
@@ -387,7 +508,7 @@ func benchAgreement(ctx context.Context, o *benchOptions, mode, prefix string,
 	}
 	err = run(prefix+mode+"-batched", withMode(nil), func(c *cluster.Cluster) error {
 		res, dus, mus, rss, err := cpu(c, func() (cluster.LoadResult, error) {
-			return c.Publish(ctx, cluster.Load{Hosts: all, PerHost: o.Messages / o.Hosts, Size: 64, Window: 512})
+			return c.Publish(ctx, cluster.Load{Hosts: all, PerHost: o.Messages / len(all), Size: 64, Window: 512})
 		})
 		if err != nil {
 			return err
@@ -398,8 +519,28 @@ func benchAgreement(ctx context.Context, o *benchOptions, mode, prefix string,
 			res.Rate(), dus, mus, fig.MaxRSSMiB)
 		return nil
 	})
-	if err != nil || o.FloodKind == "" {
+	if err != nil {
 		return fig, err
+	}
+	if o.Peer != "" {
+		err = run(prefix+mode+"-client-batched", withMode(nil), func(c *cluster.Cluster) error {
+			res, dus, mus, _, err := cpu(c, func() (cluster.LoadResult, error) {
+				return c.Publish(ctx, cluster.Load{Hosts: all, PerHost: o.Messages / len(all), Size: 64, Window: 512, Batch: o.Batch})
+			})
+			if err != nil {
+				return err
+			}
+			fig.ClientBatch, fig.ClientBatchedRate, fig.ClientBatchedCPUusPerMsg, fig.ClientBatchedMachineCPU = o.Batch, res.Rate(), dus, mus
+			say("agreed msgs/s with client batching (%d messages per publish call, 512 in flight per host): %.0f  (daemon CPU %.1fus, machine CPU %.1fus per agreed message)",
+				o.Batch, res.Rate(), dus, mus)
+			return nil
+		})
+		if err != nil {
+			return fig, err
+		}
+	}
+	if o.FloodKind == "" {
+		return fig, nil
 	}
 	fig.FloodKind = o.FloodKind
 	err = run(prefix+mode+"-flood", withMode(nil), func(c *cluster.Cluster) error {
@@ -453,7 +594,7 @@ func benchFlood(ctx context.Context, o *benchOptions, c *cluster.Cluster, all []
 		return err
 	}
 	time.Sleep(300 * time.Millisecond)
-	res, err := c.Publish(ctx, cluster.Load{Hosts: all, PerHost: o.Messages / o.Hosts, Size: 64, Window: 512})
+	res, err := c.Publish(ctx, cluster.Load{Hosts: all, PerHost: o.Messages / len(all), Size: 64, Window: 512})
 	inj.Process.Signal(os.Interrupt)
 	werr := inj.Wait()
 	if err != nil {
@@ -510,7 +651,7 @@ func machineBusy() (time.Duration, error) {
 
 // medianFigures returns, field by field, the median of the numeric fields
 // of figs (the upper median for an even count) and the first's strings.
-func medianFigures(figs []agreementFigures) agreementFigures {
+func medianFigures[T any](figs []T) T {
 	out := figs[0]
 	v := reflect.ValueOf(&out).Elem()
 	for i := 0; i < v.NumField(); i++ {
