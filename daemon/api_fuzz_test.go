@@ -17,6 +17,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/exo-rack/exo/broadcast"
 	"github.com/exo-rack/exo/client"
 	"github.com/exo-rack/exo/exo"
 )
@@ -54,7 +55,7 @@ func startOne(tb testing.TB, edit func(*Config)) (*Daemon, string) {
 	mac, _ := net.ParseMAC(cfg.Roster[0].MAC)
 	oobs := []*memOOB{{id: 0, in: make(chan exo.Message, 16)}}
 	oobs[0].all = oobs
-	d, err := New(cfg, (&memSegment{}).attach(mac), oobs[0], nil)
+	d, err := New(cfg, attach(tb, broadcast.NewMemNetwork(), mac), oobs[0], nil)
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -3,6 +3,7 @@ package daemon
 import (
 	"encoding/binary"
 	"fmt"
+	"time"
 
 	"github.com/exo-rack/exo/client"
 )
@@ -26,6 +27,7 @@ import (
 func (d *Daemon) PublishBatch(payloads [][]byte, reply func(i int, a client.Ack)) error {
 	d.core.Lock()
 	defer d.core.Unlock()
+	d.catchUpClock(time.Now(), false)
 	need := 0
 	for _, p := range payloads {
 		if len(p) <= d.cfg.MaxMessage {

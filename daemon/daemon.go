@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net"
+	"os"
 	"slices"
 	"sync"
 	"time"
@@ -19,11 +20,15 @@ import (
 	"github.com/exo-rack/exo/wal"
 )
 
-// FrameConn is what the daemon needs of a broadcast interface (package
-// broadcast implements it on AF_PACKET and in memory).
+// FrameConn is what the daemon needs of a broadcast interface: package
+// broadcast implements it on AF_PACKET and in memory (broadcast.Conn), and
+// driver/xdp on AF_XDP. ReadFrames reads a batch with one system call;
+// the read deadline is the core's next deadline (the daemon's one loop
+// sleeps in the read until a frame comes or something is due).
 type FrameConn interface {
 	WriteFrame(b []byte) error
-	ReadFrame(b []byte) (int, net.HardwareAddr, error)
+	ReadFrames(ms []broadcast.Message) (int, error)
+	SetReadDeadline(t time.Time) error
 	HardwareAddr() net.HardwareAddr
 	MTU() int
 	Close() error
@@ -51,8 +56,6 @@ type Daemon struct {
 	chunk   int                        // bytes of one payload record
 	metrics *metrics
 
-	batches sync.Pool
-
 	// core guards the state machine and the fields below it: the reader,
 	// the ticker, the OOB receiver and API calls each take it, step the
 	// core and carry out its Ready, so a received frame is answered on the
@@ -65,6 +68,10 @@ type Daemon struct {
 	reasm   map[uint8]*reassembler // by member id
 	txbuf   []byte
 	holdAt  time.Time
+	// The clock (catchUpClock): the time of the last tick counted, and
+	// when the next deadline of the core falls (the frame loop's read
+	// deadline).
+	tickAt, wakeAt time.Time
 	// Broadcast write failures (an interface whose egress is cut fails
 	// every write): logged once, then once per writeLogEvery with the count.
 	writeErrAt   time.Time
@@ -89,7 +96,7 @@ type Daemon struct {
 	delivCnt uint64
 }
 
-// rxBatch is a batch of received frames on its way to the loop.
+// rxBatch is a batch of received frames.
 type rxBatch struct {
 	msgs []broadcast.Message
 	n    int
@@ -138,7 +145,7 @@ func New(cfg *Config, conn FrameConn, o OOB, log *slog.Logger) (*Daemon, error) 
 		return nil, fmt.Errorf("daemon: %w", err)
 	}
 	d := &Daemon{cfg: cfg, log: log, conn: conn, oob: o, node: nd, disk: disk,
-		chunk: cc.MaxBatchBytes, fatal: make(chan error, 1),
+		chunk: cc.MaxBatchBytes, fatal: make(chan error, 1), tickAt: time.Now(),
 		nextID: rand.Uint64() >> 16, waiters: map[uint64]func(client.Ack){},
 		reasm: map[uint8]*reassembler{}, subs: map[*subscriber]struct{}{},
 		metrics: newMetrics(), macs: map[uint8]net.HardwareAddr{}}
@@ -194,9 +201,8 @@ func (d *Daemon) Run(ctx context.Context) error {
 	}
 	var wg sync.WaitGroup
 	errc := make(chan error, 4)
-	wg.Add(5)
-	go func() { defer wg.Done(); d.readLoop(ctx) }()
-	go func() { defer wg.Done(); d.tickLoop(ctx) }()
+	wg.Add(4)
+	go func() { defer wg.Done(); d.frameLoop(ctx) }()
 	go func() { defer wg.Done(); d.oobLoop(ctx) }()
 	go func() { defer wg.Done(); errc <- d.serveAPI(ctx, api) }()
 	go func() { defer wg.Done(); errc <- d.serveMetrics(ctx) }()
@@ -227,32 +233,33 @@ func (d *Daemon) Run(ctx context.Context) error {
 	return err
 }
 
-// readLoop reads frames (in batches where the conn can) and hands them to
-// the protocol loop; a batch's buffers come back through a pool.
-func (d *Daemon) readLoop(ctx context.Context) {
-	br, batched := d.conn.(interface {
-		ReadFrames([]broadcast.Message) (int, error)
-	})
+// frameLoop is the daemon's protocol loop: it reads frames in batches and
+// steps them, and it keeps the core's time. It does not wake every tick:
+// its read deadline is the core's next deadline (exo.Node.NextTick), and
+// when the read times out it calls Tick once for every tick that elapsed
+// (catchUpClock). Frames that arrived are always stepped before the
+// deadline they may have made moot fires: a daemon that did not run for a
+// while (CPU starvation) steps the frames that queued meanwhile before it
+// takes their silence for a dead holder. OOB messages and API calls step
+// the core on their own goroutines, under the core lock, and bring the
+// read deadline closer when they bring the next deadline closer (armTick).
+func (d *Daemon) frameLoop(ctx context.Context) {
 	size := d.conn.MTU() + 64
+	b := &rxBatch{msgs: make([]broadcast.Message, broadcast.MaxBatch)}
+	for i := range b.msgs {
+		b.msgs[i].Buf = make([]byte, size)
+		b.msgs[i].Src = make(net.HardwareAddr, 6)
+	}
+	d.core.Lock()
+	d.tickAt = time.Now()
+	d.wakeAt = d.nextWake()
+	d.conn.SetReadDeadline(d.wakeAt)
+	d.core.Unlock()
 	for ctx.Err() == nil {
-		b, _ := d.batches.Get().(*rxBatch)
-		if b == nil {
-			b = &rxBatch{msgs: make([]broadcast.Message, broadcast.MaxBatch)}
-			for i := range b.msgs {
-				b.msgs[i].Buf = make([]byte, size)
-				b.msgs[i].Src = make(net.HardwareAddr, 6)
-			}
-		}
-		var err error
-		if batched {
-			b.n, err = br.ReadFrames(b.msgs)
-		} else {
-			m := &b.msgs[0]
-			m.N, m.Src, err = d.conn.ReadFrame(m.Buf)
-			b.n = 1
-		}
-		if err != nil {
-			d.batches.Put(b)
+		n, err := d.conn.ReadFrames(b.msgs)
+		now := time.Now()
+		timeout := errors.Is(err, os.ErrDeadlineExceeded)
+		if err != nil && !timeout {
 			if ctx.Err() != nil || errors.Is(err, net.ErrClosed) {
 				return
 			}
@@ -261,27 +268,83 @@ func (d *Daemon) readLoop(ctx context.Context) {
 			continue
 		}
 		d.core.Lock()
-		d.stepBatch(&d.f, b)
+		if n > 0 {
+			d.catchUpClock(now, false)
+			b.n = n
+			d.stepBatch(&d.f, b)
+		} else if timeout {
+			d.catchUpClock(now, true)
+			d.watchBehind(now)
+		}
 		d.readyLocked()
+		d.wakeAt = d.nextWake()
+		d.conn.SetReadDeadline(d.wakeAt)
+		d.metrics.wakeups.Inc()
 		d.core.Unlock()
 	}
 }
 
-// tickLoop ticks the core.
-func (d *Daemon) tickLoop(ctx context.Context) {
-	tick := time.NewTicker(d.cfg.Tick)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case now := <-tick.C:
-			d.core.Lock()
-			d.node.Tick()
-			d.readyLocked()
-			d.watchBehind(now)
-			d.core.Unlock()
-		}
+// maxSleep bounds the frame loop's sleep when the core has no deadline:
+// the behind watchdog still looks, and the ticks of a long sleep are
+// counted in batches of at most maxSleep/tick.
+const maxSleep = 250 * time.Millisecond
+
+// catchUpClock moves the core's clock to now (core lock held): it calls
+// Tick once for every tick that elapsed since the last one counted, before
+// any input is stepped, so that the core sees time and input in the order
+// they happened (ticks counted after a frame would count as silence after
+// it).
+//
+// Only the frame loop, waking on time at its read deadline, lets a
+// deadline fire (NextTick ticks); an input counts the ticks up to just
+// before it. A loop that wakes more than a tick late did not run (CPU
+// starvation on a shared machine): it counts one tick and drops the rest,
+// as a ticker drops ticks to a slow receiver, so that timeouts stretch
+// while the daemon cannot run instead of taking its own stall for the
+// silence of a dead holder (the fixed 4 kHz ticker this replaces behaved
+// so by accident); inputs then count none.
+func (d *Daemon) catchUpClock(now time.Time, loop bool) {
+	tick := d.cfg.Tick
+	n := int(now.Sub(d.tickAt) / tick)
+	if n <= 0 {
+		return
+	}
+	late := now.Sub(d.wakeAt) > tick
+	k := d.node.NextTick()
+	var apply int
+	switch {
+	case loop && late:
+		apply = 1
+	case loop:
+		apply = min(n, k)
+	case late:
+		apply = 0
+	default:
+		apply = min(n, k-1)
+	}
+	for i := 0; i < apply; i++ {
+		d.node.Tick()
+	}
+	// The ticks not applied are dropped: the clock goes on from now.
+	d.tickAt = d.tickAt.Add(time.Duration(n) * tick)
+	d.metrics.ticks.Add(float64(apply))
+}
+
+// nextWake is when the core's next deadline falls (core lock held).
+func (d *Daemon) nextWake() time.Time {
+	k := d.node.NextTick()
+	if k == exo.NoTick || time.Duration(k)*d.cfg.Tick > maxSleep {
+		return d.tickAt.Add(maxSleep)
+	}
+	return d.tickAt.Add(time.Duration(k) * d.cfg.Tick)
+}
+
+// armTick brings the frame loop's read deadline closer when a Ready
+// brought the core's next deadline closer (core lock held).
+func (d *Daemon) armTick() {
+	if w := d.nextWake(); w.Before(d.wakeAt) {
+		d.wakeAt = w
+		d.conn.SetReadDeadline(w)
 	}
 }
 
@@ -293,6 +356,7 @@ func (d *Daemon) oobLoop(ctx context.Context) {
 			return
 		case m := <-d.oob.Recv():
 			d.core.Lock()
+			d.catchUpClock(time.Now(), false)
 			d.node.Step(m)
 			for k := 0; k < 64 && len(d.oob.Recv()) > 0; k++ {
 				d.node.Step(<-d.oob.Recv())
@@ -311,6 +375,7 @@ func (d *Daemon) readyLocked() {
 		default:
 		}
 	}
+	d.armTick()
 }
 
 func (d *Daemon) stepBatch(f *exo.Frame, b *rxBatch) {
@@ -344,7 +409,6 @@ func (d *Daemon) stepBatch(f *exo.Frame, b *rxBatch) {
 		}
 		d.node.StepFrame(f) // the core copies what it keeps
 	}
-	d.batches.Put(b)
 }
 
 func bytesEqual(a, b []byte) bool { return string(a) == string(b) }
@@ -391,6 +455,7 @@ func (d *Daemon) refreshRoster() {
 func (d *Daemon) Publish(payload []byte, reply func(client.Ack)) {
 	d.core.Lock()
 	defer d.core.Unlock()
+	d.catchUpClock(time.Now(), false)
 	if len(payload) > d.cfg.MaxMessage {
 		reply(client.Ack{Err: &client.APIError{Code: client.CodeTooLarge,
 			Text: fmt.Sprintf("message of %d bytes, max_message_bytes is %d", len(payload), d.cfg.MaxMessage)}})
@@ -423,6 +488,7 @@ func (d *Daemon) Publish(payload []byte, reply func(client.Ack)) {
 func (d *Daemon) ProposeChange(op exo.ChangeOp, member uint8) error {
 	d.core.Lock()
 	defer d.core.Unlock()
+	d.catchUpClock(time.Now(), false)
 	c := exo.ConfigChange{Op: op, Member: member}
 	if op != exo.ChangeAdd && op != exo.ChangeRemove {
 		return &client.APIError{Code: client.CodeBadRequest, Text: fmt.Sprintf("roster change: operation %d is neither add (1) nor remove (2)", op)}

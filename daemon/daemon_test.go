@@ -16,66 +16,21 @@ import (
 	"testing"
 	"time"
 
+	"github.com/exo-rack/exo/broadcast"
 	"github.com/exo-rack/exo/client"
 	"github.com/exo-rack/exo/exo"
 )
 
-// memSegment is a minimal in-process broadcast segment for the daemon's
-// unit tests (package broadcast has the full one, and the lab the real one).
-type memSegment struct {
-	mu    sync.Mutex
-	ports []*memPort
-}
-
-type memPort struct {
-	seg *memSegment
-	mac net.HardwareAddr
-	ch  chan []byte
-	mtu int
-	off chan struct{}
-}
-
-func (s *memSegment) attach(mac net.HardwareAddr) *memPort {
-	p := &memPort{seg: s, mac: mac, ch: make(chan []byte, 1<<15), mtu: 1500, off: make(chan struct{})}
-	s.mu.Lock()
-	s.ports = append(s.ports, p)
-	s.mu.Unlock()
-	return p
-}
-
-func (p *memPort) WriteFrame(b []byte) error {
-	frame := append(append([]byte(nil), p.mac...), b...)
-	p.seg.mu.Lock()
-	defer p.seg.mu.Unlock()
-	for _, q := range p.seg.ports {
-		if q != p {
-			select {
-			case q.ch <- frame:
-			default: // a full ring drops, like a NIC
-			}
-		}
+// attach connects a daemon's port to the in-memory segment of the tests
+// (the production path's own broadcast.MemNetwork), with a receive queue
+// deep enough that bursts are not dropped.
+func attach(t testing.TB, seg *broadcast.MemNetwork, mac net.HardwareAddr) broadcast.Conn {
+	t.Helper()
+	c, err := seg.AttachOptions(mac, broadcast.Options{QueueLen: 1 << 15})
+	if err != nil {
+		t.Fatal(err)
 	}
-	return nil
-}
-
-func (p *memPort) ReadFrame(b []byte) (int, net.HardwareAddr, error) {
-	select {
-	case f := <-p.ch:
-		return copy(b, f[6:]), net.HardwareAddr(f[:6]), nil
-	case <-p.off:
-		return 0, nil, net.ErrClosed
-	}
-}
-
-func (p *memPort) HardwareAddr() net.HardwareAddr { return p.mac }
-func (p *memPort) MTU() int                       { return p.mtu }
-func (p *memPort) Close() error {
-	select {
-	case <-p.off:
-	default:
-		close(p.off)
-	}
-	return nil
+	return c
 }
 
 // memOOB connects the daemons' OOB transports in process.
@@ -100,7 +55,7 @@ type testRack struct {
 	sockets []string
 	cancel  context.CancelFunc
 	done    chan error
-	seg     *memSegment
+	seg     *broadcast.MemNetwork
 	key     []byte // the group key in the key file of every host
 	roster  []Member
 }
@@ -125,7 +80,7 @@ func startRack(t *testing.T, n int) *testRack { t.Helper(); return startRackHost
 func startRackHosts(t *testing.T, n, hosts int) *testRack {
 	t.Helper()
 	dir := t.TempDir()
-	seg := &memSegment{}
+	seg := broadcast.NewMemNetwork()
 	var roster []Member
 	for i := 0; i < n; i++ {
 		roster = append(roster, Member{ID: i, MAC: fmt.Sprintf("02:e0:00:00:00:%02x", i+1), OOB: fmt.Sprintf("127.0.0.1:%d", 17700+i)})
@@ -146,7 +101,7 @@ func startRackHosts(t *testing.T, n, hosts int) *testRack {
 			t.Fatal(err)
 		}
 		mac, _ := net.ParseMAC(roster[i].MAC)
-		d, err := New(cfg, seg.attach(mac), oobs[i], testLogger(i))
+		d, err := New(cfg, attach(t, seg, mac), oobs[i], testLogger(i))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -405,8 +360,8 @@ func TestNewNeedsKeyFile(t *testing.T) {
 			t.Fatal(err)
 		}
 		mac, _ := net.ParseMAC(roster[0].MAC)
-		seg := &memSegment{}
-		if _, err := New(cfg, seg.attach(mac), &memOOB{all: []*memOOB{{}}}, nil); !errors.Is(err, ErrConfig) {
+		seg := broadcast.NewMemNetwork()
+		if _, err := New(cfg, attach(t, seg, mac), &memOOB{all: []*memOOB{{}}}, nil); !errors.Is(err, ErrConfig) {
 			t.Errorf("key file %s: New = %v, want a config error", filepath.Base(kf), err)
 		}
 	}
@@ -418,7 +373,7 @@ func TestNewNeedsKeyFile(t *testing.T) {
 func TestDaemonFramesSealed(t *testing.T) {
 	r := startRack(t, 3)
 	mac0, _ := net.ParseMAC(r.roster[0].MAC)
-	sniff := r.seg.attach(mac0) // on the segment with host 0's MAC
+	sniff := attach(t, r.seg, mac0) // on the segment with host 0's MAC
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	c, err := client.Dial(ctx, r.sockets[0])
@@ -495,7 +450,7 @@ func TestNextKeyFile(t *testing.T) {
 	mac, _ := net.ParseMAC(cfg.Roster[0].MAC)
 	oob := &memOOB{id: 0, in: make(chan exo.Message, 16)}
 	oob.all = []*memOOB{oob}
-	if _, err := New(cfg, (&memSegment{}).attach(mac), oob, nil); err == nil || !strings.Contains(err.Error(), "next_key_file") {
+	if _, err := New(cfg, attach(t, broadcast.NewMemNetwork(), mac), oob, nil); err == nil || !strings.Contains(err.Error(), "next_key_file") {
 		t.Fatalf("next_key_file of mode 0644: %v, want an error naming next_key_file", err)
 	}
 

@@ -68,6 +68,7 @@ func (d *Daemon) StageKeyFile(path string) error {
 	}
 	d.core.Lock()
 	defer d.core.Unlock()
+	d.catchUpClock(time.Now(), false)
 	ph, err := d.node.StageKey(FrameKey(g))
 	if err != nil {
 		return &client.APIError{Code: client.CodeBadChange, Text: fmt.Sprintf("stage %s: %v", path, err)}
@@ -88,6 +89,7 @@ func (d *Daemon) StageKeyFile(path string) error {
 func (d *Daemon) RetireKey() error {
 	d.core.Lock()
 	defer d.core.Unlock()
+	d.catchUpClock(time.Now(), false)
 	if !d.node.RetireKey() {
 		return &client.APIError{Code: client.CodeBadChange, Text: "no key to retire: the other slot is empty"}
 	}

@@ -36,6 +36,7 @@ type metrics struct {
 	keyPhase                        prometheus.Gauge
 	keyEvents                       *prometheus.CounterVec
 	safetyEvents                    prometheus.Counter
+	ticks, wakeups                  prometheus.Counter
 	behindEntries, behindEpoch      prometheus.Gauge
 }
 
@@ -75,6 +76,8 @@ func newMetrics() *metrics {
 		keyPhase:      g("key_phase", "Key phase (slot) of the frames this host sends (docs/security.md section 5)."),
 		keyEvents: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "key_events_total",
 			Help: "Key rotation steps at this host: staged, switched, retired."}, []string{"event"}),
+		ticks:         c("ticks_total", "Protocol ticks counted (of the tick setting's length; counted in batches when the daemon wakes)."),
+		wakeups:       c("loop_wakeups_total", "Times the protocol loop woke: a batch of frames, or the core's next deadline (exo.Node.NextTick). On an idle rack far below ticks_total."),
 		safetyEvents:  c("safety_events_total", "Times the core refused to change an agreed entry: a bug, never expected (docs/protocol.md section 8); the lab checkers fail on any."),
 		behindEntries: g("behind_entries", "How far ahead of this host's append pointer, in its own epoch, the frames it hears show the rack (0: in step)."),
 		behindEpoch:   g("behind_epoch", "1 while the frames this host hears are of a later epoch than its log's (it catches up)."),
@@ -84,7 +87,7 @@ func newMetrics() *metrics {
 	m.reg.MustRegister(m.info, m.appendPtr, m.agreedPtr, m.epoch, m.queueDepth, m.halted, m.framesIn, m.framesOut,
 		m.oobOut, m.readErrors, m.writeErrors, m.foreignMAC, m.badFragments, m.published, m.delivered, m.queueFull,
 		m.viewChanges, m.takeovers, m.rejects, m.tokenHold, m.offloadDrops, m.offloadPushes,
-		m.keyPhase, m.keyEvents, m.safetyEvents, m.behindEntries, m.behindEpoch, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+		m.keyPhase, m.keyEvents, m.safetyEvents, m.behindEntries, m.behindEpoch, m.ticks, m.wakeups, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	for r := exo.Reason(1); r < exo.NumReasons; r++ {
 		m.rejects.WithLabelValues(r.String())
 	}
@@ -148,6 +151,8 @@ func (m *metrics) counters() map[string]uint64 {
 	read("rejects", m.rejects)
 	read("key_events", m.keyEvents)
 	read("safety_events", m.safetyEvents)
+	read("ticks", m.ticks)
+	read("loop_wakeups", m.wakeups)
 	read("write_errors", m.writeErrors)
 	return out
 }
