@@ -272,37 +272,53 @@ func (d *Daemon) frameLoop(ctx context.Context) {
 			d.catchUpClock(now, false)
 			b.n = n
 			d.stepBatch(&d.f, b)
-		} else if timeout {
+		}
+		if timeout || !now.Before(d.wakeAt) {
+			// The deadline passed: it fires now, after the frames that
+			// came before it (a steady stream of frames must not keep it
+			// from firing).
 			d.catchUpClock(now, true)
 			d.watchBehind(now)
 		}
 		d.readyLocked()
 		d.wakeAt = d.nextWake()
-		d.conn.SetReadDeadline(d.wakeAt)
+		if now := time.Now(); d.wakeAt.After(now) {
+			d.conn.SetReadDeadline(d.wakeAt)
+		} else {
+			// Due already (this loop was busy): a read whose deadline has
+			// passed returns at once without looking at the socket, so
+			// look for frames that queued meanwhile first; the deadline
+			// fires if none came.
+			d.conn.SetReadDeadline(now.Add(drainWindow))
+		}
 		d.metrics.wakeups.Inc()
 		d.core.Unlock()
 	}
 }
+
+// drainWindow is how long the frame loop looks for queued frames before a
+// deadline that passed while it was busy fires.
+const drainWindow = 20 * time.Microsecond
 
 // maxSleep bounds the frame loop's sleep when the core has no deadline:
 // the behind watchdog still looks, and the ticks of a long sleep are
 // counted in batches of at most maxSleep/tick.
 const maxSleep = 250 * time.Millisecond
 
-// catchUpClock moves the core's clock to now (core lock held): it calls
-// Tick once for every tick that elapsed since the last one counted, before
-// any input is stepped, so that the core sees time and input in the order
-// they happened (ticks counted after a frame would count as silence after
-// it).
+// catchUpClock moves the core's clock towards now (core lock held): it
+// calls Tick once for every tick that elapsed since the last one counted,
+// before any input is stepped, so that the core sees time and input in the
+// order they happened (ticks counted after a frame would count as silence
+// after it).
 //
-// Only the frame loop, waking on time at its read deadline, lets a
-// deadline fire (NextTick ticks); an input counts the ticks up to just
-// before it. A loop that wakes more than a tick late did not run (CPU
-// starvation on a shared machine): it counts one tick and drops the rest,
-// as a ticker drops ticks to a slow receiver, so that timeouts stretch
-// while the daemon cannot run instead of taking its own stall for the
-// silence of a dead holder (the fixed 4 kHz ticker this replaces behaved
-// so by accident); inputs then count none.
+// Only the frame loop, once the read deadline passed, lets the deadline
+// fire (NextTick ticks); an input counts the ticks up to just before it
+// and leaves the rest for the loop. A loop that wakes more than a tick
+// late did not run (CPU starvation on a shared machine): it counts one
+// tick and drops the rest, as a ticker drops ticks to a slow receiver, so
+// that timeouts stretch while the daemon cannot run instead of taking its
+// own stall for the silence of a dead holder (the fixed 4 kHz ticker this
+// replaces behaved so by accident); inputs then count none.
 func (d *Daemon) catchUpClock(now time.Time, loop bool) {
 	tick := d.cfg.Tick
 	n := int(now.Sub(d.tickAt) / tick)
@@ -311,22 +327,22 @@ func (d *Daemon) catchUpClock(now time.Time, loop bool) {
 	}
 	late := now.Sub(d.wakeAt) > tick
 	k := d.node.NextTick()
-	var apply int
+	apply, used := 0, 0
 	switch {
 	case loop && late:
-		apply = 1
+		apply, used = 1, n // the rest is dropped
 	case loop:
 		apply = min(n, k)
+		used = apply
 	case late:
-		apply = 0
 	default:
 		apply = min(n, k-1)
+		used = apply
 	}
 	for i := 0; i < apply; i++ {
 		d.node.Tick()
 	}
-	// The ticks not applied are dropped: the clock goes on from now.
-	d.tickAt = d.tickAt.Add(time.Duration(n) * tick)
+	d.tickAt = d.tickAt.Add(time.Duration(used) * tick)
 	d.metrics.ticks.Add(float64(apply))
 }
 
