@@ -304,7 +304,7 @@ func (c *Config) coreConfig(mtu int) exo.Config {
 	return exo.Config{
 		ID: uint8(c.ID), Hosts: c.Hosts, Group: c.Group,
 		TokenTimeout: orDefault(c.TokenTimeout, 40), RetransmitTicks: orDefault(c.RetransmitTicks, 12),
-		IdleBackoffMax: orDefault(c.IdleBackoffMax, 8), ViewChangeTimeout: orDefault(c.ViewChangeTimeout, 800),
+		IdleBackoffMax: orDefault(c.IdleBackoffMax, 64), ViewChangeTimeout: orDefault(c.ViewChangeTimeout, 800),
 		TakeoverStagger: 20, RejoinTicks: 400, FetchTicks: 20,
 		MaxBatchBytes: min(batch, 65535), MaxPending: c.QueueLen,
 		KeyPhase: uint8(c.KeyPhase), KeyGraceTicks: keyGraceTicks(c.KeyGrace, c.Tick),

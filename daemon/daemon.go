@@ -325,7 +325,7 @@ func (d *Daemon) catchUpClock(now time.Time, loop bool) {
 	if n <= 0 {
 		return
 	}
-	late := now.Sub(d.wakeAt) > tick
+	late := now.Sub(d.wakeAt) > lateAfter(tick)
 	k := d.node.NextTick()
 	apply, used := 0, 0
 	switch {
@@ -345,6 +345,12 @@ func (d *Daemon) catchUpClock(now time.Time, loop bool) {
 	d.tickAt = d.tickAt.Add(time.Duration(used) * tick)
 	d.metrics.ticks.Add(float64(apply))
 }
+
+// lateAfter is how far past its deadline the frame loop may wake before
+// catchUpClock takes it for a loop that did not run: timers on a virtual
+// machine fire a few hundred microseconds late as a rule; CPU starvation
+// worth telling apart lasts milliseconds (a token timeout is 10 ms).
+func lateAfter(tick time.Duration) time.Duration { return max(4*tick, 2*time.Millisecond) }
 
 // nextWake is when the core's next deadline falls (core lock held).
 func (d *Daemon) nextWake() time.Time {

@@ -37,9 +37,10 @@ type Config struct {
 	// switched to a new key; then its slot is emptied.
 	KeyGraceTicks int
 
-	// TokenTimeout is how many ticks without an append a host waits before
-	// it takes the token over from a silent holder (rank 1; host at rank r
-	// waits TokenTimeout + (r-1)*TakeoverStagger).
+	// TokenTimeout is how many ticks without an append a host waits, after
+	// the holder's idle back-off, before it takes the token over from a
+	// silent holder (rank 1; host at rank r waits TokenTimeout +
+	// (r-1)*TakeoverStagger more).
 	TokenTimeout int
 	// TakeoverStagger separates the takeover deadlines of successive hosts so
 	// that two hosts rarely take over at once.
@@ -52,7 +53,9 @@ type Config struct {
 	// back-off comes on top of it.
 	PassDelay int
 	// IdleBackoffMax caps the delay, in ticks, of an empty token pass once a
-	// whole rotation has passed without payloads. 0 disables the back-off.
+	// whole rotation has passed without payloads (it grows by a tick per
+	// idle rotation). 0 disables the back-off. A host with proposals waits
+	// no rotation at that pace: it wakes the others (MsgWake).
 	IdleBackoffMax int
 	// ViewChangeTimeout is how long a view change (or a promise without the
 	// matching install) may take before the host starts a new one.
@@ -142,8 +145,8 @@ func (c Config) Validate() error {
 		return configErr("Hosts", "%d is outside 1..%d", c.Hosts, MaxRoster)
 	case c.ID == HistoryNone:
 		return configErr("ID", "%d is reserved", c.ID)
-	case c.TokenTimeout <= c.IdleBackoffMax+c.PassDelay:
-		return configErr("TokenTimeout", "%d must exceed PassDelay+IdleBackoffMax (%d)", c.TokenTimeout, c.IdleBackoffMax+c.PassDelay)
+	case c.TokenTimeout < 1:
+		return configErr("TokenTimeout", "%d must be at least 1 (a takeover waits the holder's idle back-off and then TokenTimeout)", c.TokenTimeout)
 	case c.PassDelay < 0:
 		return configErr("PassDelay", "%d must not be negative", c.PassDelay)
 	case c.TakeoverStagger < 1:

@@ -48,7 +48,8 @@ func (nd *Node) NextTick() int {
 		at(nd.cfg.RejoinTicks - nd.skippedTicks)
 	}
 	if len(nd.log) > 0 && !nd.freshRoster() && nd.log[len(nd.log)-1].Sender == nd.id {
-		at(nd.cfg.RetransmitTicks - nd.idle%nd.cfg.RetransmitTicks)
+		r := nd.retransmitEvery()
+		at(r - nd.idle%r)
 	}
 	// canSend at the tick k from now: its static part, and the catch-up
 	// rule that lets a host behind send after 2 TokenTimeouts of silence.
@@ -71,7 +72,7 @@ func (nd *Node) NextTick() int {
 		at(nd.cfg.TokenTimeout + nd.n*nd.cfg.TakeoverStagger + nd.cfg.ViewChangeTimeout - nd.idle)
 	default:
 		if static {
-			at(max(sendFrom, nd.cfg.TokenTimeout+(nd.rank(holder)-1)*nd.cfg.TakeoverStagger-nd.idle))
+			at(max(sendFrom, nd.takeoverAfter(nd.rank(holder))-nd.idle))
 		}
 	}
 	return d

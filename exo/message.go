@@ -34,9 +34,15 @@ const (
 	// MsgRejoin asks to be re-admitted to the token order by a host that the
 	// log skips (it was passed over by a takeover while away).
 	MsgRejoin
+	// MsgWake asks the hosts of an idle rack to pass the token at once for
+	// a rotation: its sender has proposals waiting for the token, which
+	// the idle back-off would hold for up to IdleBackoffMax ticks a hop.
+	// Epoch is the sender's log epoch (a wake of another epoch is
+	// ignored).
+	MsgWake
 )
 
-var msgNames = [...]string{"?", "Fetch", "FetchResp", "Prepare", "Promise", "Nack", "Install", "Rejoin"}
+var msgNames = [...]string{"?", "Fetch", "FetchResp", "Prepare", "Promise", "Nack", "Install", "Rejoin", "Wake"}
 
 func (t MsgType) String() string {
 	if int(t) < len(msgNames) {

@@ -139,6 +139,8 @@ type Node struct {
 	rackEpoch  uint32 // the newest frame heard: its epoch and seq+1 (Recovery)
 	rackSeq    uint64
 	deaf       bool     // restarted from its durable state and heard no frame since (heardAhead)
+	hurry      int      // entries to come whose passes skip the idle back-off (MsgWake)
+	woke       bool     // this host asked for a wake and has not sent since
 	catchup    *catchUp // a later epoch's log, gathered batch by batch (catchup.go)
 	// deferVC counts down the ticks during which a divergence does not make
 	// this host lead a view change: a host refused as far behind leaves it
@@ -426,6 +428,9 @@ func (nd *Node) Propose(payload []byte) error {
 	}
 	nd.pending = append(nd.pending, append([]byte(nil), payload...))
 	nd.maybeSend(false)
+	if nd.Pending() > 0 {
+		nd.wake()
+	}
 	return nil
 }
 
@@ -589,6 +594,12 @@ func (nd *Node) pushEntry(e Entry) {
 	} else {
 		nd.emptyRun = 0
 	}
+	if nd.hurry > 0 {
+		nd.hurry--
+	}
+	if e.Sender == nd.id {
+		nd.woke = false
+	}
 }
 
 // idlePass reports whether e is a token pass for the idle back-off: no
@@ -723,14 +734,48 @@ func (nd *Node) Broadcast() bool {
 	return true
 }
 
-// idleDelay is how long an empty token pass waits: PassDelay, plus, after
-// idleRotations rotations without payloads, one more tick per idle
-// rotation, up to IdleBackoffMax.
+// idleDelay is how long this host's empty token pass waits: the rack's
+// back-off, unless a wake (MsgWake) asked for passes at once.
 func (nd *Node) idleDelay() int {
+	if nd.hurry > 0 {
+		return nd.cfg.PassDelay
+	}
+	return nd.backoff()
+}
+
+// backoff is how long an empty token pass waits on this log: PassDelay,
+// plus, after idleRotations rotations without payloads, a tick that
+// doubles with every further idle rotation, up to IdleBackoffMax (an idle
+// rack slows down within a few rotations; a proposal does not wait for
+// it: MsgWake). Every host that holds the log computes the same value: a
+// successor waits that long more before it takes the token over (Tick),
+// and the sender of the newest entry before it sends it again.
+func (nd *Node) backoff() int {
 	if nd.cfg.IdleBackoffMax == 0 || nd.emptyRun < idleRotations*nd.n {
 		return nd.cfg.PassDelay
 	}
-	return nd.cfg.PassDelay + min(nd.cfg.IdleBackoffMax, nd.emptyRun/nd.n-idleRotations+1)
+	return nd.cfg.PassDelay + min(nd.cfg.IdleBackoffMax, 1<<min(20, nd.emptyRun/nd.n-idleRotations))
+}
+
+// retransmitEvery is how often the sender of the newest entry sends it
+// again while nobody follows it: RetransmitTicks after the successor's
+// back-off (before it, the successor is only waiting).
+func (nd *Node) retransmitEvery() int {
+	return nd.cfg.RetransmitTicks + nd.backoff() - nd.cfg.PassDelay
+}
+
+// wake asks the other members to pass the token at once (MsgWake): a
+// proposal waits and the rack backs off. Once until this host sends.
+func (nd *Node) wake() {
+	if nd.woke || nd.backoff() <= nd.cfg.PassDelay || nd.Holder() == nd.id || nd.p.Halted {
+		return
+	}
+	nd.woke = true
+	for _, u := range nd.ms.roster {
+		if u != nd.uid {
+			nd.rd.Messages = append(nd.rd.Messages, Message{Type: MsgWake, From: nd.uid, To: u, Epoch: nd.p.Epoch})
+		}
+	}
 }
 
 // idleRotations is how many whole rotations of empty passes go at full
@@ -850,7 +895,7 @@ func (nd *Node) Tick() {
 		nd.skippedTicks = 0
 	}
 	holder := nd.Holder()
-	if len(nd.log) > 0 && !nd.freshRoster() && nd.log[len(nd.log)-1].Sender == nd.id && nd.idle%nd.cfg.RetransmitTicks == 0 {
+	if len(nd.log) > 0 && !nd.freshRoster() && nd.log[len(nd.log)-1].Sender == nd.id && nd.idle%nd.retransmitEvery() == 0 {
 		last := &nd.log[len(nd.log)-1]
 		nd.rd.Frames = append(nd.rd.Frames, nd.frameOf(last))
 		nd.event(EventRetransmit, last.Epoch, last.Seq, nd.id)
@@ -870,11 +915,20 @@ func (nd *Node) Tick() {
 		nd.startViewChange()
 	default:
 		rank := nd.rank(holder)
-		if nd.idle >= nd.cfg.TokenTimeout+(rank-1)*nd.cfg.TakeoverStagger && nd.canSend() {
+		if nd.idle >= nd.takeoverAfter(rank) && nd.canSend() {
 			nd.event(EventTakeover, nd.p.Epoch, nd.p.Append, holder)
 			nd.maybeSend(true)
 		}
 	}
+}
+
+// takeoverAfter is how many ticks without an append the host at rank
+// after the holder waits before it takes the token over: the holder's
+// back-off, then TokenTimeout, then TakeoverStagger per rank. The back-off
+// is the log's, without a wake's hurry: a holder that missed the wake
+// still passes within it.
+func (nd *Node) takeoverAfter(rank int) int {
+	return nd.backoff() - nd.cfg.PassDelay + nd.cfg.TokenTimeout + (rank-1)*nd.cfg.TakeoverStagger
 }
 
 // rank is this host's place in the takeover order after holder: live hosts

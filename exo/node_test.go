@@ -16,7 +16,8 @@ type rack struct {
 	inbox   []func()
 	frames  int
 	onFrame func(from int, f Frame)
-	rejects []Reject // every frame any node rejected
+	dropMsg func(m Message) bool // OOB messages it returns true for are lost
+	rejects []Reject             // every frame any node rejected
 }
 
 func newRack(t testing.TB, n int, mod func(*Config)) *rack {
@@ -53,6 +54,9 @@ func (r *rack) collect(i int) {
 	}
 	for _, m := range rd.Messages {
 		mc := m
+		if r.dropMsg != nil && r.dropMsg(mc) {
+			continue
+		}
 		r.inbox = append(r.inbox, func() { r.nodes[mc.To].Step(mc); r.collect(int(mc.To)) })
 	}
 	r.agreed[i] = append(r.agreed[i], rd.Agreed...)
@@ -263,7 +267,7 @@ func TestConfigErrorsNameTheField(t *testing.T) {
 		{Config{Hosts: 0}, "Hosts"},
 		{Config{Hosts: 256}, "Hosts"},
 		{Config{Hosts: 3, ID: HistoryNone}, "ID"},
-		{Config{Hosts: 3, TokenTimeout: 2, IdleBackoffMax: 4}, "TokenTimeout"},
+		{Config{Hosts: 3, TokenTimeout: -1}, "TokenTimeout"},
 		{Config{Hosts: 3, MaxBatchBytes: 70000}, "MaxBatchBytes"},
 	} {
 		_, err := NewNode(c.cfg)
@@ -430,4 +434,60 @@ func TestNodeOutsideFirstRoster(t *testing.T) {
 		}
 		nd.Advance()
 	}
+}
+
+// TestWakeSkipsBackoff: on a rack that has backed off (IdleBackoffMax 64),
+// a proposal at a host that does not hold the token sends MsgWake to every
+// other member, and the token reaches it within a few ticks instead of
+// the back-off's 64 a hop; with the wakes lost, the token still comes, at
+// the back-off's pace.
+func TestWakeSkipsBackoff(t *testing.T) {
+	ticksToAgree := func(dropWakes bool) (ticks, wakes int) {
+		r := newRack(t, 5, func(c *Config) { c.IdleBackoffMax = 64 })
+		r.dropMsg = func(m Message) bool {
+			if m.Type == MsgWake {
+				wakes++
+				return dropWakes
+			}
+			return false
+		}
+		tick := func() {
+			for i, nd := range r.nodes {
+				nd.Tick()
+				r.collect(i)
+			}
+			r.run(1000)
+		}
+		for k := 0; k < 3000; k++ { // idle until the back-off is at its cap
+			tick()
+		}
+		if b := r.nodes[0].backoff(); b != 64 {
+			t.Fatalf("back-off after 3000 idle ticks: %d, want 64", b)
+		}
+		from := (int(r.nodes[0].Holder()) + 2) % 5 // not the holder, not next
+		if err := r.nodes[from].Propose([]byte("x")); err != nil {
+			t.Fatal(err)
+		}
+		r.collect(from)
+		r.run(1000)
+		for ticks = 1; ticks < 2000; ticks++ {
+			tick()
+			for _, e := range r.agreed[0] {
+				if e.Count == 1 && int(e.Sender) == from {
+					return ticks, wakes
+				}
+			}
+		}
+		t.Fatalf("dropWakes=%v: not agreed in 2000 ticks", dropWakes)
+		return 0, 0
+	}
+	woken, wakes := ticksToAgree(false)
+	if wakes != 4 {
+		t.Fatalf("%d wakes sent, want one to each of the 4 other members", wakes)
+	}
+	slow, _ := ticksToAgree(true)
+	if woken > 10 || slow < 64 {
+		t.Fatalf("agreed after %d ticks woken, %d with the wakes lost; want <= 10 and >= 64", woken, slow)
+	}
+	t.Logf("agreed %d ticks after the proposal with a wake, %d without", woken, slow)
 }

@@ -276,6 +276,11 @@ func (nd *Node) Step(m Message) {
 			nd.vc = nil
 			nd.haltedTicks = 0
 		}
+	case MsgWake:
+		if m.Epoch == nd.p.Epoch && !nd.amnesiac {
+			nd.hurry = nd.n
+			nd.maybeSend(false)
+		}
 	case MsgRejoin:
 		if pos, ok := nd.posOf(m.From); ok && nd.skipped[pos] {
 			nd.readmit[pos] = true

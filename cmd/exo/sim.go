@@ -37,6 +37,7 @@ type simOptions struct {
 	Keys       float64
 	Propose    float64
 	FetchBatch int
+	Backoff    int
 	OOBRate    int
 	Workers    int
 	JSON       bool
@@ -130,6 +131,7 @@ is agreed once) and liveness (after the faults stop the rack converges within
 	f.Float64Var(&o.Propose, "propose", def.ProposeP, "per-tick probability that a client publishes at a host")
 	f.IntVar(&o.OOBRate, "oob-bandwidth", def.OOBEntriesPerStep, "log entries one OOB link carries per network step (0: unlimited); messages on a link queue behind each other")
 	f.IntVar(&o.FetchBatch, "fetch-batch", def.Config.MaxFetchEntries, "entries in one fetch response at most (the daemon sends 1024; small, so that the simulated logs need many batches too)")
+	f.IntVar(&o.Backoff, "idle-backoff", exo.DefaultIdleBackoffMax, "the idle back-off's cap in ticks (the daemon's idle_backoff_max_ticks is 64; -1: none): an idle rack's passes slow down to it, a proposal wakes the rack")
 	f.IntVar(&o.Workers, "workers", runtime.GOMAXPROCS(0), "seeds run in parallel")
 	f.BoolVar(&o.JSON, "json", false, "print one JSON report per rack size")
 	f.BoolVarP(&o.Verbose, "verbose", "v", false, "trace every event (use with --seeds 1)")
@@ -155,6 +157,8 @@ func (o *simOptions) validate() error {
 		return fmt.Errorf("--workers: %d must be at least 1", o.Workers)
 	case o.OOBRate < 0:
 		return fmt.Errorf("--oob-bandwidth: %d must not be negative", o.OOBRate)
+	case o.Backoff < -1:
+		return fmt.Errorf("--idle-backoff: %d must be -1 (none) or more", o.Backoff)
 	case o.FetchBatch < 1:
 		return fmt.Errorf("--fetch-batch: %d must be at least 1", o.FetchBatch)
 	}
@@ -170,6 +174,7 @@ func (o *simOptions) options(hosts int, seed uint64) sim.Options {
 	s.RosterChanges = o.Roster
 	s.KeyRotations = o.Keys
 	s.Config.MaxFetchEntries = o.FetchBatch
+	s.Config.IdleBackoffMax = o.Backoff
 	s.OOBEntriesPerStep = o.OOBRate
 	return s
 }
@@ -195,6 +200,7 @@ func (o *simOptions) replay(hosts int, seed uint64) string {
 	add(o.Keys != 0, fmt.Sprintf("--key-rotations %g", o.Keys))
 	add(o.Propose != def.ProposeP, fmt.Sprintf("--propose %g", o.Propose))
 	add(o.FetchBatch != def.Config.MaxFetchEntries, fmt.Sprintf("--fetch-batch %d", o.FetchBatch))
+	add(o.Backoff != exo.DefaultIdleBackoffMax, fmt.Sprintf("--idle-backoff %d", o.Backoff))
 	add(o.OOBRate != def.OOBEntriesPerStep, fmt.Sprintf("--oob-bandwidth %d", o.OOBRate))
 	add(o.Ticks != def.Ticks, fmt.Sprintf("--ticks %d", o.Ticks))
 	add(o.Quiet != def.Quiet, fmt.Sprintf("--quiet %d", o.Quiet))
