@@ -341,10 +341,15 @@ func (r *Rack) build(ctx context.Context) error {
 	// Static forwarding entries: the switch knows every host's port from
 	// the start, like a configured rack switch, instead of flooding unicast
 	// frames to every port until it has learned the MACs (with no ARP a
-	// host may receive long before it first sends).
+	// host may receive long before it first sends). They are sticky and
+	// the ports do not learn, as on a switch with port security: a frame
+	// that spoofs a host's source MAC (a replayed or forged frame) must not
+	// move that host's entry to the spoofer's port, which would send the
+	// host's unicast traffic (its OOB connections) to the spoofer.
 	b.Reset()
 	for _, h := range r.Hosts {
-		fmt.Fprintf(&b, "fdb replace %s dev %s master static\n", h.MAC, h.Port)
+		fmt.Fprintf(&b, "fdb replace %s dev %s master static sticky\n", h.MAC, h.Port)
+		fmt.Fprintf(&b, "link set dev %s learning off\n", h.Port)
 	}
 	if _, err := run(ctx, b.String(), "bridge", "-n", r.SwitchNetns, "-batch", "-"); err != nil {
 		return err

@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -111,5 +112,34 @@ func TestBroadcastFrames(t *testing.T) {
 	}
 	if got := broadcastReach(t, r, 2); got[0] || !got[1] {
 		t.Errorf("C's broadcast with C->A cut reached %v, want B only", got)
+	}
+}
+
+// TestSpoofedSourceMAC: a frame sent from C's port with A's source MAC (a
+// replay, a forgery) is flooded like any broadcast, but the switch keeps
+// A's forwarding entry on A's port: unicast to A still reaches A only.
+func TestSpoofedSourceMAC(t *testing.T) {
+	needRack(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	r := upOrSkip(t, ctx, Options{Prefix: fmt.Sprintf("exos%d", syscall.Getpid()), Hosts: 3})
+	fd, ifindex := rawSocket(t, r, 2)
+	frame := append(append(append([]byte{}, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff), r.Hosts[0].MAC...), byte(etherExo>>8), byte(etherExo&0xff))
+	frame = append(frame, make([]byte, 50)...)
+	to := &syscall.SockaddrLinklayer{Protocol: htons(etherExo), Ifindex: ifindex, Halen: 6, Addr: [8]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}}
+	for range 10 {
+		if err := syscall.Sendto(fd, frame, 0, to); err != nil {
+			t.Fatalf("sending from C: %v", err)
+		}
+	}
+	out, err := run(ctx, "", "bridge", "-n", r.SwitchNetns, "fdb", "show", "dev", r.Hosts[0].Port)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, r.Hosts[0].MAC.String()) {
+		t.Fatalf("after C sent frames with A's source MAC, A's port holds %q; want A's MAC %s there", out, r.Hosts[0].MAC)
+	}
+	if ok, err := r.Probe(ctx, 1, 0, time.Second); err != nil || !ok {
+		t.Fatalf("B -> A after the spoofed frames: reached=%v, %v", ok, err)
 	}
 }

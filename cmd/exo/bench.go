@@ -38,6 +38,9 @@ type benchOptions struct {
 	// RunTimeout bounds each daemon run (a stuck rack fails the bench
 	// instead of hanging it).
 	RunTimeout time.Duration
+	// CPUProfile, when set, is a directory where every daemon of every
+	// run writes a CPU profile: <dir>/<run>/<host>.cpu.pprof.
+	CPUProfile string
 	JSON       bool
 	Out        io.Writer
 
@@ -202,6 +205,7 @@ latency and throughput against the size. Needs root.`,
 	cmd.Flags().StringVar(&o.FloodKind, "attack", "", "also measure the batched rate under a flood of bad frames of this kind (foreign-group, garbage, bad-version, forged-sender) sent as fast as one thread can from the last host's namespace")
 	cmd.Flags().IntVar(&o.Rounds, "rounds", 1, "measure every offload mode this many times, interleaved, and report the medians")
 	cmd.Flags().DurationVar(&o.RunTimeout, "run-timeout", 3*time.Minute, "limit of each daemon run")
+	cmd.Flags().StringVar(&o.CPUProfile, "cpuprofile", "", "a directory: every daemon of every run writes a CPU profile there (<run>/<host>.cpu.pprof; read with go tool pprof)")
 	cmd.Flags().StringSliceVar(&o.Offloads, "offload", []string{"software"}, "offload modes to measure side by side, the first is the baseline (software; xdp: the daemon's default attach mode; xdp-native; xdp-generic; xdp-afxdp: AF_XDP delivery; fpga-sim, in a binary built with -tags fpgasim)")
 	cmd.Flags().BoolVar(&o.JSON, "json", false, "print the report as JSON")
 	cmd.Flags().StringVar(&o.Peer, "peer", "", "also measure this peer in the same run: raft (etcd raft, tools/raftpeer)")
@@ -343,7 +347,13 @@ func benchSize(ctx context.Context, o *benchOptions, n int, peerBin, peerImpl st
 	rep.RawSendRate, rep.RawRecvRate = fr.Rate, sr.Rate
 	say("max frame rate of one sender: sent %.0f frames/s, received %.0f frames/s (%d of %d)", fr.Rate, sr.Rate, sr.Frames, fr.Frames)
 
-	dir, err := os.MkdirTemp("", "exo-bench-")
+	dir := o.CPUProfile
+	if dir != "" {
+		err = os.MkdirAll(dir, 0o755)
+		say("CPU profiles of every daemon in %s/<run>/<host>.cpu.pprof", dir)
+	} else {
+		dir, err = os.MkdirTemp("", "exo-bench-")
+	}
 	if err != nil {
 		return rep, err
 	}
@@ -354,7 +364,7 @@ func benchSize(ctx context.Context, o *benchOptions, n int, peerBin, peerImpl st
 	run := func(name string, edit func(*daemon.Config), fn func(c *cluster.Cluster) error) error {
 		ctx, cancel := context.WithTimeout(ctx, o.RunTimeout)
 		defer cancel()
-		c, err := cluster.Start(ctx, rack, cluster.Options{Bin: bin, Dir: dir + "/" + name, Config: edit})
+		c, err := cluster.Start(ctx, rack, cluster.Options{Bin: bin, Dir: dir + "/" + name, Config: edit, CPUProfile: o.CPUProfile != ""})
 		if err != nil {
 			return err
 		}
