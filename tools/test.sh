@@ -20,8 +20,8 @@ unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go')
 if [ -n "$unformatted" ]; then echo "gofmt would change: $unformatted"; exit 1; fi
 go vet ./...
 go tool staticcheck ./...
-CGO_ENABLED=1 go vet -tags fpgasim ./driver/fpga ./cmd/exo
-CGO_ENABLED=1 go tool staticcheck -tags fpgasim ./driver/fpga ./cmd/exo
+CGO_ENABLED=1 go vet -tags fpgasim ./driver/fpga ./daemon/host ./cmd/exo
+CGO_ENABLED=1 go tool staticcheck -tags fpgasim ./driver/fpga ./daemon/host ./cmd/exo
 
 step "the etcd raft peer of exo bench --peer raft (its own module, tools/raftpeer)"
 # gofmt above covers it; vet, staticcheck (the main module's, built once)
@@ -34,12 +34,13 @@ go run ./tools/hwgen -check
 go run ./tools/vecgen -out testdata/vectors -check
 
 step "unit, walk-through, golden-vector, simulator, exploration and lab-rack tests"
-# The lab-rack tests (lab/, broadcast/, cluster/) need root; CI runs as root.
+# The lab-rack tests (lab/, broadcast/, cluster/, daemon/host/) need root; CI runs as root.
 if [ "$(id -u)" != 0 ]; then echo "note: not root: the lab-rack tests will skip (they say so)"; fi
 go test -count=1 -timeout 20m ./...
-# The Verilated engine against the golden vectors, from Go (cgo). The
-# lab-rack tests above ran the daemon with --offload=fpga-sim on it too.
-CGO_ENABLED=1 go test -count=1 -tags fpgasim ./driver/fpga
+# The Verilated engine against the golden vectors, from Go (cgo), and a
+# one-host daemon/host with offload fpga-sim on it. The lab-rack tests
+# above ran the daemon with --offload=fpga-sim on it too.
+CGO_ENABLED=1 go test -count=1 -tags fpgasim ./driver/fpga ./daemon/host
 
 step "the checker bites: a core with one rule broken must be caught"
 go test -count=1 -tags exo_broken_distinct -run 'Broken' ./exo/sim ./exo/explore

@@ -1,19 +1,16 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"os"
 	"runtime/pprof"
-	"sync"
 
 	"github.com/spf13/cobra"
 
-	"github.com/exo-rack/exo/broadcast"
 	"github.com/exo-rack/exo/daemon"
-	"github.com/exo-rack/exo/oob"
+	"github.com/exo-rack/exo/daemon/host"
 )
 
 func newDaemonCmd() *cobra.Command {
@@ -65,7 +62,7 @@ docs/operator.md for every field and an example.`,
 				}
 				defer func() { pprof.StopCPUProfile(); f.Close() }()
 			}
-			return runDaemon(cmd.Context(), cfg, log)
+			return host.Run(cmd.Context(), cfg, log)
 		},
 	}
 	cmd.Flags().StringVar(&cfgPath, "config", "", "the daemon's JSON config file")
@@ -90,89 +87,4 @@ func newLogger(level, format string) (*slog.Logger, error) {
 		return slog.New(slog.NewJSONHandler(os.Stderr, opts)), nil
 	}
 	return nil, fmt.Errorf("--log-format: %q is neither text nor json", format)
-}
-
-func runDaemon(ctx context.Context, cfg *daemon.Config, log *slog.Logger) error {
-	// With AF_XDP delivery the program is loaded first: the daemon's conn
-	// is made of its sockets.
-	var pre *xdpOffload
-	var conn daemon.FrameConn
-	var err error
-	if (cfg.Offload == "xdp" || cfg.Offload == "auto") && cfg.XDPDelivery == "afxdp" {
-		pre, conn, err = openXSK(cfg)
-		if err != nil {
-			if cfg.Offload == "xdp" {
-				return fmt.Errorf("offload xdp, delivery afxdp: %w", err)
-			}
-			log.Warn("offload auto: XDP with AF_XDP delivery unavailable, using the software path", "err", err)
-			cfg.Offload, pre, conn = "software", nil, nil
-		}
-	}
-	if conn == nil {
-		conn, err = listenPacket(cfg)
-	}
-	if err != nil {
-		return err
-	}
-	key, err := daemon.ReadKey(cfg.KeyFile)
-	if err != nil {
-		conn.Close()
-		if pre != nil {
-			pre.Close()
-		}
-		return err
-	}
-	peers := map[uint8]string{}
-	for _, m := range cfg.Roster {
-		peers[uint8(m.ID)] = m.OOB
-	}
-	tr, err := oob.New(oob.Config{ID: uint8(cfg.ID), Group: cfg.Group, Listen: cfg.Roster[cfg.ID].OOB, Peers: peers, Key: key, Logger: log})
-	if err != nil {
-		conn.Close()
-		if pre != nil {
-			pre.Close()
-		}
-		return err
-	}
-	d, err := daemon.New(cfg, conn, tr, log)
-	if err != nil {
-		conn.Close()
-		if pre != nil {
-			pre.Close()
-		}
-		return err
-	}
-	detach, err := setupOffload(cfg, d, pre, log)
-	if err != nil {
-		conn.Close()
-		return err
-	}
-	// The daemon closes conn when it stops; the program (and with AF_XDP
-	// its XSKMAP) goes after it.
-	defer detach()
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() { defer wg.Done(); tr.Run(ctx) }()
-	err = d.Run(ctx)
-	cancel()
-	wg.Wait()
-	return err
-}
-
-// listenPacket opens the daemon's AF_PACKET socket, with errors that say
-// what to do.
-func listenPacket(cfg *daemon.Config) (daemon.FrameConn, error) {
-	conn, err := broadcast.Listen(cfg.Interface, broadcast.Options{ReadBuffer: 8 << 20})
-	if err != nil {
-		switch {
-		case errors.Is(err, broadcast.ErrPermission):
-			return nil, fmt.Errorf("%w (the daemon opens a raw AF_PACKET socket)", err)
-		case errors.Is(err, broadcast.ErrInterfaceNotFound):
-			return nil, fmt.Errorf("%w: check \"interface\" in the config, or run the daemon in the host's network namespace (ip netns exec ...)", err)
-		}
-		return nil, err
-	}
-	return conn, nil
 }
