@@ -154,6 +154,41 @@ type Options struct {
 	// QueueLen is the receive queue of a MemNetwork Conn, in frames; 0
 	// means DefaultQueueLen.
 	QueueLen int
+
+	// RxPoll is how a PacketConn waits for frames in ReadFrames and
+	// ReadFrame (RxPollRuntime when empty).
+	RxPoll RxPoll
+}
+
+// RxPoll is how a PacketConn's reads wait for frames.
+type RxPoll string
+
+const (
+	// RxPollRuntime parks the reading goroutine in Go's network poller
+	// (epoll): any goroutine may read, and a wake-up is a hand-off from
+	// the poller's thread to the reader's.
+	RxPollRuntime RxPoll = "runtime"
+	// RxPollBlock blocks the reading thread in ppoll(2) on the socket
+	// (and an eventfd that Close signals), then reads with recvmmsg(2):
+	// no poller and no hand-off between threads. The reader should hold
+	// its OS thread (runtime.LockOSThread); deadlines are ppoll's
+	// timeout, with the kernel's hrtimer resolution.
+	RxPollBlock RxPoll = "block"
+	// RxPollBusy spins on recvmmsg(2) without sleeping until a frame
+	// comes or the deadline passes: the lowest latency, a whole core per
+	// reader, busy even when idle.
+	RxPollBusy RxPoll = "busy"
+)
+
+// ParseRxPoll checks an RxPoll name ("" is RxPollRuntime).
+func ParseRxPoll(s string) (RxPoll, error) {
+	switch RxPoll(s) {
+	case "", RxPollRuntime:
+		return RxPollRuntime, nil
+	case RxPollBlock, RxPollBusy:
+		return RxPoll(s), nil
+	}
+	return "", fmt.Errorf("rx_poll %q: want runtime, block or busy", s)
 }
 
 // MinFrameMTU is the smallest MTU any Conn accepts: the largest token pass

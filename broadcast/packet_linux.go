@@ -46,6 +46,17 @@ type PacketConn struct {
 	sends  sync.Pool // *sendState
 	kmu    sync.Mutex
 	kDrops uint64 // PACKET_STATISTICS drops so far (reading resets them)
+
+	// RxPollBlock and RxPollBusy (Options.RxPoll): the reads bypass the
+	// runtime poller. The deadline is kept here (Unix ns, 0: none); efd
+	// is an eventfd that Close signals to end a ppoll; rmu is held by a
+	// reader for its whole read, so Close closes efd only once no reader
+	// can be in ppoll on it.
+	poll     RxPoll
+	deadline atomic.Int64
+	sleeping atomic.Int64 // the deadline a reader in ppoll sleeps until (-1: none, 0: no deadline)
+	efd      int
+	rmu      sync.Mutex
 }
 
 var _ Conn = (*PacketConn)(nil)
@@ -101,6 +112,12 @@ func Listen(ifname string, opts Options) (*PacketConn, error) {
 		dst:    dst,
 		mtu:    ifi.MTU,
 		group:  -1,
+		poll:   RxPollRuntime,
+		efd:    -1,
+	}
+	c.sleeping.Store(-1)
+	if opts.RxPoll != "" {
+		c.poll = opts.RxPoll
 	}
 	if opts.FilterGroup {
 		c.group = int(opts.Group)
@@ -148,6 +165,17 @@ func (c *PacketConn) setup(opts Options) error {
 	if err != nil {
 		return fmt.Errorf("broadcast: %s: %w", c.ifname, err)
 	}
+	switch c.poll {
+	case RxPollRuntime:
+	case RxPollBlock, RxPollBusy:
+		efd, err := unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
+		if err != nil {
+			return fmt.Errorf("broadcast: %s: eventfd for rx_poll %s: %w", c.ifname, c.poll, err)
+		}
+		c.efd = efd
+	default:
+		return fmt.Errorf("broadcast: %s: rx_poll %q: want runtime, block or busy", c.ifname, c.poll)
+	}
 	if !isBroadcast(c.dst) {
 		if err := c.pc.JoinGroup(c.dst); err != nil {
 			return fmt.Errorf("broadcast: %s: joining group %v: %w", c.ifname, c.dst, err)
@@ -163,8 +191,26 @@ func (c *PacketConn) HardwareAddr() net.HardwareAddr { return c.mac }
 // interface changes later).
 func (c *PacketConn) MTU() int { return c.mtu }
 
+// RxPoll returns how reads wait for frames (Options.RxPoll). With
+// RxPollBlock and RxPollBusy the reader blocks or spins on its OS thread:
+// it should hold it (runtime.LockOSThread).
+func (c *PacketConn) RxPoll() RxPoll { return c.poll }
+
 // SetReadDeadline sets the read deadline.
 func (c *PacketConn) SetReadDeadline(t time.Time) error {
+	if c.poll != RxPollRuntime {
+		dl := int64(0)
+		if !t.IsZero() {
+			dl = max(t.UnixNano(), 1)
+		}
+		c.deadline.Store(dl)
+		// A reader asleep in ppoll until later (or forever) must wake
+		// to sleep until the new deadline.
+		if z := c.sleeping.Load(); z >= 0 && dl != 0 && (z == 0 || dl < z) {
+			c.signal()
+		}
+		return nil
+	}
 	if err := c.pc.SetReadDeadline(t); err != nil {
 		return c.opErr("set", err)
 	}
@@ -177,7 +223,16 @@ func (c *PacketConn) Close() error {
 		return nil
 	}
 	c.pollKernelStats()
-	if err := c.pc.Close(); err != nil {
+	if c.efd >= 0 {
+		c.signal() // a reader in ppoll wakes, sees closed and leaves
+	}
+	err := c.pc.Close()
+	if c.efd >= 0 {
+		c.rmu.Lock()
+		unix.Close(c.efd)
+		c.rmu.Unlock()
+	}
+	if err != nil {
 		return opError("close", c.name, err)
 	}
 	return nil
@@ -273,6 +328,9 @@ func (c *PacketConn) readFrames(s *recvState, ms []Message) (int, error) {
 	if len(ms) > MaxBatch {
 		ms = ms[:MaxBatch]
 	}
+	if c.poll != RxPollRuntime {
+		return c.readFramesOwn(s, ms)
+	}
 	for {
 		if c.closed.Load() {
 			return 0, opError("read", c.name, net.ErrClosed)
@@ -294,6 +352,88 @@ func (c *PacketConn) readFrames(s *recvState, ms []Message) (int, error) {
 		}
 		// Everything received was filtered: wait for more.
 	}
+}
+
+// signal wakes a reader in ppoll (the eventfd becomes readable).
+func (c *PacketConn) signal() {
+	one := [8]byte{1} // the eventfd adds a small number in either byte order
+	_, _ = unix.Write(c.efd, one[:])
+}
+
+// readFramesOwn is readFrames for RxPollBlock and RxPollBusy: it tries
+// recvmmsg(2) without waiting and, when nothing is queued, sleeps in
+// ppoll(2) on the socket and the close eventfd until the deadline (block)
+// or tries again at once (busy). A deadline that passed still lets it
+// take the frames already queued.
+func (c *PacketConn) readFramesOwn(s *recvState, ms []Message) (int, error) {
+	c.rmu.Lock()
+	defer c.rmu.Unlock()
+	n := 0
+	var err error
+	cerr := c.rc.Control(func(fd uintptr) {
+		pfd := [2]unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}, {Fd: int32(c.efd), Events: unix.POLLIN}}
+		for {
+			if c.closed.Load() {
+				err = net.ErrClosed
+				return
+			}
+			s.set(ms)
+			got := s.recv(fd)
+			if got && s.err != nil {
+				err = s.err
+				s.clear()
+				return
+			}
+			if got {
+				n = c.collect(s, ms)
+				s.clear()
+				if n > 0 {
+					return
+				}
+				continue // everything received was filtered
+			}
+			s.clear()
+			var ts *unix.Timespec
+			dl := c.deadline.Load()
+			if dl != 0 {
+				wait := dl - time.Now().UnixNano()
+				if wait <= 0 {
+					err = os.ErrDeadlineExceeded
+					return
+				}
+				t := unix.NsecToTimespec(wait)
+				ts = &t
+			}
+			if c.poll == RxPollBusy {
+				continue
+			}
+			c.sleeping.Store(dl)
+			if c.deadline.Load() != dl { // moved while we looked: look again
+				c.sleeping.Store(-1)
+				continue
+			}
+			_, e := unix.Ppoll(pfd[:], ts, nil)
+			c.sleeping.Store(-1)
+			if e != nil && e != unix.EINTR {
+				err = os.NewSyscallError("ppoll", e)
+				return
+			}
+			if pfd[1].Revents != 0 {
+				var b [8]byte
+				_, _ = unix.Read(c.efd, b[:]) // reset the eventfd
+			}
+		}
+	})
+	if cerr != nil {
+		err = cerr
+	}
+	if err != nil {
+		if !c.closed.Load() && !errors.Is(err, os.ErrDeadlineExceeded) {
+			c.stats.readErrors.Add(1)
+		}
+		return 0, c.opErr("read", err)
+	}
+	return n, nil
 }
 
 // collect turns the s.n received messages into ms[0..k), dropping (and

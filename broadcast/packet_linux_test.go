@@ -497,3 +497,47 @@ func TestMmsghdrLayout(t *testing.T) {
 		t.Errorf("mmsghdr: len at %d, size %d; want %d, %d", unsafe.Offsetof(m.len), unsafe.Sizeof(m), unix.SizeofMsghdr, want)
 	}
 }
+
+// TestPacketConnRxPoll: the conformance suite with reads that bypass the
+// runtime poller (block: ppoll on the reader's thread; busy: spinning),
+// and what only they can get wrong: a deadline brought closer while a
+// reader sleeps with none (the suite covers Close of a sleeping reader).
+func TestPacketConnRxPoll(t *testing.T) {
+	for _, mode := range []RxPoll{RxPollBlock, RxPollBusy} {
+		t.Run(string(mode), func(t *testing.T) {
+			p := newVethPair(t, 1500)
+			a := listenIn(t, p.A, Options{RxPoll: mode})
+			b := listenIn(t, p.B, Options{RxPoll: mode})
+			if b.RxPoll() != mode {
+				t.Fatalf("RxPoll %q, want %q", b.RxPoll(), mode)
+			}
+			testConnPair(t, a, b)
+
+			// A reader asleep with no deadline; a deadline 20 ms ahead
+			// must end its read then, not never.
+			c := listenIn(t, p.B, Options{RxPoll: mode})
+			done := make(chan error, 1)
+			start := time.Now()
+			go func() {
+				_, _, err := c.ReadFrame(make([]byte, 1500))
+				done <- err
+			}()
+			time.Sleep(30 * time.Millisecond)
+			c.SetReadDeadline(time.Now().Add(20 * time.Millisecond))
+			select {
+			case err := <-done:
+				if !errors.Is(err, os.ErrDeadlineExceeded) {
+					t.Fatalf("read after the deadline was set: %v, want ErrDeadlineExceeded", err)
+				}
+				if d := time.Since(start); d > time.Second {
+					t.Fatalf("the read ended %v after it began", d)
+				}
+			case <-time.After(5 * time.Second):
+				t.Fatal("a deadline set while the reader slept did not end its read")
+			}
+		})
+	}
+	if _, err := ParseRxPoll("spin"); err == nil {
+		t.Fatal("ParseRxPoll accepted spin")
+	}
+}

@@ -28,6 +28,7 @@ func (c *PacketConn) ReadFrame(b []byte) (int, net.HardwareAddr, error) {
 func (c *PacketConn) ReadFrames(ms []Message) (int, error) { return 0, ErrNotSupported }
 func (c *PacketConn) SetReadDeadline(t time.Time) error    { return ErrNotSupported }
 func (c *PacketConn) HardwareAddr() net.HardwareAddr       { return nil }
+func (c *PacketConn) RxPoll() RxPoll                       { return RxPollRuntime }
 func (c *PacketConn) MTU() int                             { return 0 }
 func (c *PacketConn) Stats() Stats                         { return Stats{} }
 func (c *PacketConn) Close() error                         { return nil }

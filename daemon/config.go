@@ -71,6 +71,18 @@ type Config struct {
 	// "afpacket" (default: XDP_PASS to the AF_PACKET socket) or "afxdp"
 	// (redirected to AF_XDP sockets, with the program's verdict).
 	XDPDelivery string `json:"xdp_delivery,omitempty"`
+	// RxPoll is how the protocol loop waits for frames on its AF_PACKET
+	// socket (broadcast.RxPoll): "runtime" (the default: Go's network
+	// poller), "block" (its own OS thread blocked in ppoll) or "busy"
+	// (spins: a whole core per daemon, even idle). docs/BENCHMARKS.md
+	// has the measurement that made runtime the default.
+	RxPoll string `json:"rx_poll,omitempty"`
+	// Procs is the daemon process's GOMAXPROCS: 1 by default (the
+	// protocol runs under one lock; with one P a frame's wake-up needs no
+	// hand-off between threads, measured faster in docs/BENCHMARKS.md),
+	// -1 for Go's default (every CPU, or the GOMAXPROCS variable). Set by
+	// daemon/host when it opens the daemon.
+	Procs int `json:"procs,omitempty"`
 	// APISocket is the local API's Unix socket path.
 	APISocket string `json:"api_socket"`
 	// MetricsAddr serves /metrics when set (e.g. 127.0.0.1:9477).
@@ -156,6 +168,12 @@ func ParseConfig(b []byte) (*Config, error) {
 const maxTicks = 1_000_000
 
 func (c *Config) defaults() {
+	if c.RxPoll == "" {
+		c.RxPoll = "runtime"
+	}
+	if c.Procs == 0 {
+		c.Procs = 1
+	}
 	if c.Offload == "" {
 		c.Offload = "software"
 	}
@@ -230,6 +248,10 @@ func (c *Config) Validate() error {
 		return fieldErr("xdp_mode", "%q is none of auto, native, generic", c.XDPMode)
 	case c.XDPDelivery != "" && c.XDPDelivery != "afpacket" && c.XDPDelivery != "afxdp":
 		return fieldErr("xdp_delivery", "%q is neither afpacket nor afxdp", c.XDPDelivery)
+	case c.RxPoll != "runtime" && c.RxPoll != "block" && c.RxPoll != "busy":
+		return fieldErr("rx_poll", "%q is none of runtime, block, busy", c.RxPoll)
+	case c.Procs < -1 || c.Procs > 1024:
+		return fieldErr("procs", "%d is outside -1 (every CPU) and 1..1024", c.Procs)
 	case c.Tick < 10*time.Microsecond || c.Tick > time.Second:
 		return fieldErr("tick", "%v is outside 10us..1s", c.Tick)
 	case c.MaxMessage < 1 || c.MaxMessage > 64<<20:
@@ -304,7 +326,7 @@ func (c *Config) coreConfig(mtu int) exo.Config {
 	return exo.Config{
 		ID: uint8(c.ID), Hosts: c.Hosts, Group: c.Group,
 		TokenTimeout: orDefault(c.TokenTimeout, 40), RetransmitTicks: orDefault(c.RetransmitTicks, 12),
-		IdleBackoffMax: orDefault(c.IdleBackoffMax, 64), ViewChangeTimeout: orDefault(c.ViewChangeTimeout, 800),
+		IdleBackoffMax: orDefault(c.IdleBackoffMax, 256), ViewChangeTimeout: orDefault(c.ViewChangeTimeout, 800),
 		TakeoverStagger: 20, RejoinTicks: 400, FetchTicks: 20,
 		MaxBatchBytes: min(batch, 65535), MaxPending: c.QueueLen,
 		KeyPhase: uint8(c.KeyPhase), KeyGraceTicks: keyGraceTicks(c.KeyGrace, c.Tick),

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/exo-rack/exo/broadcast"
 	"github.com/exo-rack/exo/exo"
 	"github.com/exo-rack/exo/wal"
 )
@@ -171,6 +172,12 @@ func checkConfigInvariants(t *testing.T, in []byte, c *Config) {
 	case "", "auto", "native", "generic":
 	default:
 		fail("xdp_mode %q", c.XDPMode)
+	}
+	if _, err := broadcast.ParseRxPoll(c.RxPoll); err != nil || c.RxPoll == "" {
+		fail("rx_poll %q (the default is set: runtime)", c.RxPoll)
+	}
+	if c.Procs < -1 || c.Procs == 0 || c.Procs > 1024 {
+		fail("procs %d (the default is set: 1)", c.Procs)
 	}
 	if _, err := wal.ParseSync(c.Fsync); err != nil || (c.Fsync != "" && c.DataDir == "") {
 		fail("fsync %q with data_dir %q", c.Fsync, c.DataDir)

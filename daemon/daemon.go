@@ -10,6 +10,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"os"
+	"runtime"
 	"slices"
 	"sync"
 	"time"
@@ -244,6 +245,12 @@ func (d *Daemon) Run(ctx context.Context) error {
 // the core on their own goroutines, under the core lock, and bring the
 // read deadline closer when they bring the next deadline closer (armTick).
 func (d *Daemon) frameLoop(ctx context.Context) {
+	if p, ok := d.conn.(interface{ RxPoll() broadcast.RxPoll }); ok && p.RxPoll() != broadcast.RxPollRuntime {
+		// The read blocks (or spins) on this OS thread: keep it, so that
+		// a wake-up is this thread's return from ppoll and nothing else.
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+	}
 	size := d.conn.MTU() + 64
 	b := &rxBatch{msgs: make([]broadcast.Message, broadcast.MaxBatch)}
 	for i := range b.msgs {

@@ -51,6 +51,9 @@ func (nd *Node) NextTick() int {
 		r := nd.retransmitEvery()
 		at(r - nd.idle%r)
 	}
+	if nd.woke && nd.Pending() > 0 { // the wake sent again (Tick)
+		at(nd.cfg.TokenTimeout - nd.idle%nd.cfg.TokenTimeout)
+	}
 	// canSend at the tick k from now: its static part, and the catch-up
 	// rule that lets a host behind send after 2 TokenTimeouts of silence.
 	static := !nd.amnesiac && !nd.Removed() && (brokenDistinct || !nd.p.InHistory(nd.id))

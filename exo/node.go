@@ -326,7 +326,11 @@ func (nd *Node) Compact(upTo uint64) {
 	nd.baseMS = nd.memberAt(upTo)
 	k := upTo - nd.base
 	if k*2 >= uint64(len(nd.log)) {
-		nd.log = slices.Clone(nd.log[k:]) // release the old array
+		// Release the old array, into one with room for as many entries
+		// again: a log compacted to keep entries grows back to 2*keep
+		// before the next compaction without being copied on the way.
+		rest := nd.log[k:]
+		nd.log = append(make([]Entry, 0, 2*len(rest)+64), rest...)
 	} else {
 		nd.log = nd.log[k:]
 	}
@@ -893,6 +897,13 @@ func (nd *Node) Tick() {
 		}
 	} else {
 		nd.skippedTicks = 0
+	}
+	if nd.woke && nd.Pending() > 0 && nd.idle%nd.cfg.TokenTimeout == 0 {
+		// A wake may have been lost (or reached hosts that restarted):
+		// again, every TokenTimeout without an append, until this host
+		// sends.
+		nd.woke = false
+		nd.wake()
 	}
 	holder := nd.Holder()
 	if len(nd.log) > 0 && !nd.freshRoster() && nd.log[len(nd.log)-1].Sender == nd.id && nd.idle%nd.retransmitEvery() == 0 {

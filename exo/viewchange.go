@@ -302,6 +302,16 @@ func (nd *Node) Step(m Message) {
 				return
 			}
 			nd.adopt(m.Epoch, m.Start, m.Entries, m.Agreed, m.Skipped, m.Roster, 0)
+			if m.Start > nd.p.Agreed && m.Epoch > nd.p.Epoch {
+				// The install carries the unagreed suffix only and this
+				// host lacks what precedes it: catch up to the later epoch
+				// from its initiator now, not when one of the rack's
+				// frames comes (an idle rack sends one per back-off).
+				if !nd.fetching || nd.fetchTicks >= nd.cfg.FetchTicks || m.Epoch > nd.fetchEpoch {
+					nd.fetch(m.From, nd.catchUpLo(m.Epoch), 0)
+					nd.fetchEpoch = m.Epoch
+				}
+			}
 		}
 	}
 }

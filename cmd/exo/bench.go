@@ -38,6 +38,9 @@ type benchOptions struct {
 	// RunTimeout bounds each daemon run (a stuck rack fails the bench
 	// instead of hanging it).
 	RunTimeout time.Duration
+	// Idle is how long the idle rack's CPU is measured, before the
+	// latency run (0: not measured).
+	Idle time.Duration
 	// CPUProfile, when set, is a directory where every daemon of every
 	// run writes a CPU profile: <dir>/<run>/<host>.cpu.pprof.
 	CPUProfile string
@@ -56,6 +59,9 @@ type benchOptions struct {
 	Plot    string
 	PlotSet bool
 }
+
+// benchModes are the modes --offload accepts.
+var benchModes = []string{"software", "software-block", "software-busy", "software-allprocs", "xdp", "xdp-native", "xdp-generic", "xdp-afxdp", "fpga-sim"}
 
 // agreementFigures are the daemon measurements of one offload mode.
 type agreementFigures struct {
@@ -76,6 +82,10 @@ type agreementFigures struct {
 	UnbatchedCPUusPerMsg        float64 `json:"daemon_cpu_us_per_agreed_msg_unbatched"`
 	UnbatchedMachineCPUusPerMsg float64 `json:"machine_cpu_us_per_agreed_msg_unbatched"`
 	MaxRSSMiB                   float64 `json:"max_daemon_rss_mib_after_load"`
+	// IdleCPU is the mean share of one CPU each daemon of an idle rack
+	// used over --idle (0 when not measured); IdleCPUMax the busiest's.
+	IdleCPU    float64 `json:"idle_cpu_per_daemon"`
+	IdleCPUMax float64 `json:"idle_cpu_per_daemon_max"`
 
 	// Client batching, measured with --peer: --batch messages per publish
 	// call (a PublishBatch request), 512 messages in flight per host.
@@ -115,6 +125,7 @@ type benchReport struct {
 	BatchedRate   float64 `json:"agreed_msgs_per_sec_batched"`
 	CPUusPerMsg   float64 `json:"daemon_cpu_us_per_agreed_msg_batched"`
 	MaxRSSMiB     float64 `json:"max_daemon_rss_mib_after_load"`
+	IdleCPU       float64 `json:"idle_cpu_per_daemon"`
 
 	RatioAgreeToRawP50      float64 `json:"ratio_agreement_p50_to_raw_one_way_p50"`
 	RatioUnbatchedToRawRate float64 `json:"ratio_unbatched_rate_to_raw_frame_rate"`
@@ -172,8 +183,8 @@ latency and throughput against the size. Needs root.`,
 				return &exitError{code: 2, err: fmt.Errorf("--rounds: %d, need at least 1", o.Rounds)}
 			}
 			for _, m := range o.Offloads {
-				if m != "software" && m != "xdp" && m != "xdp-native" && m != "xdp-generic" && m != "xdp-afxdp" && m != "fpga-sim" {
-					return &exitError{code: 2, err: fmt.Errorf("--offload: %q is none of software, xdp, xdp-native, xdp-generic, xdp-afxdp, fpga-sim", m)}
+				if !slices.Contains(benchModes, m) {
+					return &exitError{code: 2, err: fmt.Errorf("--offload: %q is none of %s", m, strings.Join(benchModes, ", "))}
 				}
 			}
 			if len(o.Hosts) == 0 {
@@ -205,8 +216,9 @@ latency and throughput against the size. Needs root.`,
 	cmd.Flags().StringVar(&o.FloodKind, "attack", "", "also measure the batched rate under a flood of bad frames of this kind (foreign-group, garbage, bad-version, forged-sender) sent as fast as one thread can from the last host's namespace")
 	cmd.Flags().IntVar(&o.Rounds, "rounds", 1, "measure every offload mode this many times, interleaved, and report the medians")
 	cmd.Flags().DurationVar(&o.RunTimeout, "run-timeout", 3*time.Minute, "limit of each daemon run")
+	cmd.Flags().DurationVar(&o.Idle, "idle", 10*time.Second, "measure each daemon's CPU on the idle rack this long, before the latency run (0: skip)")
 	cmd.Flags().StringVar(&o.CPUProfile, "cpuprofile", "", "a directory: every daemon of every run writes a CPU profile there (<run>/<host>.cpu.pprof; read with go tool pprof)")
-	cmd.Flags().StringSliceVar(&o.Offloads, "offload", []string{"software"}, "offload modes to measure side by side, the first is the baseline (software; xdp: the daemon's default attach mode; xdp-native; xdp-generic; xdp-afxdp: AF_XDP delivery; fpga-sim, in a binary built with -tags fpgasim)")
+	cmd.Flags().StringSliceVar(&o.Offloads, "offload", []string{"software"}, "offload modes to measure side by side, the first is the baseline (software: the daemon's defaults; software-block and software-busy: rx_poll block or busy; software-allprocs: procs -1, GOMAXPROCS every CPU; xdp: the daemon's default attach mode; xdp-native; xdp-generic; xdp-afxdp: AF_XDP delivery; fpga-sim, in a binary built with -tags fpgasim)")
 	cmd.Flags().BoolVar(&o.JSON, "json", false, "print the report as JSON")
 	cmd.Flags().StringVar(&o.Peer, "peer", "", "also measure this peer in the same run: raft (etcd raft, tools/raftpeer)")
 	cmd.Flags().StringVar(&o.PeerBin, "peer-bin", "", "the raftpeer binary (default: go build it from --peer-src)")
@@ -415,6 +427,7 @@ func benchSize(ctx context.Context, o *benchOptions, n int, peerBin, peerImpl st
 	base := rep.Offloads[0]
 	rep.AgreeP50us, rep.AgreeP99us, rep.AgreeP999us = base.AgreeP50us, base.AgreeP99us, base.AgreeP999us
 	rep.UnbatchedRate, rep.BatchedRate, rep.CPUusPerMsg, rep.MaxRSSMiB = base.UnbatchedRate, base.BatchedRate, base.CPUusPerMsg, base.MaxRSSMiB
+	rep.IdleCPU = base.IdleCPU
 	for _, f := range rep.Offloads[1:] {
 		v := offloadRatios{Offload: f.Offload, Baseline: base.Offload,
 			UnbatchedRate: f.UnbatchedRate / base.UnbatchedRate, BatchedRate: f.BatchedRate / base.BatchedRate,
@@ -457,6 +470,10 @@ func benchAgreement(ctx context.Context, o *benchOptions, mode, prefix string,
 				c.Offload, c.XDPMode = "xdp", "generic"
 			case "xdp-afxdp":
 				c.Offload, c.XDPDelivery = "xdp", "afxdp"
+			case "software-block", "software-busy": // the software path, another rx_poll
+				c.Offload, c.RxPoll = "software", strings.TrimPrefix(mode, "software-")
+			case "software-allprocs": // the software path, GOMAXPROCS = every CPU
+				c.Offload, c.Procs = "software", -1
 			}
 			if edit != nil {
 				edit(c)
@@ -465,6 +482,32 @@ func benchAgreement(ctx context.Context, o *benchOptions, mode, prefix string,
 	}
 	say("== agreement, %d hosts, 64-byte messages, offload %s", len(all), mode)
 	err := run(prefix+mode+"-latency", withMode(nil), func(c *cluster.Cluster) error {
+		if o.Idle > 0 {
+			// The rack idle: it settles into its back-off, then every
+			// daemon's CPU time over o.Idle.
+			time.Sleep(time.Second)
+			u0 := make([]time.Duration, len(all))
+			for i := range all {
+				u, _ := c.Usage(i)
+				u0[i] = u.CPU
+			}
+			t0 := time.Now()
+			select {
+			case <-time.After(o.Idle):
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+			el := time.Since(t0)
+			var sum float64
+			for i := range all {
+				u, _ := c.Usage(i)
+				f := float64(u.CPU-u0[i]) / float64(el)
+				sum += f
+				fig.IdleCPUMax = max(fig.IdleCPUMax, f)
+			}
+			fig.IdleCPU = sum / float64(len(all))
+			say("idle rack: %.2f%% of a CPU per daemon over %v (busiest %.2f%%; /proc CPU times, 10 ms resolution)", 100*fig.IdleCPU, o.Idle, 100*fig.IdleCPUMax)
+		}
 		res, err := c.Publish(ctx, cluster.Load{Hosts: []int{0}, PerHost: o.Pings, Size: 64, Window: 1})
 		if err != nil {
 			return err

@@ -131,7 +131,7 @@ is agreed once) and liveness (after the faults stop the rack converges within
 	f.Float64Var(&o.Propose, "propose", def.ProposeP, "per-tick probability that a client publishes at a host")
 	f.IntVar(&o.OOBRate, "oob-bandwidth", def.OOBEntriesPerStep, "log entries one OOB link carries per network step (0: unlimited); messages on a link queue behind each other")
 	f.IntVar(&o.FetchBatch, "fetch-batch", def.Config.MaxFetchEntries, "entries in one fetch response at most (the daemon sends 1024; small, so that the simulated logs need many batches too)")
-	f.IntVar(&o.Backoff, "idle-backoff", exo.DefaultIdleBackoffMax, "the idle back-off's cap in ticks (the daemon's idle_backoff_max_ticks is 64; -1: none): an idle rack's passes slow down to it, a proposal wakes the rack")
+	f.IntVar(&o.Backoff, "idle-backoff", exo.DefaultIdleBackoffMax, "the idle back-off's cap in ticks (the daemon's idle_backoff_max_ticks is 256; -1: none): an idle rack's passes slow down to it, a proposal wakes the rack")
 	f.IntVar(&o.Workers, "workers", runtime.GOMAXPROCS(0), "seeds run in parallel")
 	f.BoolVar(&o.JSON, "json", false, "print one JSON report per rack size")
 	f.BoolVarP(&o.Verbose, "verbose", "v", false, "trace every event (use with --seeds 1)")

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime"
 	"sync"
 
 	"github.com/exo-rack/exo/broadcast"
@@ -44,7 +45,8 @@ func Run(ctx context.Context, cfg *daemon.Config, log *slog.Logger) error {
 // "auto" a fast path that cannot load falls back to the software path
 // with one warning line; when it is the AF_XDP delivery that cannot open,
 // Open also sets cfg.Offload to "software", as the daemon then runs on an
-// AF_PACKET socket. A nil log discards the logs.
+// AF_PACKET socket. A nil log discards the logs. cfg.Procs > 0 sets the
+// process's GOMAXPROCS (an embedding process that wants its own sets -1).
 //
 // On error everything Open made is released again, except the durable
 // log of a daemon that was made (package daemon has no Close; the files
@@ -52,6 +54,9 @@ func Run(ctx context.Context, cfg *daemon.Config, log *slog.Logger) error {
 func Open(cfg *daemon.Config, log *slog.Logger) (*Host, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Procs > 0 {
+		runtime.GOMAXPROCS(cfg.Procs) // the process's: Config.Procs says why
 	}
 	// With AF_XDP delivery the program is loaded first: the daemon's conn
 	// is made of its sockets.
@@ -190,7 +195,7 @@ func (h *Host) Close() error {
 // listenPacket opens the daemon's AF_PACKET socket, with errors that say
 // what to do.
 func listenPacket(cfg *daemon.Config) (daemon.FrameConn, error) {
-	conn, err := broadcast.Listen(cfg.Interface, broadcast.Options{ReadBuffer: 8 << 20})
+	conn, err := broadcast.Listen(cfg.Interface, broadcast.Options{ReadBuffer: 8 << 20, RxPoll: broadcast.RxPoll(cfg.RxPoll)})
 	if err != nil {
 		switch {
 		case errors.Is(err, broadcast.ErrPermission):

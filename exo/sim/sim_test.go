@@ -124,6 +124,29 @@ func TestFetchBatchSeeds(t *testing.T) {
 	}
 }
 
+// TestIdleBackoffSeeds replays seeds that did not converge once the idle
+// back-off was modelled at the daemon's scale (Config.IdleBackoffMax 64
+// and 256): a host that an install of a later epoch could not reach (it
+// lacked what precedes the install's suffix) began to catch up only when
+// one of the rack's frames came, and an idle rack sends one per back-off.
+// It now catches up from the install's initiator at once.
+func TestIdleBackoffSeeds(t *testing.T) {
+	for _, c := range []struct {
+		hosts, backoff int
+		seed           uint64
+	}{{3, 64, 556}, {3, 256, 556}} {
+		o := DefaultOptions(c.hosts, c.seed)
+		o.Config.IdleBackoffMax = c.backoff
+		s, err := New(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Run(); err != nil {
+			t.Errorf("hosts=%d seed=%d idle back-off %d: %v", c.hosts, c.seed, c.backoff, err)
+		}
+	}
+}
+
 // TestViewChangeDuelSeeds replays seeds that never converged once the OOB
 // network's bandwidth was modelled (Options.OOBEntriesPerStep): the lab
 // rack's stalls of 20-50 s (issue 12). A host far behind made every
