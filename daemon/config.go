@@ -58,6 +58,10 @@ type Config struct {
 	// every member was also seen sending under the new key.
 	KeyGraceText string        `json:"key_grace,omitempty"`
 	KeyGrace     time.Duration `json:"-"`
+	// Key, when set, is the contents of KeyFile as the embedder read it
+	// (daemon/host reads the file once, for the OOB transport and the
+	// daemon): New uses it instead of reading the file again.
+	Key []byte `json:"-"`
 	// Offload is the fast path: "software" (default), "xdp" (the XDP
 	// program in front of the socket; the daemon refuses to start without
 	// it), "auto" (xdp, else software with one log line) or "fpga-sim" (the

@@ -109,7 +109,10 @@ func New(cfg *Config, conn FrameConn, o OOB, log *slog.Logger) (*Daemon, error) 
 		log = slog.New(slog.DiscardHandler)
 	}
 	mtu := conn.MTU()
-	groupKey, err := ReadKey(cfg.KeyFile)
+	groupKey, err := cfg.Key, error(nil)
+	if groupKey == nil {
+		groupKey, err = ReadKey(cfg.KeyFile)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("daemon: %w", err)
 	}

@@ -519,3 +519,28 @@ func publishRetrying(ctx context.Context, c *client.Client, p []byte) error {
 		}
 	}
 }
+
+// TestNewTakesConfigKey: a daemon given the key file's bytes (Config.Key,
+// as daemon/host passes them after its one read of the file) does not
+// read the file again; without them it reads the file, and says which.
+func TestNewTakesConfigKey(t *testing.T) {
+	dir := t.TempDir()
+	seg := broadcast.NewMemNetwork()
+	roster := []Member{{ID: 0, MAC: "02:e0:00:00:00:01", OOB: "127.0.0.1:17790"}}
+	absent := filepath.Join(dir, "absent.key")
+	cfg := &Config{Group: 7, ID: 0, Hosts: 1, Interface: "mem0", Roster: roster, APISocket: filepath.Join(dir, "s"), KeyFile: absent}
+	cfg.defaults()
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	mac, _ := net.ParseMAC(roster[0].MAC)
+	oobs := []*memOOB{{id: 0, in: make(chan exo.Message, 16)}}
+	oobs[0].all = oobs
+	if _, err := New(cfg, attach(t, seg, mac), oobs[0], nil); err == nil || !strings.Contains(err.Error(), "absent.key") {
+		t.Fatalf("New with a missing key file and no Key: %v, want an error naming the file", err)
+	}
+	cfg.Key = testGroupKey
+	if _, err := New(cfg, attach(t, seg, mac), oobs[0], nil); err != nil {
+		t.Fatalf("New with Key and a missing key file: %v", err)
+	}
+}

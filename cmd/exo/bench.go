@@ -16,6 +16,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/exo-rack/exo/broadcast"
 	"github.com/exo-rack/exo/cluster"
 	"github.com/exo-rack/exo/daemon"
 	"github.com/exo-rack/exo/lab"
@@ -38,6 +39,8 @@ type benchOptions struct {
 	// RunTimeout bounds each daemon run (a stuck rack fails the bench
 	// instead of hanging it).
 	RunTimeout time.Duration
+	// MTU of the lab rack's links (the daemons' batch_bytes follows it).
+	MTU int
 	// Idle is how long the idle rack's CPU is measured, before the
 	// latency run (0: not measured).
 	Idle time.Duration
@@ -110,6 +113,7 @@ type agreementFigures struct {
 // rack, so that the ratios compare like with like.
 type benchReport struct {
 	Hosts int `json:"hosts"`
+	MTU   int `json:"mtu"`
 
 	RawOneWayP50us  float64 `json:"raw_one_way_p50_us"`
 	RawOneWayP99us  float64 `json:"raw_one_way_p99_us"`
@@ -182,6 +186,9 @@ latency and throughput against the size. Needs root.`,
 			if o.Rounds < 1 {
 				return &exitError{code: 2, err: fmt.Errorf("--rounds: %d, need at least 1", o.Rounds)}
 			}
+			if o.MTU < broadcast.MinFrameMTU || o.MTU > 65535 {
+				return &exitError{code: 2, err: fmt.Errorf("--mtu: %d is outside %d..65535", o.MTU, broadcast.MinFrameMTU)}
+			}
 			for _, m := range o.Offloads {
 				if !slices.Contains(benchModes, m) {
 					return &exitError{code: 2, err: fmt.Errorf("--offload: %q is none of %s", m, strings.Join(benchModes, ", "))}
@@ -216,6 +223,7 @@ latency and throughput against the size. Needs root.`,
 	cmd.Flags().StringVar(&o.FloodKind, "attack", "", "also measure the batched rate under a flood of bad frames of this kind (foreign-group, garbage, bad-version, forged-sender) sent as fast as one thread can from the last host's namespace")
 	cmd.Flags().IntVar(&o.Rounds, "rounds", 1, "measure every offload mode this many times, interleaved, and report the medians")
 	cmd.Flags().DurationVar(&o.RunTimeout, "run-timeout", 3*time.Minute, "limit of each daemon run")
+	cmd.Flags().IntVar(&o.MTU, "mtu", 1500, "MTU of the lab rack's links: 9000 for jumbo frames (a frame then carries six times the batched messages)")
 	cmd.Flags().DurationVar(&o.Idle, "idle", 10*time.Second, "measure each daemon's CPU on the idle rack this long, before the latency run (0: skip)")
 	cmd.Flags().StringVar(&o.CPUProfile, "cpuprofile", "", "a directory: every daemon of every run writes a CPU profile there (<run>/<host>.cpu.pprof; read with go tool pprof)")
 	cmd.Flags().StringSliceVar(&o.Offloads, "offload", []string{"software"}, "offload modes to measure side by side, the first is the baseline (software: the daemon's defaults; software-block and software-busy: rx_poll block or busy; software-allprocs: procs -1, GOMAXPROCS every CPU; xdp: the daemon's default attach mode; xdp-native; xdp-generic; xdp-afxdp: AF_XDP delivery; fpga-sim, in a binary built with -tags fpgasim)")
@@ -304,12 +312,12 @@ func runBench(ctx context.Context, o *benchOptions) error {
 
 // benchSize runs the whole bench on a rack of n hosts built for it.
 func benchSize(ctx context.Context, o *benchOptions, n int, peerBin, peerImpl string, say func(string, ...any)) (rep benchReport, err error) {
-	rep = benchReport{Hosts: n}
+	rep = benchReport{Hosts: n, MTU: o.MTU}
 	bin, err := os.Executable()
 	if err != nil {
 		return rep, err
 	}
-	rack, err := lab.Up(ctx, lab.Options{Prefix: o.Prefix, Hosts: n, Force: true})
+	rack, err := lab.Up(ctx, lab.Options{Prefix: o.Prefix, Hosts: n, Force: true, MTU: o.MTU})
 	if err != nil {
 		return rep, err
 	}
@@ -480,7 +488,7 @@ func benchAgreement(ctx context.Context, o *benchOptions, mode, prefix string,
 			}
 		}
 	}
-	say("== agreement, %d hosts, 64-byte messages, offload %s", len(all), mode)
+	say("== agreement, %d hosts, 64-byte messages, offload %s, MTU %d", len(all), mode, o.MTU)
 	err := run(prefix+mode+"-latency", withMode(nil), func(c *cluster.Cluster) error {
 		if o.Idle > 0 {
 			// The rack idle: it settles into its back-off, then every

@@ -52,9 +52,9 @@
 //
 // # Keys
 //
-// Open reads key_file once and gives its bytes to the OOB transport.
-// daemon.New reads the file again for the core (it takes the path, not
-// the bytes) and then writes its keys to the transport (daemon.KeyedOOB);
+// Open reads key_file once and gives its bytes to the OOB transport and,
+// through daemon.Config.Key, to daemon.New, which derives the core's
+// frame key from them and writes its keys to the transport (daemon.KeyedOOB);
 // Daemon.SetOffload writes the core's two key slots and its roster's MACs
 // to the fast path, which never reads the file. So the transport, the
 // core and the fast path all hold the daemon's keys, from the start and

@@ -85,9 +85,9 @@ func Open(cfg *daemon.Config, log *slog.Logger) (*Host, error) {
 		}
 		return nil, err
 	}
-	// The one read of the key file here: the OOB transport proves these
-	// bytes until the daemon writes its own keys to it (see Keys in the
-	// package doc); the fast path takes its keys from the daemon.
+	// The one read of the key file: the OOB transport and the daemon take
+	// these bytes (see Keys in the package doc); the fast path takes its
+	// keys from the daemon.
 	key, err := daemon.ReadKey(cfg.KeyFile)
 	if err != nil {
 		return fail(err)
@@ -100,6 +100,7 @@ func Open(cfg *daemon.Config, log *slog.Logger) (*Host, error) {
 	if err != nil {
 		return fail(err)
 	}
+	cfg.Key = key // the daemon takes these bytes too: the file is read once
 	d, err := daemon.New(cfg, conn, tr, log)
 	if err != nil {
 		stopOOB(tr)
