@@ -51,7 +51,7 @@ func (nd *Node) NextTick() int {
 		r := nd.retransmitEvery()
 		at(r - nd.idle%r)
 	}
-	if nd.woke && nd.Pending() > 0 { // the wake sent again (Tick)
+	if nd.woke && nd.hasProposal() { // the wake sent again (Tick)
 		at(nd.cfg.TokenTimeout - nd.idle%nd.cfg.TokenTimeout)
 	}
 	// canSend at the tick k from now: its static part, and the catch-up
@@ -65,7 +65,7 @@ func (nd *Node) NextTick() int {
 	switch {
 	case holder == nd.id:
 		if static {
-			if nd.Pending() > 0 {
+			if nd.hasProposal() {
 				at(sendFrom)
 			} else {
 				at(max(sendFrom, nd.idleDelay()-nd.idle))

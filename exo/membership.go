@@ -213,7 +213,27 @@ func (nd *Node) ProposeConfig(c ConfigChange) error {
 	}
 	nd.pendingCfg = &c
 	nd.maybeSend(false)
+	if nd.hasProposal() {
+		nd.wake()
+	}
 	return nil
+}
+
+// reproposeConfig queues again a configuration change of this host that a
+// reconciliation dropped before it was agreed (another entry was agreed at
+// its position), as a publisher publishes a dropped payload again: the
+// operator who proposed it is told only by the roster in the status, so a
+// dropped change would otherwise be lost silently. It is queued only if
+// no other change is in flight and it still applies to the roster.
+func (nd *Node) reproposeConfig(o *Entry) {
+	c, ok := ParseConfigEntry(o)
+	if !ok || nd.ChangeInFlight() {
+		return
+	}
+	if _, ok := c.Apply(nd.ms.roster); !ok {
+		return
+	}
+	nd.pendingCfg = &c
 }
 
 // uidOf returns the member id at position pos of the current roster.

@@ -432,11 +432,16 @@ func (nd *Node) Propose(payload []byte) error {
 	}
 	nd.pending = append(nd.pending, append([]byte(nil), payload...))
 	nd.maybeSend(false)
-	if nd.Pending() > 0 {
+	if nd.hasProposal() {
 		nd.wake()
 	}
 	return nil
 }
+
+// hasProposal reports whether something waits for this host's turn: a
+// payload or a configuration change. The holder sends it without the idle
+// back-off, and its host wakes a backed-off rack for it (MsgWake).
+func (nd *Node) hasProposal() bool { return nd.Pending() > 0 || nd.pendingCfg != nil }
 
 // StepBytes decodes a received frame (the bytes after the Ethernet header,
 // padding allowed) and steps it. The tag is checked over the received bytes
@@ -634,6 +639,7 @@ func (nd *Node) deliver() {
 			for _, o := range nd.orphans[e.Seq] {
 				if !o.SameID(e) {
 					nd.rd.Dropped = append(nd.rd.Dropped, o)
+					nd.reproposeConfig(&o)
 				}
 			}
 			delete(nd.orphans, e.Seq)
@@ -797,7 +803,7 @@ func (nd *Node) maybeSend(takeover bool) {
 		if nd.Holder() != nd.id {
 			return
 		}
-		if nd.Pending() == 0 && nd.idle < nd.idleDelay() {
+		if !nd.hasProposal() && nd.idle < nd.idleDelay() {
 			return
 		}
 	}
@@ -898,7 +904,7 @@ func (nd *Node) Tick() {
 	} else {
 		nd.skippedTicks = 0
 	}
-	if nd.woke && nd.Pending() > 0 && nd.idle%nd.cfg.TokenTimeout == 0 {
+	if nd.woke && nd.hasProposal() && nd.idle%nd.cfg.TokenTimeout == 0 {
 		// A wake may have been lost (or reached hosts that restarted):
 		// again, every TokenTimeout without an append, until this host
 		// sends.
