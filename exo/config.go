@@ -53,7 +53,7 @@ type Config struct {
 	// back-off comes on top of it.
 	PassDelay int
 	// IdleBackoffMax caps the delay, in ticks, of an empty token pass once a
-	// whole rotation has passed without payloads (it grows by a tick per
+	// few rotations have passed without payloads (it doubles with every
 	// idle rotation). 0 disables the back-off. A host with proposals waits
 	// no rotation at that pace: it wakes the others (MsgWake).
 	IdleBackoffMax int

@@ -775,7 +775,8 @@ func (nd *Node) retransmitEvery() int {
 }
 
 // wake asks the other members to pass the token at once (MsgWake): a
-// proposal waits and the rack backs off. Once until this host sends.
+// proposal waits and the rack backs off. Once until this host sends (Tick
+// sends it again every TokenTimeout while the proposal waits).
 func (nd *Node) wake() {
 	if nd.woke || nd.backoff() <= nd.cfg.PassDelay || nd.Holder() == nd.id || nd.p.Halted {
 		return
