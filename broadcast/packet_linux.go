@@ -25,7 +25,8 @@ import (
 //
 // Sockets are opened by github.com/mdlayher/packet; the data path uses
 // the socket's file descriptor directly through the runtime network
-// poller (syscall.RawConn): one sendmsg(2) per WriteFrame, one
+// poller (syscall.RawConn; or, with Options.RxPoll, reads that wait in
+// ppoll(2) or spin on the reader's own thread): one sendmsg(2) per WriteFrame, one
 // recvmmsg(2) per ReadFrame or ReadFrames (up to MaxBatch frames), with
 // the Ethernet header scattered into, or gathered from, a separate
 // iovec, so the frame bytes are never copied in user space and the data
@@ -129,6 +130,9 @@ func Listen(ifname string, opts Options) (*PacketConn, error) {
 	c.sends.New = func() any { return newSendState() }
 	if err := c.setup(opts); err != nil {
 		_ = pc.Close()
+		if c.efd >= 0 {
+			unix.Close(c.efd)
+		}
 		return nil, err
 	}
 	return c, nil
