@@ -74,8 +74,12 @@ func TestRackIsolatedHostCatchesUp(t *testing.T) {
 			t.Logf("G caught up %v after the heal: agreement pointer %d, epoch %d", time.Since(healed).Round(time.Millisecond), st.Agreed, st.Epoch)
 			break
 		}
-		if time.Since(healed) > 5*time.Second {
-			t.Fatalf("5s after the heal G stands at %d (epoch %d, halted %v, recovery %+v); the rack was at %d",
+		// Usually well under a second (the log line above says); a
+		// starved CI machine once took longer than 5 s (G leading view
+		// changes of its own while it fetched: issue 16). What this test
+		// tells apart is a host that catches up from one that never does.
+		if time.Since(healed) > 30*time.Second {
+			t.Fatalf("30s after the heal G stands at %d (epoch %d, halted %v, recovery %+v); the rack was at %d",
 				st.Agreed, st.Epoch, st.Halted, st.Recovery, target)
 		}
 		time.Sleep(5 * time.Millisecond)
