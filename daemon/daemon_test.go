@@ -135,26 +135,7 @@ func startRackHosts(t *testing.T, n, hosts int) *testRack {
 
 // collect subscribes at every host until want messages arrived at each.
 func (r *testRack) collect(t *testing.T, ctx context.Context, want int) [][]client.Message {
-	out := make([][]client.Message, len(r.sockets))
-	var wg sync.WaitGroup
-	for i, s := range r.sockets {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			err := client.Subscribe(ctx, s, 0, func(m client.Message) error {
-				out[i] = append(out[i], m)
-				if len(out[i]) == want {
-					return errDone
-				}
-				return nil
-			})
-			if !errors.Is(err, errDone) {
-				t.Errorf("host %d: subscription ended after %d messages: %v", i, len(out[i]), err)
-			}
-		}()
-	}
-	wg.Wait()
-	return out
+	return subscribeAll(t, ctx, r.sockets, want)
 }
 
 var errDone = errors.New("done")
