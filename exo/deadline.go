@@ -51,12 +51,15 @@ func (nd *Node) NextTick() int {
 		r := nd.retransmitEvery()
 		at(r - nd.idle%r)
 	}
+	if nd.fenced && nd.vc == nil && !nd.notMember {
+		at(nd.cfg.TokenTimeout - nd.fenceTicks)
+	}
 	if nd.woke && nd.hasProposal() { // the wake sent again (Tick)
 		at(nd.cfg.TokenTimeout - nd.idle%nd.cfg.TokenTimeout)
 	}
 	// canSend at the tick k from now: its static part, and the catch-up
 	// rule that lets a host behind send after 2 TokenTimeouts of silence.
-	static := !nd.amnesiac && !nd.Removed() && (brokenDistinct || !nd.p.InHistory(nd.id))
+	static := !nd.amnesiac && !nd.Removed() && !nd.fenced && (brokenDistinct || !nd.p.InHistory(nd.id))
 	sendFrom := 1 // the first tick (from now) at which canSend holds
 	if nd.heardAhead() {
 		sendFrom = max(1, 2*nd.cfg.TokenTimeout+1-nd.idle)

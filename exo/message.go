@@ -64,7 +64,11 @@ type Message struct {
 	Skipped  []uint8
 	Roster   []uint8 // Promise/FetchResp: the sender's roster (member ids); Install: the roster Skipped refers to
 	Amnesiac bool
-	Entries  []Entry
+	// Fenced (Promise): the responder's log may lack frames its fast path
+	// sent in its log's epoch (docs/token.md section 5): it is known only
+	// up to its end.
+	Fenced  bool
+	Entries []Entry
 }
 
 func (m Message) String() string {

@@ -98,6 +98,13 @@ type HardState struct {
 	// new one at once if it had already switched to it: another member may
 	// have retired the old key since (keys.go).
 	KeySent uint64
+	// FastArmed: a fast path that sends (token mode) was armed on this
+	// log in epoch FastEpoch and not cleanly stopped since (Node.ArmFast,
+	// ClearFast). The fast path sends before the log holds its frames, so
+	// a host restarted with FastArmed and FastEpoch == Epoch is fenced
+	// (docs/token.md section 5).
+	FastArmed bool
+	FastEpoch uint32
 }
 
 // Node is the Exo protocol state machine of one host. It does no I/O, reads
@@ -149,6 +156,19 @@ type Node struct {
 
 	vc         *viewChange
 	vcFailures int // view changes of this host that timed out since the last install
+
+	// Token mode (fastpath.go): quiet while StepFast steps a frame the
+	// fast path answered (this host sends nothing from it); the epoch a
+	// fast path was armed in (HardState.FastEpoch); fenced: the log may
+	// lack frames the fast path sent in this epoch.
+	quiet     bool
+	fastArmed bool
+	fastEpoch uint32
+	fenced    bool
+	// fenceTicks counts the ticks this host has been fenced and not
+	// halted: after TokenTimeout of them it leads a view change out of
+	// the fenced epoch.
+	fenceTicks int
 
 	// Membership (membership.go): stable member id, the configuration along
 	// the log, at the log's base, and a queued change.
@@ -251,6 +271,8 @@ func RestartNode(cfg Config, hs HardState) (*Node, error) {
 	}
 	nd.p.EpochStart = epochStart
 	nd.p.Agreed = max(nd.p.Agreed, min(hs.Agreed, nd.p.Append))
+	nd.fastArmed, nd.fastEpoch = hs.FastArmed, hs.FastEpoch
+	nd.fenced = hs.FastArmed && hs.FastEpoch == hs.Epoch
 	nd.p.Halted = nd.promised > nd.p.Epoch || nd.switchPending()
 	// The rack ran on while this host was down: it sends nothing before it
 	// has heard a frame (heardAhead), or the rack stayed silent for two
@@ -272,7 +294,7 @@ func (nd *Node) HardState() HardState {
 // keeps the log itself by applying Ready.Truncate and Ready.Appended.
 func (nd *Node) HardStateMeta() HardState {
 	return HardState{Amnesiac: nd.amnesiac, Epoch: nd.p.Epoch, Promised: nd.promised, Agreed: nd.p.Agreed, Skipped: nd.skippedList(),
-		Roster: nd.baseMS.roster, KeySent: nd.keys.sentFP}
+		Roster: nd.baseMS.roster, KeySent: nd.keys.sentFP, FastArmed: nd.fastArmed, FastEpoch: nd.fastEpoch}
 }
 
 // ID returns this host's id.
@@ -717,7 +739,7 @@ func (nd *Node) drainHeld() {
 
 // canSend reports whether this host may put a frame on the wire now.
 func (nd *Node) canSend() bool {
-	return !nd.p.Halted && !nd.amnesiac && !nd.Removed() && (brokenDistinct || !nd.p.InHistory(nd.id)) &&
+	return !nd.p.Halted && !nd.amnesiac && !nd.Removed() && !nd.fenced && (brokenDistinct || !nd.p.InHistory(nd.id)) &&
 		(!nd.heardAhead() || nd.idle > 2*nd.cfg.TokenTimeout)
 }
 
@@ -797,7 +819,7 @@ const idleRotations = 4
 // maybeSend broadcasts this host's frame if it holds the token (or takes it
 // over when takeover is set).
 func (nd *Node) maybeSend(takeover bool) {
-	if !nd.canSend() {
+	if nd.quiet || !nd.canSend() {
 		return
 	}
 	if !takeover {
@@ -844,14 +866,15 @@ func (nd *Node) send() {
 		nd.pending = nd.pending[:0]
 		nd.pendHead = 0
 	}
-	e := Entry{Seq: nd.p.Append, Epoch: nd.p.Epoch, Sender: nd.id, History: nd.p.Hist(), Count: count, Payload: payload}
+	var flags uint16
 	for x := 0; x < nd.n; x++ {
 		if nd.readmit[x] && nd.skipped[x] {
-			e.Flags = FlagReadmit | uint16(x)
+			flags = FlagReadmit | uint16(x)
 			break
 		}
 	}
-	nd.appendEntry(e)
+	f := nd.p.Next(nd.id, count, flags, payload)
+	nd.appendEntry(entryOf(&f))
 	last := &nd.log[len(nd.log)-1]
 	nd.rd.Frames = append(nd.rd.Frames, nd.frameOf(last))
 	if nd.switchPending() {
@@ -877,6 +900,9 @@ func (nd *Node) Tick() {
 		return
 	}
 	nd.haltedTicks = 0
+	if nd.fenced {
+		nd.fenceTicks++
+	}
 	if nd.fetching && nd.fetchTicks >= nd.cfg.FetchTicks {
 		pos, _ := nd.posOf(nd.fetchPeer)
 		peer := uint8((int(pos) + 1) % nd.n)
@@ -919,6 +945,12 @@ func (nd *Node) Tick() {
 		nd.event(EventRetransmit, last.Epoch, last.Seq, nd.id)
 	}
 	switch {
+	case nd.fenced && nd.vc == nil && !nd.notMember && nd.fenceTicks >= nd.cfg.TokenTimeout:
+		// A fenced host sends nothing in this epoch (fastpath.go), not
+		// even its clients' proposals: once it had a token timeout to
+		// catch up with the frames it hears, a view change moves the rack
+		// to the next epoch, where the fence ends.
+		nd.startViewChange()
 	case holder == nd.id:
 		nd.maybeSend(false)
 	case nd.p.Epoch > 0 && nd.p.Append == nd.p.EpochStart && nd.p.InHistory(nd.id) && nd.vc == nil && !nd.notMember &&

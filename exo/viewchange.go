@@ -131,7 +131,7 @@ func (nd *Node) behind(logEpoch uint32, lo uint64) bool {
 func (nd *Node) promise(e uint32, lo uint64) Message {
 	start := max(min(lo, nd.p.Agreed, nd.p.Append), nd.base)
 	m := Message{Type: MsgPromise, From: nd.uid, Epoch: e, LogEpoch: nd.p.Epoch,
-		Agreed: nd.p.Agreed, Start: start, Amnesiac: nd.amnesiac, Skipped: nd.skippedList(), Roster: nd.ms.roster}
+		Agreed: nd.p.Agreed, Start: start, Amnesiac: nd.amnesiac, Fenced: nd.fenced, Skipped: nd.skippedList(), Roster: nd.ms.roster}
 	if nd.amnesiac {
 		m.Start, m.Agreed, m.LogEpoch = 0, 0, 0
 	} else {
@@ -475,6 +475,9 @@ func (nd *Node) adopt(epoch uint32, start uint64, entries []Entry, agreed uint64
 	// Appended restarts at the Ready's truncation point (several adopts
 	// may fall in one Ready; the log below that point did not change).
 	nd.rd.Appended = append(nd.rd.Appended[:0], nd.log[nd.rd.Truncate-nd.base:]...)
+	if epoch > nd.p.Epoch {
+		nd.fenced = false // the fence is of the old epoch (fastpath.go)
+	}
 	nd.p.Epoch = epoch
 	nd.p.Agreed = max(nd.p.Agreed, min(agreed, nd.p.Append))
 	nd.promised = max(nd.promised, epoch)
@@ -502,7 +505,7 @@ func (nd *Node) tryResolve() {
 	ws := make([]Witness, 0, len(vc.promises))
 	for _, m := range vc.promises {
 		ws = append(ws, Witness{ID: m.From, LogEpoch: m.LogEpoch, Agreed: m.Agreed, Start: m.Start,
-			Entries: m.Entries, Amnesiac: m.Amnesiac, Roster: m.Roster})
+			Entries: m.Entries, Amnesiac: m.Amnesiac, Fenced: m.Fenced, Roster: m.Roster})
 	}
 	res, err := Resolve(nd.n, vc.lo, nd.base, nd.log, ws)
 	if err != nil {
@@ -560,6 +563,10 @@ type Witness struct {
 	Start    uint64
 	Entries  []Entry
 	Amnesiac bool
+	// Fenced: the witness's log may lack frames its fast path sent in its
+	// log's epoch (docs/token.md section 5). In that epoch it is known
+	// only up to its log's end: beyond it, it may hold any branch.
+	Fenced bool
 	// Roster is the witness's configuration (member ids; nil: 0..n-1). The
 	// witnesses of the newest epoch share it.
 	Roster []uint8
@@ -634,15 +641,27 @@ func Resolve(n int, lo, ownBase uint64, own []Entry, ws []Witness) (Resolution, 
 	}
 	n = len(roster)
 	h := HistoryLen(n)
+	// A fenced witness of the newest epoch is known only up to its log's
+	// end (knownTo); beyond it, it counts as a host that did not answer.
+	// The witnesses known everywhere must be h+1, unless every member
+	// answered: then a branch only fenced hosts could hold past their
+	// logs was held by no host's log, so no host delivered it.
 	isWitness := make([]bool, n)
-	members := 0
+	fencedTo := make([]uint64, n)
+	isFenced := make([]bool, n)
+	members, known := 0, 0
 	for _, w := range wit {
 		if pos, ok := slices.BinarySearch(roster, w.ID); ok && !isWitness[pos] {
 			isWitness[pos] = true
 			members++
+			if w.Fenced && w.LogEpoch == top {
+				isFenced[pos], fencedTo[pos] = true, w.Start+uint64(len(w.Entries))
+			} else {
+				known++
+			}
 		}
 	}
-	if members < h+1 {
+	if known < h+1 && members < n {
 		return Resolution{}, ErrNeedMore
 	}
 	if lo > ownBase+uint64(len(own)) || lo < ownBase {
@@ -719,7 +738,7 @@ func Resolve(n int, lo, ownBase uint64, own []Entry, ws []Witness) (Resolution, 
 			for gi, g := range groups {
 				others := 0
 				for u := 0; u < n; u++ {
-					if isWitness[u] {
+					if isWitness[u] && (!isFenced[u] || j < fencedTo[u]) {
 						continue
 					}
 					elsewhere := false

@@ -39,6 +39,8 @@ type simOptions struct {
 	FetchBatch int
 	Backoff    int
 	OOBRate    int
+	Token      bool
+	TokenLag   int
 	Workers    int
 	JSON       bool
 	Verbose    bool
@@ -58,24 +60,46 @@ type simReport struct {
 	Replay         string   `json:"replay,omitempty"`
 	Stalled        int      `json:"stalled_after_amnesia"`
 	StalledAmbig   int      `json:"stalled_on_ambiguous_fork"`
-	Frames         uint64   `json:"frames"`
-	Messages       uint64   `json:"oob_messages"`
-	Proposed       uint64   `json:"proposed"`
-	AgreedEntries  uint64   `json:"agreed_entries_delivered"`
-	Dropped        uint64   `json:"dropped_reported"`
-	Forged         uint64   `json:"forged_copies"`
-	RosterSwitches uint64   `json:"roster_switches"`
-	KeyRotations   uint64   `json:"key_rotations"`
-	KeySwitches    uint64   `json:"key_switches"`
-	GenuineBadTag  uint64   `json:"genuine_bad_tag"`
-	ViewChanges    uint64   `json:"view_changes"`
-	Takeovers      uint64   `json:"takeovers"`
-	Crashes        uint64   `json:"crashes"`
-	Partitions     uint64   `json:"partitions"`
-	ConvergeP50    int      `json:"converge_ticks_p50"`
-	ConvergeMax    int      `json:"converge_ticks_max"`
-	Seconds        float64  `json:"seconds"`
-	FramesPerSec   float64  `json:"sim_frames_per_second"`
+	StalledFenced  int      `json:"stalled_with_fenced_hosts,omitempty"`
+	StalledSeeds   []uint64 `json:"stalled_seeds,omitempty"`
+	// Token (--token): the control planes' counters, summed over seeds.
+	Token          *simTokenReport `json:"token,omitempty"`
+	Frames         uint64          `json:"frames"`
+	Messages       uint64          `json:"oob_messages"`
+	Proposed       uint64          `json:"proposed"`
+	AgreedEntries  uint64          `json:"agreed_entries_delivered"`
+	Dropped        uint64          `json:"dropped_reported"`
+	Forged         uint64          `json:"forged_copies"`
+	RosterSwitches uint64          `json:"roster_switches"`
+	KeyRotations   uint64          `json:"key_rotations"`
+	KeySwitches    uint64          `json:"key_switches"`
+	GenuineBadTag  uint64          `json:"genuine_bad_tag"`
+	ViewChanges    uint64          `json:"view_changes"`
+	Takeovers      uint64          `json:"takeovers"`
+	Crashes        uint64          `json:"crashes"`
+	Partitions     uint64          `json:"partitions"`
+	ConvergeP50    int             `json:"converge_ticks_p50"`
+	ConvergeMax    int             `json:"converge_ticks_max"`
+	Seconds        float64         `json:"seconds"`
+	FramesPerSec   float64         `json:"sim_frames_per_second"`
+}
+
+// simTokenReport is what the fast paths and their control planes did
+// (exo sim --token).
+type simTokenReport struct {
+	Records        uint64 `json:"records"`
+	FastSteps      uint64 `json:"steps_with_fast_path_armed"`
+	Sent           uint64 `json:"frames_sent_by_fast_paths"`
+	Popped         uint64 `json:"batches_taken"`
+	Handoffs       uint64 `json:"handoffs"`
+	Halts          uint64 `json:"self_halts"`
+	Quiesces       uint64 `json:"quiesces"`
+	Arms           uint64 `json:"arms"`
+	ArmMisses      uint64 `json:"arm_misses"`
+	Desyncs        uint64 `json:"desyncs"`
+	Fenced         uint64 `json:"unlogged_sends_fenced"`
+	Reproposed     uint64 `json:"records_proposed_again"`
+	FencedRestarts uint64 `json:"fenced_restarts"`
 }
 
 func newSimCmd(runF func(context.Context, *simOptions) error) *cobra.Command {
@@ -95,7 +119,8 @@ is agreed once) and liveness (after the faults stop the rack converges within
 		Example: `  exo sim --hosts 5 --seeds 10000
   exo sim --hosts 3,4,5,7,16 --seeds 1000 --json
   exo sim --hosts 5 --seed 42 --seeds 1 -v      # replay one seed with a trace
-  exo sim --hosts 5 --seeds 200 --amnesia 0.3   # restarts that lose their disk`,
+  exo sim --hosts 5 --seeds 200 --amnesia 0.3   # restarts that lose their disk
+  exo sim --hosts 3,5,7 --seeds 1000 --token     # the token in a fast path (xdp_token)`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Out, o.Err = cmd.OutOrStdout(), cmd.ErrOrStderr()
 			o.Progress = !o.JSON && !o.Verbose && o.Seeds >= 100 && isTerminal(o.Err)
@@ -132,6 +157,8 @@ is agreed once) and liveness (after the faults stop the rack converges within
 	f.IntVar(&o.OOBRate, "oob-bandwidth", def.OOBEntriesPerStep, "log entries one OOB link carries per network step (0: unlimited); messages on a link queue behind each other")
 	f.IntVar(&o.FetchBatch, "fetch-batch", def.Config.MaxFetchEntries, "entries in one fetch response at most (the daemon sends 1024; small, so that the simulated logs need many batches too)")
 	f.IntVar(&o.Backoff, "idle-backoff", exo.DefaultIdleBackoffMax, "the idle back-off's cap in ticks (the daemon's idle_backoff_max_ticks is 256; -1: none): an idle rack's passes slow down to it, a proposal wakes the rack")
+	f.BoolVar(&o.Token, "token", false, "every host runs a fast path that sends (xdp_token: the rule of exo.Engine, the daemon's control plane exo/token) in front of its core, which reads the fast path's records late (docs/token.md)")
+	f.IntVar(&o.TokenLag, "token-lag", 4, "with --token: network steps the control plane may take to read its fast path's records (now and then up to 4 ticks more)")
 	f.IntVar(&o.Workers, "workers", runtime.GOMAXPROCS(0), "seeds run in parallel")
 	f.BoolVar(&o.JSON, "json", false, "print one JSON report per rack size")
 	f.BoolVarP(&o.Verbose, "verbose", "v", false, "trace every event (use with --seeds 1)")
@@ -155,6 +182,8 @@ func (o *simOptions) validate() error {
 		return fmt.Errorf("--delay: %d must not be negative", o.Delay)
 	case o.Workers < 1:
 		return fmt.Errorf("--workers: %d must be at least 1", o.Workers)
+	case o.TokenLag < 0:
+		return fmt.Errorf("--token-lag: %d must not be negative", o.TokenLag)
 	case o.OOBRate < 0:
 		return fmt.Errorf("--oob-bandwidth: %d must not be negative", o.OOBRate)
 	case o.Backoff < -1:
@@ -176,6 +205,7 @@ func (o *simOptions) options(hosts int, seed uint64) sim.Options {
 	s.Config.MaxFetchEntries = o.FetchBatch
 	s.Config.IdleBackoffMax = o.Backoff
 	s.OOBEntriesPerStep = o.OOBRate
+	s.Token, s.TokenLag = o.Token, o.TokenLag
 	return s
 }
 
@@ -202,6 +232,8 @@ func (o *simOptions) replay(hosts int, seed uint64) string {
 	add(o.FetchBatch != def.Config.MaxFetchEntries, fmt.Sprintf("--fetch-batch %d", o.FetchBatch))
 	add(o.Backoff != exo.DefaultIdleBackoffMax, fmt.Sprintf("--idle-backoff %d", o.Backoff))
 	add(o.OOBRate != def.OOBEntriesPerStep, fmt.Sprintf("--oob-bandwidth %d", o.OOBRate))
+	add(o.Token, "--token")
+	add(o.Token && o.TokenLag != 4, fmt.Sprintf("--token-lag %d", o.TokenLag))
 	add(o.Ticks != def.Ticks, fmt.Sprintf("--ticks %d", o.Ticks))
 	add(o.Quiet != def.Quiet, fmt.Sprintf("--quiet %d", o.Quiet))
 	return strings.Join(args, " ") + " -v"
@@ -246,6 +278,10 @@ func runSim(ctx context.Context, o *simOptions) error {
 			fmt.Fprintf(o.Out, " roster-switches=%d (switch points and one-host steps: checked)", rep.RosterSwitches)
 		}
 		fmt.Fprintln(o.Out)
+		if t := rep.Token; t != nil {
+			fmt.Fprintf(o.Out, "  token: records=%d fast-steps=%d sent-by-fast-path=%d batches=%d handoffs=%d self-halts=%d quiesces=%d arms=%d arm-misses=%d desyncs=%d unlogged-sends=%d fenced-restarts=%d stalled-with-fenced=%d\n",
+				t.Records, t.FastSteps, t.Sent, t.Popped, t.Handoffs, t.Halts, t.Quiesces, t.Arms, t.ArmMisses, t.Desyncs, t.Fenced, t.FencedRestarts, rep.StalledFenced)
+		}
 		fmt.Fprintf(o.Out, "  view-changes=%d takeovers=%d crashes=%d partitions=%d converge-ticks p50=%d max=%d\n",
 			rep.ViewChanges, rep.Takeovers, rep.Crashes, rep.Partitions, rep.ConvergeP50, rep.ConvergeMax)
 		fmt.Fprintf(o.Out, "  %.1fs, %.0f simulated frames/s\n", rep.Seconds, rep.FramesPerSec)
@@ -257,6 +293,13 @@ func runSim(ctx context.Context, o *simOptions) error {
 		return &exitError{code: 1, err: fmt.Errorf("sim: property violations found")}
 	}
 	return nil
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 func simRack(ctx context.Context, o *simOptions, hosts int) (*simReport, error) {
@@ -336,8 +379,33 @@ feed:
 		if st.StalledAmbiguous {
 			rep.StalledAmbig++
 		}
-		if st.Stalled {
-			rep.Stalled++
+		if o.Token {
+			if rep.Token == nil {
+				rep.Token = &simTokenReport{}
+			}
+			t, x := rep.Token, st.Token
+			t.Records += x.Records
+			t.FastSteps += x.Fast
+			t.Sent += x.Sent
+			t.Popped += x.Popped
+			t.Handoffs += x.Handoffs
+			t.Halts += x.Halts
+			t.Quiesces += x.Quiesces
+			t.Arms += x.Arms
+			t.ArmMisses += x.ArmMisses
+			t.Desyncs += x.Desyncs
+			t.Fenced += x.Fenced
+			t.Reproposed += x.Reproposed
+			t.FencedRestarts += st.FencedRestarts
+		}
+		if st.StalledFenced {
+			rep.StalledFenced++
+		}
+		if st.Stalled || st.StalledFenced {
+			rep.StalledSeeds = append(rep.StalledSeeds, r.seed)
+		}
+		if st.Stalled || st.StalledFenced {
+			rep.Stalled += b2i(st.Stalled)
 		} else if r.err == nil {
 			conv = append(conv, r.converge)
 		}

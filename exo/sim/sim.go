@@ -17,6 +17,7 @@ import (
 	"slices"
 
 	"github.com/exo-rack/exo/exo"
+	"github.com/exo-rack/exo/exo/token"
 )
 
 // Options configures one simulated run.
@@ -68,6 +69,19 @@ type Options struct {
 	// every member sending under the new key. Config.KeyGraceTicks
 	// defaults to 40 ticks here. 0 draws nothing.
 	KeyRotations float64
+	// Token puts a fast path that sends (exo.Engine's rule, token.Mem) in
+	// front of every host's core, driven by the control plane the daemon
+	// runs (token.Driver, docs/token.md): a frame reaches the fast path at
+	// once, which may answer it with the host's next frame at once; the
+	// core steps the fast path's records later (TokenLag), halts it before
+	// it acts on its own and arms it again. A crash loses the records not
+	// read yet, and a restart after the fast path was armed in the log's
+	// epoch is fenced. 0 hosts without it.
+	Token bool
+	// TokenLag is how many steps the control plane may take to read its
+	// fast path's records after a frame (uniform 0..TokenLag; now and then
+	// up to 4 ticks more, a daemon that did not run). 0: 4 steps.
+	TokenLag int
 
 	// Config is the protocol configuration (ID and Hosts are set per host).
 	Config exo.Config
@@ -136,6 +150,12 @@ type host struct {
 	// silent is how many more of its ticks must do nothing, as its last
 	// NextTick said (0 after any other input): checked on every tick.
 	silent int
+	// Options.Token: the fast path, its control plane, and the step at
+	// which the control plane reads the fast path's records (-1: none
+	// due).
+	fp     *token.Mem
+	drv    *token.Driver
+	readAt int64
 }
 
 // Sim is one simulated rack.
@@ -150,8 +170,9 @@ type Sim struct {
 	order uint64
 	tick  int
 	quiet bool
-	// amnesiac is set once any host restarted without its state.
-	amnesiac bool
+	// amnesiac is set once any host restarted without its state; fenced
+	// once any restarted fenced (Options.Token).
+	amnesiac, fenced bool
 
 	keyGen int // index of the newest rack key (0: Config.TagKey)
 
@@ -185,6 +206,13 @@ type Stats struct {
 	// NextTick promised at least one silent tick (a daemon sleeps through
 	// them).
 	Ticks, SilentTicks uint64
+	// Token (Options.Token): the control planes' counters, summed, and
+	// the restarts that came back fenced. StalledFenced: a run that did
+	// not converge with fenced hosts (allowed, as after amnesia: safety
+	// over liveness; docs/token.md section 5).
+	Token          token.Stats
+	FencedRestarts uint64
+	StalledFenced  bool
 }
 
 // New builds a simulated rack.
@@ -221,9 +249,75 @@ func New(opt Options) (*Sim, error) {
 		if err != nil {
 			return nil, fmt.Errorf("sim: host %d: %w", i, err)
 		}
-		s.hosts = append(s.hosts, &host{node: nd, up: true, durable: hs})
+		s.hosts = append(s.hosts, &host{node: nd, up: true, durable: hs, readAt: -1})
+		if opt.Token {
+			s.attach(i)
+		}
 	}
 	return s, nil
+}
+
+// attach puts a fresh, halted fast path and its control plane in front of
+// host i's core (Options.Token), and arms it if it may run.
+func (s *Sim) attach(i int) {
+	h := s.hosts[i]
+	h.fp = token.NewMem(h.node.Keys())
+	h.readAt = -1
+	h.drv = token.New(h.node, h.fp, token.Config{
+		MaxBatch: h.node.Config().MaxBatchBytes,
+		// The durable meta now (the fence, before the first arming of an
+		// epoch); the log follows with the next Ready, as in the daemon.
+		Persist: func() error {
+			log := h.durable.Log
+			h.durable = h.node.HardStateMeta()
+			h.durable.Log = log
+			return nil
+		},
+		Ready: func() error { s.ready(i); return nil },
+	})
+	s.sync(i)
+}
+
+// sync runs host i's control plane after its core moved: it carries out
+// the core's Ready, then halts or arms the fast path (Driver.Sync).
+func (s *Sim) sync(i int) {
+	h := s.hosts[i]
+	s.ready(i)
+	if h.drv == nil || !h.up {
+		return
+	}
+	if _, err := h.drv.Sync(); err != nil {
+		s.chk.violation("t=%d host %d: token: %v", s.tick, i, err)
+	}
+	s.ready(i)
+}
+
+// quiesce halts host i's fast path and steps its records before its core
+// acts on its own (a tick that may do something, an OOB message, a
+// proposal to the core).
+func (s *Sim) quiesce(i int) {
+	h := s.hosts[i]
+	if h.drv == nil {
+		return
+	}
+	if err := h.drv.Quiesce(); err != nil {
+		s.chk.violation("t=%d host %d: token: %v", s.tick, i, err)
+	}
+	h.readAt = -1
+	h.silent = 0
+}
+
+// lag is how many steps host i's control plane takes to read a record.
+func (s *Sim) lag() int64 {
+	l := s.opt.TokenLag
+	if l <= 0 {
+		l = 4
+	}
+	d := int64(s.rng.IntN(l + 1))
+	if !s.quiet && s.rng.Float64() < 0.02 {
+		d += int64(s.rng.IntN(4*s.opt.StepsPerTick + 1))
+	}
+	return d
 }
 
 // Trace sets a function that receives a line per notable event.
@@ -319,6 +413,8 @@ func (s *Sim) keys(all bool) {
 func (s *Sim) stage(i int) {
 	h := s.hosts[i]
 	h.silent = 0
+	s.quiesce(i)
+	defer s.sync(i)
 	if _, err := h.node.StageKey(s.key(s.keyGen)); err != nil {
 		if !errors.Is(err, exo.ErrKeyInFlight) {
 			s.chk.violation("host %d: StageKey: %v", i, err)
@@ -351,7 +447,13 @@ func (s *Sim) Run() error {
 			break
 		}
 	}
-	if s.amnesiac && !s.settled() {
+	for _, h := range s.hosts {
+		s.collect(h)
+	}
+	if s.fenced && !s.amnesiac && !s.settled() {
+		s.Stats.StalledFenced = true
+		s.chk.QuietTicks = s.tick - s.opt.Ticks
+	} else if s.amnesiac && !s.settled() {
 		s.Stats.Stalled = true
 		for _, h := range s.hosts {
 			s.Stats.StalledAmbiguous = s.Stats.StalledAmbiguous || h.node.ViewChangeAmbiguous()
@@ -426,12 +528,29 @@ func (s *Sim) step() {
 		}
 		for h, t := range touched {
 			if t {
-				s.ready(h)
+				s.sync(h)
+			}
+		}
+		for i, h := range s.hosts {
+			if h.up && h.readAt >= 0 && h.readAt <= s.now {
+				// The control plane wakes and reads its fast path's
+				// records (in a batch, as the daemon does).
+				h.readAt = -1
+				h.silent = 0
+				if _, err := h.fp.Records(h.drv.Step); err != nil {
+					s.chk.violation("host %d: token records: %v", i, err)
+				}
+				s.sync(i)
 			}
 		}
 	}
 	for i, h := range s.hosts {
 		if h.up {
+			if h.drv != nil && h.node.NextTick() <= 1 {
+				// The core's deadline is due (the daemon's frame loop
+				// fires it then): it may act on its own.
+				s.quiesce(i)
+			}
 			h.node.Tick()
 			if h.silent > 0 {
 				h.silent--
@@ -441,7 +560,7 @@ func (s *Sim) step() {
 						s.tick, i, len(rd.Frames), len(rd.Messages), rd.Events)
 				}
 			}
-			s.ready(i)
+			s.sync(i)
 			if d := h.node.NextTick(); d != exo.NoTick {
 				h.silent = d - 1
 			} else {
@@ -463,6 +582,26 @@ func (s *Sim) step() {
 func (s *Sim) deliver(d *delivery) bool {
 	h := s.hosts[d.to]
 	if !h.up {
+		return false
+	}
+	if d.frame != nil && h.fp != nil {
+		// The fast path answers at once; the core reads the record later.
+		h.fp.Keys = h.node.Keys()
+		sent, r := h.fp.Frame(d.frame)
+		if d.forged && r != exo.ReasonBadTag {
+			s.chk.violation("host %d: a forged frame (seq %d from %d) got %s at the fast path, want BAD_TAG", d.to, d.frame.Seq, d.frame.Sender, r)
+		}
+		if sent != nil {
+			s.Stats.Frames++
+			for b := range s.hosts {
+				if b != d.to {
+					s.send(d.to, b, sent, nil)
+				}
+			}
+		}
+		if h.fp.Waiting() > 0 && h.readAt < 0 {
+			h.readAt = s.now + s.lag()
+		}
 		return false
 	}
 	h.silent = 0
@@ -490,6 +629,7 @@ func (s *Sim) deliver(d *delivery) bool {
 			}
 		}
 	} else {
+		s.quiesce(d.to)
 		h.node.Step(*d.msg)
 	}
 	return true
@@ -758,6 +898,11 @@ func (s *Sim) restart(i int) {
 	if s.rng.Float64() >= s.opt.Amnesia {
 		h.node, err = exo.RestartNode(s.config(i), h.durable)
 		s.tracef("restart host %d durable", i)
+		if err == nil && h.node.Fenced() {
+			s.fenced = true
+			s.Stats.FencedRestarts++
+			s.tracef("host %d restarts fenced in epoch %d", i, h.node.Epoch())
+		}
 	} else {
 		h.node, err = exo.NewAmnesiacNode(s.config(i))
 		h.durable = exo.HardState{Amnesiac: true}
@@ -770,11 +915,47 @@ func (s *Sim) restart(i int) {
 	}
 	h.up = true
 	h.silent = 0
+	if s.opt.Token {
+		s.collect(h)
+		s.attach(i) // the fast path died with the daemon: a new one
+	}
 	if h.staged {
 		h.staged = false
 		s.stage(i) // the staged key is in its configuration (next_key_file)
 	}
-	s.ready(i)
+	s.sync(i)
+}
+
+// collect adds a control plane's counters to the run's, and checks them:
+// the fast path and the core never disagree on a frame while the core
+// runs (a desync), and every frame a fast path sent is logged, but after
+// a roster change took effect (the fast path cannot see it; those frames
+// are never appended anywhere: docs/token.md section 4).
+func (s *Sim) collect(h *host) {
+	if h.drv == nil {
+		return
+	}
+	st := h.drv.Stats()
+	if st.Desyncs > 0 {
+		s.chk.violation("token: %d frames on which the fast path and the core disagreed", st.Desyncs)
+	}
+	if st.Fenced > 0 && s.opt.RosterChanges == 0 {
+		s.chk.violation("token: %d frames the fast path sent that the log could not take", st.Fenced)
+	}
+	t := &s.Stats.Token
+	t.Records += st.Records
+	t.Fast += st.Fast
+	t.Sent += st.Sent
+	t.Popped += st.Popped
+	t.Handoffs += st.Handoffs
+	t.Halts += st.Halts
+	t.Quiesces += st.Quiesces
+	t.Arms += st.Arms
+	t.ArmMisses += st.ArmMisses
+	t.Desyncs += st.Desyncs
+	t.Fenced += st.Fenced
+	t.Reproposed += st.Reproposed
+	h.drv = nil
 }
 
 // rosterChange has a random live member propose one membership change.
@@ -816,11 +997,12 @@ func (s *Sim) rosterChange() {
 		}
 	}
 	h.silent = 0
+	s.quiesce(i)
+	defer s.sync(i)
 	if err := h.node.ProposeConfig(c); err != nil {
 		return
 	}
 	s.tracef("host %d proposes %s (roster %v)", i, c, roster)
-	s.ready(i)
 }
 
 // clients publish payloads that carry a unique id.
@@ -838,13 +1020,23 @@ func (s *Sim) propose(i int) {
 	p := make([]byte, 8+s.rng.IntN(24))
 	binary.BigEndian.PutUint64(p, s.nextID)
 	h.silent = 0
-	if err := h.node.Propose(p); err != nil {
+	var err error
+	if h.drv != nil {
+		if h.drv.Pending() >= h.node.Config().MaxPending {
+			err = exo.ErrQueueFull
+		} else {
+			err = h.drv.Propose(p)
+		}
+	} else {
+		err = h.node.Propose(p)
+	}
+	if err != nil {
 		s.nextID--
 		return
 	}
 	s.Stats.Proposed++
 	s.chk.Proposed(i, h.inc, s.nextID)
-	s.ready(i)
+	s.sync(i)
 }
 
 // beginQuiet heals every fault, restarts crashed hosts and publishes one
@@ -893,3 +1085,6 @@ func (s *Sim) keysDone() bool {
 	}
 	return true
 }
+
+// Nodes returns every host's core (for tools that look into a run).
+func (s *Sim) Nodes() []*exo.Node { return s.nodes() }

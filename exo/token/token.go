@@ -1,0 +1,465 @@
+// Package token is the control plane of a fast path that sends (token
+// mode, docs/token.md): it steps the records the fast path hands up into
+// the core (exo.Node) in order, keeps the two in step, halts the fast path
+// before the core decides anything on its own, arms it again when the log
+// is back in the plain case, and fills its transmit queue.
+//
+// It does no I/O of its own: the fast path is a FastPath (the XDP program
+// in the daemon, Mem in the simulator and the tests), so the code the
+// daemon runs is the code the simulator checks. A Driver is not safe for
+// concurrent use: the daemon calls it under its core lock.
+//
+// The embedding loop, as the daemon runs it:
+//
+//	d := token.New(node, fp, cfg)
+//	for {
+//		wait for records, or the core's next deadline
+//		fp.Records(d.Step)          // the fast path's records, in order
+//		if a deadline is due {
+//			d.Quiesce()             // halted, and every record stepped
+//			node.Tick()
+//		}
+//		carry out node.Ready()      // persist, send, deliver
+//		d.Sync()                    // quiesce if the log left the plain case; else arm
+//	}
+//
+// and before an OOB message, a roster or key request: Quiesce, step the
+// core, carry out its Ready, Sync. A publish goes through Propose.
+package token
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/exo-rack/exo/exo"
+)
+
+// Record is one frame the fast path handed to the control plane, with what
+// it did about it (struct exo_rec, docs/token.md section 2).
+type Record struct {
+	// Kseq numbers the records: the fast path's Tx.Kseq before this one.
+	Kseq uint64
+	// QHead is the fast path's Tx.QHead after this record.
+	QHead uint64
+	// TxTag is the tag of the frame sent (Sent).
+	TxTag  uint64
+	Reason exo.Reason
+	// Armed: the fast path was not halted when it classified the frame.
+	Armed bool
+	// Sent: it answered the frame with this host's next frame; Popped: that
+	// frame carried the head batch of the queue.
+	Sent, Popped bool
+	// Handoff: it handed this host the token to the control plane (an idle
+	// rack); Halt: it halted itself after this frame (a hand-off or a
+	// slow-path verdict).
+	Handoff, Halt bool
+	// Src is the frame's Ethernet source MAC (may be nil).
+	Src []byte
+	// Frame is the received frame after the Ethernet header (padding
+	// included). It is only valid during the call it is passed to.
+	Frame []byte
+}
+
+// FastPath is a fast path that sends, as the control plane drives it
+// (docs/token.md section 3).
+type FastPath interface {
+	// Halt stops the fast path (it accepts and sends nothing until Arm)
+	// and returns its state: Kseq is the number of records it produced.
+	// An error wrapping ErrLost says a record was lost after the state
+	// moved.
+	Halt() (exo.Engine, error)
+	// Set writes e, all but Kseq (Halted included: false arms it, true
+	// keeps it halted with the core's receive checks), if the fast path
+	// has produced exactly e.Kseq records; otherwise it changes nothing
+	// and reports false.
+	Set(e exo.Engine) (bool, error)
+	// Push publishes a batch at the tail of the transmit queue; false if
+	// the queue is full (batches the fast path has not taken yet).
+	Push(b exo.Batch) (bool, error)
+	// Reclaim takes back the batches the fast path has not taken (it is
+	// halted): the queue is empty afterwards. It returns how many.
+	Reclaim() (int, error)
+	// Records calls fn for every record available now, in the order the
+	// fast path wrote them (which may differ from Kseq's: two CPUs), and
+	// returns how many.
+	Records(fn func(*Record)) (int, error)
+}
+
+// ErrLost is wrapped by a FastPath's Halt when a record could not be
+// written after the fast path's state had moved: the log misses a frame,
+// maybe one this host sent. The daemon stops (a restart is fenced).
+var ErrLost = errors.New("token: the fast path lost a record")
+
+// QueueSlots is the depth of a fast path's transmit queue (64 batches in
+// the XDP program).
+const QueueSlots = 64
+
+// Config sets a Driver up.
+type Config struct {
+	// MaxBatch bounds the payload bytes of one batch (the core's
+	// MaxBatchBytes, at most the fast path's slot).
+	MaxBatch int
+	// Ahead is how many partly filled batches may wait in the queue: while
+	// that many do, records are packed into the next one (0: 2).
+	Ahead int
+	// Persist makes the core's durable state (Node.HardStateMeta) durable:
+	// called before the fast path is first armed in an epoch (the fence,
+	// docs/token.md section 5). Nil: nothing to persist.
+	Persist func() error
+	// Admit, if set, is asked about every record that the core steps as a
+	// frame of its own (halted fast path, hand-off, slow path): false skips
+	// the frame (the daemon's roster MAC check of a later epoch's frames).
+	Admit func(*Record) bool
+	// DrainTimeout bounds the wait for the records below the Kseq a Halt
+	// returned (0: 1 s).
+	DrainTimeout time.Duration
+	// Ready carries out the core's Ready (persist, send, deliver): Sync
+	// calls it after a quiesce it decided on, before it arms again. Nil:
+	// the caller does it after Sync, and Sync arms on its next call.
+	Ready func() error
+}
+
+// Stats counts what a Driver did.
+type Stats struct {
+	Records    uint64 // records stepped
+	Fast       uint64 // stepped with the fast path armed (StepFast)
+	Sent       uint64 // frames the fast path sent for this host
+	Popped     uint64 // batches it took from the queue
+	Handoffs   uint64 // tokens it handed to the control plane
+	Halts      uint64 // times it halted itself (hand-offs and slow paths)
+	Quiesces   uint64 // halts by the control plane
+	Arms       uint64 // successful arms
+	ArmMisses  uint64 // arms refused: records came in between
+	Desyncs    uint64 // verdicts of the fast path the core did not share (the core not halted)
+	Fenced     uint64 // frames the fast path sent that the log could not take: this host fenced
+	Reproposed uint64 // records of batches the log could not take, proposed again
+}
+
+// Driver is the control plane of one host's fast path that sends.
+type Driver struct {
+	nd  *exo.Node
+	fp  FastPath
+	cfg Config
+
+	next    uint64             // Kseq of the next record to step
+	early   map[uint64]*Record // records that came before their turn (copies)
+	armed   bool               // armed by us, and no record since said it halted
+	written exo.Pointers       // the pointers last written to it halted
+	tx      exo.Tx             // what it was armed with (the static fields)
+	epoch   uint32             // and its epoch and roster size
+	hosts   uint16
+
+	qhead  uint64      // batches it has taken
+	queued []exo.Batch // pushed and not taken yet, from qhead on
+	full   []exo.Batch // packed, not pushed yet (the queue was full)
+	open   exo.Batch   // the batch being packed
+
+	stats Stats
+}
+
+// New returns the control plane of fast path fp in front of node nd. The
+// fast path must be halted, its queue empty and no record read; Sync
+// writes it the core's state (halted or armed).
+func New(nd *exo.Node, fp FastPath, cfg Config) *Driver {
+	if cfg.Ahead <= 0 {
+		cfg.Ahead = 2
+	}
+	if cfg.DrainTimeout <= 0 {
+		cfg.DrainTimeout = time.Second
+	}
+	return &Driver{nd: nd, fp: fp, cfg: cfg, early: map[uint64]*Record{}}
+}
+
+// SetNode replaces the core (a restart of the core under the same fast
+// path: a simulated crash). The fast path must have been halted and its
+// records stepped (Quiesce).
+func (d *Driver) SetNode(nd *exo.Node) { d.nd = nd }
+
+// Stats returns the counters.
+func (d *Driver) Stats() Stats { return d.stats }
+
+// Armed reports whether the fast path runs on its own (as far as the
+// records stepped so far tell).
+func (d *Driver) Armed() bool { return d.armed }
+
+// Next returns the Kseq of the next record the driver expects.
+func (d *Driver) Next() uint64 { return d.next }
+
+// Pending returns the records this host holds that are not on the wire
+// yet: in the fast path's queue, packed here, and queued in the core.
+func (d *Driver) Pending() int {
+	n := d.nd.Pending() + int(d.open.Count)
+	for _, b := range d.queued {
+		n += int(b.Count)
+	}
+	for _, b := range d.full {
+		n += int(b.Count)
+	}
+	return n
+}
+
+// Step steps one record, or keeps it until the records before it came
+// (the records of two CPUs may reach the ring out of Kseq order). It is
+// FastPath.Records' callback: the record is copied if it is kept.
+func (d *Driver) Step(r *Record) {
+	switch {
+	case r.Kseq < d.next:
+		return // stepped already (a duplicate read cannot happen; be safe)
+	case r.Kseq > d.next:
+		c := *r
+		c.Frame = append([]byte(nil), r.Frame...)
+		c.Src = append([]byte(nil), r.Src...)
+		d.early[r.Kseq] = &c
+		return
+	}
+	d.stepOne(r)
+	for len(d.early) > 0 {
+		e, ok := d.early[d.next]
+		if !ok {
+			break
+		}
+		delete(d.early, e.Kseq)
+		d.stepOne(e)
+	}
+}
+
+func (d *Driver) stepOne(r *Record) {
+	d.next++
+	d.stats.Records++
+	var popped *exo.Batch
+	if r.Popped {
+		d.stats.Popped++
+		if len(d.queued) > 0 {
+			b := d.queued[0]
+			popped = &b
+			d.queued = d.queued[1:]
+		}
+		d.qhead++
+	}
+	if r.QHead != d.qhead || (r.Popped && popped == nil) {
+		// The queue's accounting broke: nothing to do but say so; the
+		// frame the fast path sent cannot be logged (below).
+		d.qhead = r.QHead
+		popped = nil
+	}
+	if r.Halt || !r.Armed {
+		d.armed = false
+	}
+	if r.Halt {
+		d.stats.Halts++
+	}
+	if r.Handoff {
+		d.stats.Handoffs++
+	}
+	var f exo.Frame
+	if err := f.UnmarshalBinary(r.Frame); err != nil {
+		// The fast path decoded it; a frame it hands up always decodes.
+		d.stats.Desyncs++
+		if r.Sent {
+			d.unlogged(popped)
+		}
+		return
+	}
+	if !r.Armed || r.Halt {
+		// The fast path is stopped: the core steps the frame as its own,
+		// and may act on it at once.
+		if d.cfg.Admit == nil || d.cfg.Admit(r) {
+			d.nd.StepFrame(&f)
+		}
+		return
+	}
+	d.stats.Fast++
+	if got := d.nd.StepFast(&f); got != r.Reason && !d.nd.Halted() {
+		d.stats.Desyncs++
+	}
+	if !r.Sent {
+		return
+	}
+	d.stats.Sent++
+	var b exo.Batch
+	if r.Popped {
+		if popped == nil {
+			d.unlogged(nil)
+			return
+		}
+		b = *popped
+	}
+	if err := d.nd.StepSent(b.Count, b.Payload, r.TxTag); err != nil {
+		d.unlogged(popped)
+	}
+}
+
+// unlogged handles a frame the fast path sent for this host that the log
+// cannot take (the core halted at a roster change the fast path cannot
+// see, or a fault): the host is fenced in this epoch, the fast path is
+// halted at the next Sync, and the batch it carried is proposed again.
+func (d *Driver) unlogged(b *exo.Batch) {
+	d.stats.Fenced++
+	d.nd.Fence()
+	if b == nil {
+		return
+	}
+	_ = exo.ForEachRecord(b.Payload, b.Count, func(rec []byte) error {
+		if d.nd.Propose(rec) == nil {
+			d.stats.Reproposed++
+		}
+		return nil
+	})
+}
+
+// Quiesce halts the fast path and steps every record it produced, then
+// takes back the batches its queue still holds (and those packed here)
+// and proposes their records to the core, in order. Afterwards the core
+// may do anything: the fast path does nothing until Sync arms it again.
+func (d *Driver) Quiesce() error {
+	e, err := d.fp.Halt()
+	if err != nil {
+		return err
+	}
+	d.stats.Quiesces++
+	d.armed = false
+	deadline := time.Now().Add(d.cfg.DrainTimeout)
+	for d.next < e.Kseq {
+		n, err := d.fp.Records(d.Step)
+		if err != nil {
+			return fmt.Errorf("token: reading records below %d: %w", e.Kseq, err)
+		}
+		if n == 0 && d.next < e.Kseq {
+			if time.Now().After(deadline) {
+				return fmt.Errorf("token: records %d..%d did not come within %v", d.next, e.Kseq-1, d.cfg.DrainTimeout)
+			}
+			time.Sleep(10 * time.Microsecond)
+		}
+	}
+	if _, err := d.fp.Reclaim(); err != nil {
+		return fmt.Errorf("token: reclaiming the queue: %w", err)
+	}
+	d.qhead = e.QHead
+	back := append(d.queued, d.full...)
+	if d.open.Count > 0 {
+		back = append(back, d.open)
+	}
+	d.queued, d.full, d.open = nil, nil, exo.Batch{}
+	for _, b := range back {
+		_ = exo.ForEachRecord(b.Payload, b.Count, func(rec []byte) error {
+			return d.nd.Propose(rec) // checked by Propose's caller: it fits
+		})
+	}
+	return nil
+}
+
+// Sync keeps the fast path in step with the core after the core moved:
+// armed, it quiesces it when the log left the plain case or the transmit
+// side it runs with is not the core's any more (another predecessor, a
+// key switch, another roster); halted, it arms it when the log is in the
+// plain case. It reports whether the fast path runs.
+func (d *Driver) Sync() (bool, error) {
+	e, ok := d.nd.FastPath()
+	if d.armed {
+		if ok && sameTx(e.Tx, d.tx) && e.Epoch == d.epoch && e.Hosts == d.hosts {
+			d.push()
+			return true, nil
+		}
+		if err := d.Quiesce(); err != nil {
+			return false, err
+		}
+		if d.cfg.Ready != nil {
+			if err := d.cfg.Ready(); err != nil {
+				return false, err
+			}
+		}
+		e, ok = d.nd.FastPath()
+	}
+	if !ok || d.nd.HasReady() {
+		// Not the plain case, or the core has work to carry out first
+		// (its appended entries persisted before the fence is). The
+		// halted fast path still checks every frame's group, roster and
+		// epoch before it hands it up: keep those the core's.
+		e.Halted, e.Kseq, e.QHead = true, d.next, d.qhead
+		if e.Pointers != d.written {
+			if set, err := d.fp.Set(e); err != nil {
+				return false, err
+			} else if set {
+				d.written = e.Pointers
+			}
+		}
+		return false, nil
+	}
+	if d.nd.ArmFast() && d.cfg.Persist != nil {
+		if err := d.cfg.Persist(); err != nil {
+			return false, fmt.Errorf("token: persisting the fence before arming: %w", err)
+		}
+	}
+	e.Kseq, e.QHead = d.next, d.qhead
+	armed, err := d.fp.Set(e)
+	if err != nil {
+		return false, err
+	}
+	if !armed {
+		d.stats.ArmMisses++
+		return false, nil
+	}
+	d.stats.Arms++
+	d.armed, d.tx, d.epoch, d.hosts = true, e.Tx, e.Epoch, e.Hosts
+	d.written = exo.Pointers{} // the fast path moves them now
+	return true, nil
+}
+
+// sameTx compares the static part of the transmit side (not the counters).
+func sameTx(a, b exo.Tx) bool {
+	return a.On == b.On && a.Me == b.Me && a.Pred == b.Pred && a.Phase == b.Phase && a.IdleRun == b.IdleRun
+}
+
+// Propose queues one record (a payload, as exo.Node.Propose takes it) for
+// this host's next frames: into the fast path's queue while it runs and
+// the rack is not idle, else to the core (which wakes an idle rack). The
+// caller checks the size and the queue limit (Pending).
+func (d *Driver) Propose(rec []byte) error {
+	if !d.armed || d.nd.Idle() {
+		if d.armed {
+			if err := d.Quiesce(); err != nil {
+				return err
+			}
+		}
+		return d.nd.Propose(rec)
+	}
+	if need := int(exo.RecordLenSize) + len(rec); d.open.Count > 0 && len(d.open.Payload)+need > d.cfg.MaxBatch {
+		d.full = append(d.full, d.open)
+		d.open = exo.Batch{}
+	}
+	d.open.Payload, _ = exo.AppendRecord(d.open.Payload, rec)
+	d.open.Count++
+	d.push()
+	return nil
+}
+
+// push publishes what may go: every full batch while the queue has room,
+// then the open batch if fewer than Ahead batches wait.
+func (d *Driver) push() {
+	for len(d.full) > 0 && len(d.queued) < QueueSlots {
+		if ok, err := d.fp.Push(d.full[0]); err != nil || !ok {
+			return
+		}
+		d.queued = append(d.queued, d.full[0])
+		d.full = d.full[1:]
+	}
+	if d.open.Count > 0 && len(d.full) == 0 && len(d.queued) < d.cfg.Ahead {
+		if ok, err := d.fp.Push(d.open); err != nil || !ok {
+			return
+		}
+		d.queued = append(d.queued, d.open)
+		d.open = exo.Batch{}
+	}
+}
+
+// Close stops the fast path cleanly: halted, every record stepped, the
+// queue proposed to the core, and the durable state no longer fenced
+// (Node.ClearFast; the caller persists it after carrying out the Ready).
+func (d *Driver) Close() error {
+	if err := d.Quiesce(); err != nil {
+		return err
+	}
+	d.nd.ClearFast()
+	return nil
+}
