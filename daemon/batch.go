@@ -38,7 +38,7 @@ func (d *Daemon) PublishBatch(payloads [][]byte, reply func(i int, a client.Ack)
 		return &client.APIError{Code: client.CodeTooLarge,
 			Text: fmt.Sprintf("batch of %d messages needs %d payload records, more than queue_len %d: none queued, send smaller batches", len(payloads), need, d.cfg.QueueLen)}
 	}
-	if pending := d.node.Pending(); pending+need > d.cfg.QueueLen {
+	if pending := d.pending(); pending+need > d.cfg.QueueLen {
 		d.metrics.queueFull.Add(float64(len(payloads)))
 		return &client.APIError{Code: client.CodeQueueFull,
 			Text: fmt.Sprintf("queue full (%d payload records waiting, the batch needs %d, queue_len %d): none of the batch was queued", pending, need, d.cfg.QueueLen)}
@@ -56,10 +56,10 @@ func (d *Daemon) PublishBatch(payloads [][]byte, reply func(i int, a client.Ack)
 		if numRecords(len(p), d.chunk) == 1 {
 			rec = binary.BigEndian.AppendUint64(append(rec[:0], fragWhole), d.nextID)
 			rec = append(rec, p...)
-			err = d.node.Propose(rec)
+			err = d.propose(rec)
 		} else {
 			for _, r := range split(d.nextID, p, d.chunk) {
-				if err = d.node.Propose(r); err != nil {
+				if err = d.propose(r); err != nil {
 					break
 				}
 			}

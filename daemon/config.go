@@ -75,6 +75,13 @@ type Config struct {
 	// "afpacket" (default: XDP_PASS to the AF_PACKET socket) or "afxdp"
 	// (redirected to AF_XDP sockets, with the program's verdict).
 	XDPDelivery string `json:"xdp_delivery,omitempty"`
+	// XDPToken ("on" or "off", default off) is token mode (docs/token.md):
+	// the XDP program answers this host's predecessor's frame with this
+	// host's next frame itself (XDP_TX), from a queue the daemon fills,
+	// and hands up what it did in a ring buffer the daemon reads in
+	// batches. Needs offload "xdp" and frames of at most 4096 bytes (the
+	// daemon caps batch_bytes so).
+	XDPToken string `json:"xdp_token,omitempty"`
 	// RxPoll is how the protocol loop waits for frames on its AF_PACKET
 	// socket (broadcast.RxPoll): "runtime" (the default: Go's network
 	// poller), "block" (its own OS thread blocked in ppoll) or "busy"
@@ -252,6 +259,12 @@ func (c *Config) Validate() error {
 		return fieldErr("xdp_mode", "%q is none of auto, native, generic", c.XDPMode)
 	case c.XDPDelivery != "" && c.XDPDelivery != "afpacket" && c.XDPDelivery != "afxdp":
 		return fieldErr("xdp_delivery", "%q is neither afpacket nor afxdp", c.XDPDelivery)
+	case c.XDPToken != "" && c.XDPToken != "on" && c.XDPToken != "off":
+		return fieldErr("xdp_token", "%q is neither on nor off", c.XDPToken)
+	case c.XDPToken == "on" && c.Offload != "xdp":
+		return fieldErr("xdp_token", "on needs offload \"xdp\" (offload is %q)", c.Offload)
+	case c.XDPToken == "on" && c.XDPDelivery == "afxdp":
+		return fieldErr("xdp_token", "on hands frames up in its own ring: xdp_delivery afxdp does not apply")
 	case c.RxPoll != "runtime" && c.RxPoll != "block" && c.RxPoll != "busy":
 		return fieldErr("rx_poll", "%q is none of runtime, block, busy", c.RxPoll)
 	case c.Procs < -1 || c.Procs > 1024:
@@ -327,6 +340,11 @@ func (c *Config) coreConfig(mtu int) exo.Config {
 	if c.BatchBytes > 0 {
 		batch = min(batch, c.BatchBytes)
 	}
+	if c.Token() {
+		// The XDP program handles frames of at most TokenMaxFrame bytes,
+		// and a queued batch of at most TokenMaxBatch.
+		batch = min(batch, TokenMaxFrame-exo.HeaderLen-exo.HistoryLen(n), TokenMaxBatch)
+	}
 	return exo.Config{
 		ID: uint8(c.ID), Hosts: c.Hosts, Group: c.Group,
 		TokenTimeout: orDefault(c.TokenTimeout, 40), RetransmitTicks: orDefault(c.RetransmitTicks, 12),
@@ -352,6 +370,17 @@ func FrameKey(groupKey []byte) [exo.TagKeyLen]byte {
 	copy(k[:], m.Sum(nil))
 	return k
 }
+
+// Token reports whether token mode is on (xdp_token).
+func (c *Config) Token() bool { return c.XDPToken == "on" }
+
+// TokenMaxFrame and TokenMaxBatch bound token mode's frames (bytes after
+// the Ethernet header; the XDP program's linear buffer) and the batches of
+// its transmit queue (its slots).
+const (
+	TokenMaxFrame = 4096
+	TokenMaxBatch = 4064
+)
 
 func orDefault(v, d int) int {
 	if v == 0 {

@@ -18,6 +18,7 @@ import (
 	"github.com/exo-rack/exo/broadcast"
 	"github.com/exo-rack/exo/client"
 	"github.com/exo-rack/exo/exo"
+	"github.com/exo-rack/exo/exo/token"
 	"github.com/exo-rack/exo/wal"
 )
 
@@ -82,6 +83,10 @@ type Daemon struct {
 	stuckAppend uint64
 	stuckLogAt  time.Time
 	off         *offloadState // the fast path, or nil (software)
+	// Token mode (token.go): the fast path that sends and its control
+	// plane, or nil.
+	tp  TokenPath
+	tok *token.Driver
 	// Key slots (keys.go): the core's ring, and each slot's group key
 	// (for the OOB proofs) and file.
 	ring      exo.KeyRing
@@ -206,7 +211,14 @@ func (d *Daemon) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	errc := make(chan error, 4)
 	wg.Add(4)
-	go func() { defer wg.Done(); d.frameLoop(ctx) }()
+	go func() {
+		defer wg.Done()
+		if d.tp != nil {
+			d.tokenLoop(ctx)
+		} else {
+			d.frameLoop(ctx)
+		}
+	}()
 	go func() { defer wg.Done(); d.oobLoop(ctx) }()
 	go func() { defer wg.Done(); errc <- d.serveAPI(ctx, api) }()
 	go func() { defer wg.Done(); errc <- d.serveMetrics(ctx) }()
@@ -219,6 +231,9 @@ func (d *Daemon) Run(ctx context.Context) error {
 	cancel()
 	d.conn.Close()
 	d.core.Lock()
+	if e := d.closeToken(); e != nil && err == nil {
+		err = e
+	}
 	d.failWaiters(client.ErrShuttingDown)
 	if d.disk != nil {
 		if e := d.disk.Close(); e != nil && err == nil {
@@ -337,6 +352,13 @@ func (d *Daemon) catchUpClock(now time.Time, loop bool) {
 	}
 	late := now.Sub(d.wakeAt) > lateAfter(tick)
 	k := d.node.NextTick()
+	if loop && d.tok != nil && (late || n >= k) {
+		// The deadline fires: the core acts on its own, with the fast
+		// path halted and every record it wrote stepped (which may move
+		// the deadline).
+		d.quiesce()
+		k = d.node.NextTick()
+	}
 	apply, used := 0, 0
 	switch {
 	case loop && late:
@@ -389,6 +411,7 @@ func (d *Daemon) oobLoop(ctx context.Context) {
 		case m := <-d.oob.Recv():
 			d.core.Lock()
 			d.catchUpClock(time.Now(), false)
+			d.quiesce()
 			d.node.Step(m)
 			for k := 0; k < 64 && len(d.oob.Recv()) > 0; k++ {
 				d.node.Step(<-d.oob.Recv())
@@ -407,6 +430,7 @@ func (d *Daemon) readyLocked() {
 		default:
 		}
 	}
+	d.tokenSync()
 	d.armTick()
 }
 
@@ -495,14 +519,14 @@ func (d *Daemon) Publish(payload []byte, reply func(client.Ack)) {
 	}
 	d.nextID++
 	recs := split(d.nextID, payload, d.chunk)
-	if d.node.Pending()+len(recs) > d.cfg.QueueLen {
+	if pending := d.pending(); pending+len(recs) > d.cfg.QueueLen {
 		d.metrics.queueFull.Inc()
 		reply(client.Ack{Err: &client.APIError{Code: client.CodeQueueFull,
-			Text: fmt.Sprintf("queue full (%d payload records waiting)", d.node.Pending())}})
+			Text: fmt.Sprintf("queue full (%d payload records waiting)", pending)}})
 		return
 	}
 	for _, rec := range recs {
-		if err := d.node.Propose(rec); err != nil {
+		if err := d.propose(rec); err != nil {
 			// Cannot happen after the checks above; never drop silently.
 			reply(client.Ack{Err: &client.APIError{Code: client.CodeQueueFull, Text: err.Error()}})
 			return
@@ -511,6 +535,24 @@ func (d *Daemon) Publish(payload []byte, reply func(client.Ack)) {
 	d.waiters[d.nextID] = reply
 	d.metrics.published.Inc()
 	d.readyLocked()
+}
+
+// pending returns the payload records waiting for the token: in the core,
+// and in token mode in the fast path's queue too (core lock held).
+func (d *Daemon) pending() int {
+	if d.tok != nil {
+		return d.tok.Pending()
+	}
+	return d.node.Pending()
+}
+
+// propose queues one payload record: to the core, or in token mode
+// through the control plane (the fast path's queue while it runs).
+func (d *Daemon) propose(rec []byte) error {
+	if d.tok != nil {
+		return d.tok.Propose(rec)
+	}
+	return d.node.Propose(rec)
 }
 
 // ProposeChange proposes a membership change: add or remove one member
@@ -522,6 +564,8 @@ func (d *Daemon) ProposeChange(op exo.ChangeOp, member uint8) error {
 	defer d.core.Unlock()
 	d.catchUpClock(time.Now(), false)
 	c := exo.ConfigChange{Op: op, Member: member}
+	d.quiesce()
+	defer d.readyLocked()
 	if op != exo.ChangeAdd && op != exo.ChangeRemove {
 		return &client.APIError{Code: client.CodeBadRequest, Text: fmt.Sprintf("roster change: operation %d is neither add (1) nor remove (2)", op)}
 	}
@@ -575,7 +619,7 @@ func (d *Daemon) ready() error {
 			return err
 		}
 	}
-	if d.off != nil && len(rd.Frames) > 0 {
+	if d.off != nil && d.tok == nil && len(rd.Frames) > 0 {
 		// The fast path learns of this host's own entries before they
 		// leave: the successor's reply must find them there.
 		d.offloadSync()
@@ -643,7 +687,7 @@ func (d *Daemon) ready() error {
 	}
 	nd.Advance()
 	d.refreshRoster()
-	if d.off != nil {
+	if d.off != nil && d.tok == nil {
 		d.offloadSync()
 	}
 	p := nd.Pointers()
@@ -751,6 +795,7 @@ type Status struct {
 	Known          []int             `json:"known_members"`
 	Counters       map[string]uint64 `json:"counters"`
 	Offload        *OffloadStatus    `json:"offload,omitempty"`
+	Token          *TokenStatus      `json:"token,omitempty"`
 	Keys           *KeyStatus        `json:"keys"`
 	Recovery       RecoveryStatus    `json:"recovery"`
 }
@@ -811,7 +856,7 @@ func (d *Daemon) statusJSON() []byte {
 	st := Status{ID: d.cfg.ID, Hosts: len(d.roster), Epoch: p.Epoch, Promised: nd.Promised(), Halted: nd.Halted(),
 		Append: p.Append, Agreed: p.Agreed, LogBase: nd.LogBase(), Holder: int(nd.Holder()), Pending: nd.Pending(),
 		Delivered: d.delivCnt, Subscribers: len(d.subs), Waiting: len(d.waiters), Skipped: []int{},
-		Counters: d.metrics.counters(), Offload: d.offloadStatusLocked(), Keys: d.keyStatus(),
+		Counters: d.metrics.counters(), Offload: d.offloadStatusLocked(), Token: d.tokenStatusLocked(), Keys: d.keyStatus(),
 		Recovery: recoveryStatus(nd.Recovery(), p)}
 	d.mu.Unlock()
 	for i := range d.roster {
@@ -839,7 +884,7 @@ func (d *Daemon) statusJSON() []byte {
 func (d *Daemon) setMeta(nd *exo.Node) {
 	hs := nd.HardStateMeta()
 	d.disk.SetMeta(wal.Meta{Amnesiac: hs.Amnesiac, Epoch: hs.Epoch, Promised: hs.Promised, Agreed: hs.Agreed, Skipped: hs.Skipped,
-		Roster: hs.Roster, RosterAt: nd.LogBase(), KeySent: hs.KeySent})
+		Roster: hs.Roster, RosterAt: nd.LogBase(), KeySent: hs.KeySent, FastArmed: hs.FastArmed, FastEpoch: hs.FastEpoch})
 }
 
 // writeLogEvery spaces the log lines of failing broadcast writes.

@@ -45,6 +45,7 @@ CGO_ENABLED=1 go test -count=1 -tags fpgasim ./driver/fpga ./daemon/host
 step "the checker bites: a core with one rule broken must be caught"
 go test -count=1 -tags exo_broken_distinct -run 'Broken' ./exo/sim ./exo/explore
 go test -count=1 -tags exo_broken_history -run 'Broken' ./exo/sim
+go test -count=1 -tags exo_broken_token -run 'Broken' ./exo/sim   # token mode's hand-off broken on purpose
 
 step "fuzzing ($FUZZTIME each)"
 go test ./exo -run '^$' -fuzz '^FuzzFrameUnmarshal$' -fuzztime "$FUZZTIME"
@@ -69,6 +70,8 @@ go build -o bin/exo ./cmd/exo
 ./bin/exo sim --hosts 3,5 --seeds 300 --roster-changes 0.02   # members removed, added, replaced under faults
 ./bin/exo sim --hosts 3,5 --seeds 300 --key-rotations 0.02   # key rotations under faults: every run ends on the newest key
 ./bin/exo sim --hosts 3,5 --seeds 200 --key-rotations 0.02 --roster-changes 0.02   # both at once
+./bin/exo sim --hosts 3,4,5,7 --seeds 300 --token   # the token in a fast path (xdp_token's rule and control plane), records read late
+./bin/exo sim --hosts 3,5 --seeds 200 --token --roster-changes 0.02 --key-rotations 0.02
 
 if [ "$(id -u)" = 0 ]; then
   step "demo on a 5-host lab rack"

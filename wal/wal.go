@@ -89,6 +89,11 @@ type Meta struct {
 	// KeySent is exo.HardState.KeySent (added with key rotation; 0 in an
 	// older file).
 	KeySent uint64 `json:"key_sent,omitempty"`
+	// FastArmed and FastEpoch are exo.HardState's (token mode: a fast path
+	// that sends was armed in that epoch and not cleanly stopped; a
+	// restart is fenced, docs/token.md section 5).
+	FastArmed bool   `json:"fast_armed,omitempty"`
+	FastEpoch uint32 `json:"fast_epoch,omitempty"`
 }
 
 type segment struct {
@@ -186,7 +191,7 @@ func Open(dir string, sync Sync) (*Log, exo.HardState, error) {
 	}
 	hs = exo.HardState{Amnesiac: l.meta.Amnesiac, Epoch: l.meta.Epoch, Promised: l.meta.Promised,
 		Agreed: min(l.meta.Agreed, l.end), Skipped: l.meta.Skipped, Log: entries,
-		Roster: slices.Clone(l.meta.Roster), KeySent: l.meta.KeySent}
+		Roster: slices.Clone(l.meta.Roster), KeySent: l.meta.KeySent, FastArmed: l.meta.FastArmed, FastEpoch: l.meta.FastEpoch}
 	return l, hs, nil
 }
 
@@ -386,7 +391,7 @@ func (l *Log) SetMeta(m Meta) {
 	l.meta = m
 	if m.Amnesiac != old.Amnesiac || m.Epoch != old.Epoch || m.Promised != old.Promised || !slices.Equal(m.Skipped, old.Skipped) ||
 		!slices.Equal(m.Roster, old.Roster) || (m.Roster == nil) != (old.Roster == nil) || m.RosterAt != old.RosterAt ||
-		m.KeySent != old.KeySent {
+		m.KeySent != old.KeySent || m.FastArmed != old.FastArmed || m.FastEpoch != old.FastEpoch {
 		l.meta.Roster = slices.Clone(m.Roster)
 		l.dirty = true
 	}

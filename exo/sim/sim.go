@@ -629,7 +629,9 @@ func (s *Sim) deliver(d *delivery) bool {
 			}
 		}
 	} else {
-		s.quiesce(d.to)
+		if !brokenToken {
+			s.quiesce(d.to)
+		}
 		h.node.Step(*d.msg)
 	}
 	return true
