@@ -167,3 +167,50 @@ func (nd *Node) Fenced() bool { return nd.fenced }
 // fast path that sends hands the token to the control plane. A proposal
 // then goes to the core, which wakes the rack (MsgWake).
 func (nd *Node) Idle() bool { return nd.backoff() > nd.cfg.PassDelay }
+
+// RecoverSent appends, at a restart, a frame the fast path sent for this
+// host before its control plane stopped: the fast path outlived the
+// daemon (its maps pinned) and its ring still held the record of the frame
+// f that it answered, which the restarted core has just stepped
+// (docs/token.md section 5). The frame sent was this host's next entry
+// after f, with count records of payload and the tag tag. It reports
+// nil when the log now holds it: appended, or held already (the daemon
+// had logged it before it stopped). Unlike StepSent it does not need this
+// host to be allowed to send: the frame is on the wire already, and
+// logging it is what lifts the fence (Unfence).
+func (nd *Node) RecoverSent(f *Frame, count uint16, payload []byte, tag uint64) error {
+	s := f.Seq + 1
+	if f.Epoch != nd.p.Epoch {
+		return fmt.Errorf("%w: the frame it answered is of epoch %d, the log's is %d", ErrNotNext, f.Epoch, nd.p.Epoch)
+	}
+	if s < nd.p.Append {
+		e, ok := nd.Entry(s)
+		if !ok || e.Sender != nd.id || e.Epoch != f.Epoch || e.Count != count || string(e.Payload) != string(payload) {
+			return fmt.Errorf("%w: seq %d of the log is not the frame it sent", ErrNotNext, s)
+		}
+		return nil
+	}
+	if s != nd.p.Append || nd.p.Halted || nd.p.InHistory(nd.id) {
+		return fmt.Errorf("%w: seq %d is not this host's next entry (append %d, halted %v)", ErrNotNext, s, nd.p.Append, nd.p.Halted)
+	}
+	for ph := uint8(0); ph < 2; ph++ {
+		if !nd.keys.ring.Valid[ph] {
+			continue
+		}
+		var flags uint16
+		if ph == 1 {
+			flags = FlagKeyPhase
+		}
+		g := nd.p.Next(nd.id, count, flags, payload)
+		g.Seal(nd.keys.ring.Key[ph])
+		if g.Tag == tag {
+			nd.appendEntry(entryOf(&g))
+			return nil
+		}
+	}
+	return fmt.Errorf("%w: seq %d: no key of this host gives the fast path's tag %016x", ErrNotNext, s, tag)
+}
+
+// Unfence lifts the fence: the log holds every frame the fast path sent
+// (its records were all stepped again after a restart, RecoverSent).
+func (nd *Node) Unfence() { nd.fenced = false }

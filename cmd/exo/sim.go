@@ -100,6 +100,8 @@ type simTokenReport struct {
 	Fenced         uint64 `json:"unlogged_sends_fenced"`
 	Reproposed     uint64 `json:"records_proposed_again"`
 	FencedRestarts uint64 `json:"fenced_restarts"`
+	Recovered      uint64 `json:"restarts_that_took_the_fast_path_over"`
+	Unfenced       uint64 `json:"fences_lifted_by_recovery"`
 }
 
 func newSimCmd(runF func(context.Context, *simOptions) error) *cobra.Command {
@@ -279,8 +281,8 @@ func runSim(ctx context.Context, o *simOptions) error {
 		}
 		fmt.Fprintln(o.Out)
 		if t := rep.Token; t != nil {
-			fmt.Fprintf(o.Out, "  token: records=%d fast-steps=%d sent-by-fast-path=%d batches=%d handoffs=%d self-halts=%d quiesces=%d arms=%d arm-misses=%d desyncs=%d unlogged-sends=%d fenced-restarts=%d stalled-with-fenced=%d\n",
-				t.Records, t.FastSteps, t.Sent, t.Popped, t.Handoffs, t.Halts, t.Quiesces, t.Arms, t.ArmMisses, t.Desyncs, t.Fenced, t.FencedRestarts, rep.StalledFenced)
+			fmt.Fprintf(o.Out, "  token: records=%d fast-steps=%d sent-by-fast-path=%d batches=%d handoffs=%d self-halts=%d quiesces=%d arms=%d arm-misses=%d desyncs=%d unlogged-sends=%d fenced-restarts=%d (taken over %d, fence lifted %d) stalled-with-fenced=%d\n",
+				t.Records, t.FastSteps, t.Sent, t.Popped, t.Handoffs, t.Halts, t.Quiesces, t.Arms, t.ArmMisses, t.Desyncs, t.Fenced, t.FencedRestarts, t.Recovered, t.Unfenced, rep.StalledFenced)
 		}
 		fmt.Fprintf(o.Out, "  view-changes=%d takeovers=%d crashes=%d partitions=%d converge-ticks p50=%d max=%d\n",
 			rep.ViewChanges, rep.Takeovers, rep.Crashes, rep.Partitions, rep.ConvergeP50, rep.ConvergeMax)
@@ -397,6 +399,8 @@ feed:
 			t.Fenced += x.Fenced
 			t.Reproposed += x.Reproposed
 			t.FencedRestarts += st.FencedRestarts
+			t.Recovered += st.Recovered
+			t.Unfenced += st.Unfenced
 		}
 		if st.StalledFenced {
 			rep.StalledFenced++

@@ -156,6 +156,7 @@ type host struct {
 	fp     *token.Mem
 	drv    *token.Driver
 	readAt int64
+	keepFP bool // the last crash was the daemon's alone: fp outlived it
 }
 
 // Sim is one simulated rack.
@@ -213,6 +214,9 @@ type Stats struct {
 	Token          token.Stats
 	FencedRestarts uint64
 	StalledFenced  bool
+	// Recovered counts the restarts that took a surviving fast path over
+	// (Driver.Recover); Unfenced those of them that lifted the fence.
+	Recovered, Unfenced uint64
 }
 
 // New builds a simulated rack.
@@ -251,7 +255,7 @@ func New(opt Options) (*Sim, error) {
 		}
 		s.hosts = append(s.hosts, &host{node: nd, up: true, durable: hs, readAt: -1})
 		if opt.Token {
-			s.attach(i)
+			s.attach(i, false)
 		}
 	}
 	return s, nil
@@ -259,9 +263,14 @@ func New(opt Options) (*Sim, error) {
 
 // attach puts a fresh, halted fast path and its control plane in front of
 // host i's core (Options.Token), and arms it if it may run.
-func (s *Sim) attach(i int) {
+//
+// A fast path that survived a killed daemon (pinned, kept) is taken over
+// instead: its records not released are stepped again (Driver.Recover).
+func (s *Sim) attach(i int, kept bool) {
 	h := s.hosts[i]
-	h.fp = token.NewMem(h.node.Keys())
+	if !kept {
+		h.fp = token.NewMem(h.node.Keys())
+	}
 	h.readAt = -1
 	h.drv = token.New(h.node, h.fp, token.Config{
 		MaxBatch: h.node.Config().MaxBatchBytes,
@@ -275,6 +284,18 @@ func (s *Sim) attach(i int) {
 		},
 		Ready: func() error { s.ready(i); return nil },
 	})
+	if kept {
+		fenced := h.node.Fenced()
+		ok, err := h.drv.Recover()
+		if err != nil {
+			s.chk.violation("t=%d host %d: token recovery: %v", s.tick, i, err)
+		}
+		s.Stats.Recovered++
+		if fenced && ok {
+			s.Stats.Unfenced++
+		}
+		s.tracef("host %d takes its fast path over (recovered %v, fenced %v)", i, ok, h.node.Fenced())
+	}
 	s.sync(i)
 }
 
@@ -290,6 +311,13 @@ func (s *Sim) sync(i int) {
 		s.chk.violation("t=%d host %d: token: %v", s.tick, i, err)
 	}
 	s.ready(i)
+	// The records stepped are logged now: released, most of the time
+	// at once (a daemon killed between the two reads them again).
+	if s.rng.Float64() < 0.7 {
+		if err := h.drv.Release(); err != nil {
+			s.chk.violation("t=%d host %d: token release: %v", s.tick, i, err)
+		}
+	}
 }
 
 // quiesce halts host i's fast path and steps its records before its core
@@ -876,7 +904,14 @@ func (s *Sim) crash(i int) {
 	h.downFor = 5 + s.rng.IntN(60)
 	s.Stats.Crashes++
 	s.chk.Crashed(i, h.node)
-	s.tracef("crash host %d", i)
+	h.keepFP = false
+	if h.fp != nil && s.rng.Float64() < 0.7 {
+		// The daemon dies, the host lives on: the fast path's pinned
+		// maps, with its records not released, wait for the next one.
+		h.fp.Crash()
+		h.keepFP = true
+	}
+	s.tracef("crash host %d (fast path kept: %v)", i, h.keepFP)
 }
 
 func (s *Sim) restart(i int) {
@@ -919,7 +954,7 @@ func (s *Sim) restart(i int) {
 	h.silent = 0
 	if s.opt.Token {
 		s.collect(h)
-		s.attach(i) // the fast path died with the daemon: a new one
+		s.attach(i, h.keepFP && !h.node.Amnesiac())
 	}
 	if h.staged {
 		h.staged = false

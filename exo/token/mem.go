@@ -19,8 +19,10 @@ type Mem struct {
 	// slot E.Phase names). The embedder keeps them the core's (the daemon
 	// writes the XDP program's key map whenever they change).
 	Keys  exo.KeyRing
-	queue []exo.Batch // published, not taken: batches E.QHead on
-	ring  []Record
+	slots [QueueSlots]exo.Batch // batch i in slot i % QueueSlots
+	tail  uint64                // batches E.QHead..tail-1 wait
+	ring  []Record              // records not released; read from ring[read:]
+	read  int
 	buf   []byte
 }
 
@@ -46,14 +48,11 @@ func (m *Mem) Frame(f *exo.Frame) (*exo.Frame, exo.Reason) {
 		return nil, exo.ReasonBadTag
 	}
 	var head *exo.Batch
-	if len(m.queue) > 0 {
-		head = &m.queue[0]
+	if m.E.QHead < m.tail {
+		head = &m.slots[m.E.QHead%QueueSlots]
 	}
 	kseq, armed := m.E.Kseq, m.E.On && !m.E.Halted
 	r, t := m.E.Step(f, head, m.Keys.Key[m.E.Phase&1])
-	if t.Popped {
-		m.queue = m.queue[1:]
-	}
 	if t.Record {
 		var err error
 		if m.buf, err = f.AppendBinary(m.buf[:0]); err != nil {
@@ -84,13 +83,16 @@ func (m *Mem) Set(e exo.Engine) (bool, error) {
 	return true, nil
 }
 
-// Push publishes a batch; false with QueueSlots batches waiting.
+// Push publishes a batch in slot tail % QueueSlots; false with QueueSlots
+// batches waiting. (The control plane reuses a slot only once the record
+// of the batch taken from it is released: Taken.)
 func (m *Mem) Push(b exo.Batch) (bool, error) {
-	if len(m.queue) >= QueueSlots {
+	if m.tail-m.E.QHead >= QueueSlots {
 		return false, nil
 	}
 	b.Payload = append([]byte(nil), b.Payload...)
-	m.queue = append(m.queue, b)
+	m.slots[m.tail%QueueSlots] = b
+	m.tail++
 	return true, nil
 }
 
@@ -99,21 +101,44 @@ func (m *Mem) Reclaim() (int, error) {
 	if !m.E.Halted {
 		return 0, fmt.Errorf("token: reclaim while the fast path runs")
 	}
-	n := len(m.queue)
-	m.queue = nil
+	n := int(m.tail - m.E.QHead)
+	m.tail = m.E.QHead
 	return n, nil
 }
 
-// Records hands every record written so far to fn, and forgets them.
+// Records hands every record written since the last read to fn.
 func (m *Mem) Records(fn func(*Record)) (int, error) {
-	n := len(m.ring)
-	for i := range m.ring {
-		fn(&m.ring[i])
+	n := len(m.ring) - m.read
+	for ; m.read < len(m.ring); m.read++ {
+		fn(&m.ring[m.read])
 	}
-	clear(m.ring)
-	m.ring = m.ring[:0]
 	return n, nil
+}
+
+// Release forgets the records read.
+func (m *Mem) Release() error {
+	k := copy(m.ring, m.ring[m.read:])
+	clear(m.ring[k:])
+	m.ring = m.ring[:k]
+	m.read = 0
+	return nil
+}
+
+// Taken returns batch i if its slot still holds it.
+func (m *Mem) Taken(i uint64) (exo.Batch, bool) {
+	if i >= m.E.QHead || m.E.QHead-i > QueueSlots || m.tail-i > QueueSlots {
+		return exo.Batch{}, false
+	}
+	return m.slots[i%QueueSlots], true
+}
+
+// Crash is the end of the control plane that drove m (a killed daemon): m
+// stops (the XDP program detaches with its process; its pinned maps stay),
+// and the records not released will be read again by the next one.
+func (m *Mem) Crash() {
+	m.E.Halted = true
+	m.read = 0
 }
 
 // Waiting returns how many records wait to be read.
-func (m *Mem) Waiting() int { return len(m.ring) }
+func (m *Mem) Waiting() int { return len(m.ring) - m.read }

@@ -84,6 +84,15 @@ type FastPath interface {
 	// fast path wrote them (which may differ from Kseq's: two CPUs), and
 	// returns how many.
 	Records(fn func(*Record)) (int, error)
+	// Release tells the fast path that the records read so far are
+	// logged (their effects durable): it may forget them. A fast path that
+	// outlives its control plane (pinned) hands the records not released
+	// to the next one (Driver.Recover).
+	Release() error
+	// Taken returns the batch the fast path took as number i (QHead i+1
+	// after it) while it is still in its slot: at a restart, the batch a
+	// record not released says it sent.
+	Taken(i uint64) (exo.Batch, bool)
 }
 
 // ErrLost is wrapped by a FastPath's Halt when a record could not be
@@ -151,6 +160,7 @@ type Driver struct {
 	hosts   uint16
 
 	qhead  uint64      // batches it has taken
+	relq   uint64      // qhead as of the last Release: slots up to it may be reused
 	queued []exo.Batch // pushed and not taken yet, from qhead on
 	full   []exo.Batch // packed, not pushed yet (the queue was full)
 	open   exo.Batch   // the batch being packed
@@ -434,23 +444,116 @@ func (d *Driver) Propose(rec []byte) error {
 	return nil
 }
 
+// room reports whether the queue has a slot to reuse: its last batch was
+// taken, and the record that says so released (a restart after it must
+// still find the batch there: Recover).
+func (d *Driver) room() bool {
+	return d.qhead+uint64(len(d.queued))-d.relq < QueueSlots
+}
+
+// Release releases the records stepped so far (FastPath.Release): call it
+// once their effects are durable (the core's Ready carried out).
+func (d *Driver) Release() error {
+	if err := d.fp.Release(); err != nil {
+		return err
+	}
+	d.relq = d.qhead
+	return nil
+}
+
 // push publishes what may go: every full batch while the queue has room,
 // then the open batch if fewer than Ahead batches wait.
 func (d *Driver) push() {
-	for len(d.full) > 0 && len(d.queued) < QueueSlots {
+	for len(d.full) > 0 && d.room() {
 		if ok, err := d.fp.Push(d.full[0]); err != nil || !ok {
 			return
 		}
 		d.queued = append(d.queued, d.full[0])
 		d.full = d.full[1:]
 	}
-	if d.open.Count > 0 && len(d.full) == 0 && len(d.queued) < d.cfg.Ahead {
+	if d.open.Count > 0 && len(d.full) == 0 && len(d.queued) < d.cfg.Ahead && d.room() {
 		if ok, err := d.fp.Push(d.open); err != nil || !ok {
 			return
 		}
 		d.queued = append(d.queued, d.open)
 		d.open = exo.Batch{}
 	}
+}
+
+// Recover takes over a fast path that outlived the previous control plane
+// (its maps pinned: the daemon was killed, the host kept running), in
+// front of a core restarted from the durable log (fenced if the fast path
+// had been armed in its epoch). It halts the fast path, steps the records
+// the previous control plane had not released (some of them logged
+// already: stepping them again is harmless; the frames the fast path sent
+// are logged with Node.RecoverSent from the batches still in their
+// slots), drops what the queue still holds (its publishers were the
+// previous daemon's clients: they were told it stopped and publish again),
+// and lifts the fence if every record went into the log. It reports
+// whether it did.
+func (d *Driver) Recover() (bool, error) {
+	e, err := d.fp.Halt()
+	lost := errors.Is(err, ErrLost)
+	if err != nil && !lost {
+		return false, err
+	}
+	var recs []*Record
+	if _, err := d.fp.Records(func(r *Record) {
+		c := *r
+		c.Frame = append([]byte(nil), r.Frame...)
+		c.Src = append([]byte(nil), r.Src...)
+		recs = append(recs, &c)
+	}); err != nil {
+		return false, err
+	}
+	// The records are those Kseq k0..e.Kseq-1 (the fast path is detached:
+	// none is still being written), in ring order.
+	ok := !lost && uint64(len(recs)) <= e.Kseq
+	k0 := e.Kseq - min(e.Kseq, uint64(len(recs)))
+	byK := make(map[uint64]*Record, len(recs))
+	for _, r := range recs {
+		byK[r.Kseq] = r
+	}
+	for k := k0; k < e.Kseq; k++ {
+		r, found := byK[k]
+		if !found {
+			ok = false
+			break
+		}
+		var f exo.Frame
+		if f.UnmarshalBinary(r.Frame) != nil {
+			ok = false
+			continue
+		}
+		if d.cfg.Admit == nil || d.cfg.Admit(r) {
+			d.nd.StepFrame(&f)
+		}
+		if r.Sent {
+			var b exo.Batch
+			if r.Popped {
+				var have bool
+				if b, have = d.fp.Taken(r.QHead - 1); !have {
+					ok = false
+					continue
+				}
+			}
+			if err := d.nd.RecoverSent(&f, b.Count, b.Payload, r.TxTag); err != nil {
+				ok = false
+			}
+		}
+	}
+	d.next, d.qhead, d.relq = e.Kseq, e.QHead, e.QHead
+	d.queued, d.full, d.open = nil, nil, exo.Batch{}
+	if _, err := d.fp.Reclaim(); err != nil {
+		return false, err
+	}
+	if err := d.fp.Release(); err != nil {
+		return false, err
+	}
+	if ok && d.nd.Fenced() {
+		d.nd.Unfence()
+	}
+	return ok, nil
 }
 
 // Close stops the fast path cleanly: halted, every record stepped, the
