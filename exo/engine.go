@@ -105,8 +105,8 @@ const NoIdleRun = math.MaxUint32
 //     is built (Pointers.Next: seq Append, the epoch, the history, the
 //     phase bit, the head batch or no records), sealed under key, and
 //     accepted as this host's own entry (Accept(Me), EmptyRun, QHead);
-//     otherwise the fast path halts and hands the token to the control
-//     plane.
+//     otherwise (IdleRun is not NoIdleRun) the fast path halts and hands
+//     the token to the control plane.
 //
 // EmptyRun follows every accepted entry, received or sent: +1 for a frame
 // without records (saturating), else 0.
@@ -135,7 +135,7 @@ func (e *Engine) Step(f *Frame, head *Batch, key [TagKeyLen]byte) (Reason, Turn)
 	if f.Sender != e.Pred || e.InHistory(e.Me) {
 		return r, t
 	}
-	if head == nil && e.EmptyRun >= e.IdleRun {
+	if head == nil && e.IdleRun != NoIdleRun && e.EmptyRun >= e.IdleRun {
 		e.Halted = true
 		t.Halt, t.Handoff = true, true
 		return r, t

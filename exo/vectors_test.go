@@ -9,6 +9,12 @@ package exo_test
 // (the XDP program's test harness reads the hex form, so does the FPGA
 // bench) checks exactly what the Go core does.
 //
+// Format 5 adds the transmit side to the JSON form: every JSON case also
+// runs through exo.Engine.Step (a case without a "tx" with token mode off,
+// where Step must be Classify and Accept), and the cases with one are
+// checked field by field: the verdict, the pointers and the exo.Tx after,
+// the turn, and the frame sent byte for byte.
+//
 // Regenerate after a deliberate change of the fast-path rules:
 //
 //	go run ./tools/vecgen -out testdata/vectors
@@ -33,8 +39,8 @@ const vectorsDir = "../testdata/vectors"
 
 // jsonFormat is the format of vectors.json this test reads (format 2 added
 // epoch_start to the state, format 3 the frame tag, format 4 the second
-// key slot).
-const jsonFormat = "exo-vectors/4"
+// key slot, format 5 the transmit side: exo.Engine.Step).
+const jsonFormat = "exo-vectors/5"
 
 // vecKey is the tag key of the vectors (tag_key in vectors.json and
 // vectors.meta, words 4-5 of every hex record): 00 01 .. 0f.
@@ -130,6 +136,40 @@ type jsonExpect struct {
 	Stage    string    `json:"stage"`
 	SlowPath bool      `json:"slow_path"`
 	State    jsonState `json:"state"`
+	Tx       *jsonTx   `json:"tx"`   // format 5, cases with a tx
+	Turn     *jsonTurn `json:"turn"` // format 5, cases with a tx
+}
+
+// jsonTx is an exo.Tx (format 5).
+type jsonTx struct {
+	On       *bool   `json:"on"`
+	Me       *uint8  `json:"me"`
+	Pred     *uint8  `json:"pred"`
+	Phase    *uint8  `json:"phase"`
+	EmptyRun *uint32 `json:"empty_run"`
+	IdleRun  *uint32 `json:"idle_run"`
+	Kseq     *uint64 `json:"kseq"`
+	QHead    *uint64 `json:"qhead"`
+}
+
+func (t *jsonTx) tx() (exo.Tx, error) {
+	if t.On == nil || t.Me == nil || t.Pred == nil || t.Phase == nil || t.EmptyRun == nil || t.IdleRun == nil || t.Kseq == nil || t.QHead == nil {
+		return exo.Tx{}, fmt.Errorf("tx without every field")
+	}
+	return exo.Tx{On: *t.On, Me: *t.Me, Pred: *t.Pred, Phase: *t.Phase, EmptyRun: *t.EmptyRun, IdleRun: *t.IdleRun, Kseq: *t.Kseq, QHead: *t.QHead}, nil
+}
+
+type jsonBatch struct {
+	Count   uint16 `json:"count"`
+	Payload string `json:"payload"`
+}
+
+type jsonTurn struct {
+	Record  *bool  `json:"record"`
+	Sent    string `json:"sent"`
+	Popped  *bool  `json:"popped"`
+	Handoff *bool  `json:"handoff"`
+	Halt    *bool  `json:"halt"`
 }
 
 type jsonCase struct {
@@ -138,6 +178,8 @@ type jsonCase struct {
 	Description string       `json:"description"`
 	Note        string       `json:"note"`
 	State       *jsonState   `json:"state"`
+	Tx          *jsonTx      `json:"tx"`    // format 5
+	Queue       []jsonBatch  `json:"queue"` // format 5
 	Frame       string       `json:"frame"`
 	FrameLen    int          `json:"frame_len"`
 	Decoded     *jsonDecoded `json:"decoded"`
@@ -150,7 +192,25 @@ type jsonStream struct {
 	Name        string     `json:"name"`
 	Description string     `json:"description"`
 	State       jsonState  `json:"state"`
+	Tx          *jsonTx    `json:"tx"` // format 5: a token stream
 	Steps       []jsonCase `json:"steps"`
+}
+
+// jsonTxCoverage is the header's count of the transmit cases.
+type jsonTxCoverage struct {
+	Cases      int `json:"cases"`
+	Streams    int `json:"streams"`
+	TokenOn    int `json:"token_on"`
+	Record     int `json:"record"`
+	Dropped    int `json:"dropped"`
+	Sent       int `json:"sent"`
+	Popped     int `json:"popped"`
+	Pass       int `json:"sent_pass"`
+	SentPhase1 int `json:"sent_phase1"`
+	SentShort  int `json:"sent_short"`
+	Handoff    int `json:"handoff"`
+	Halt       int `json:"halt"`
+	Armed      int `json:"armed_steps"`
 }
 
 type jsonFile struct {
@@ -172,13 +232,16 @@ type jsonFile struct {
 		SlowPath bool   `json:"slow_path"`
 		Count    int    `json:"count"`
 	} `json:"coverage"`
-	LayoutVersion int          `json:"layout_version"`
-	VectorsCount  int          `json:"vectors_count"`
-	StreamsCount  int          `json:"streams_count"`
-	StepsCount    int          `json:"steps_count"`
-	HexRecords    int          `json:"hex_records"`
-	Vectors       []jsonCase   `json:"vectors"`
-	Streams       []jsonStream `json:"streams"`
+	LayoutVersion int            `json:"layout_version"`
+	VectorsCount  int            `json:"vectors_count"`
+	StreamsCount  int            `json:"streams_count"`
+	StepsCount    int            `json:"steps_count"`
+	HexRecords    int            `json:"hex_records"`
+	Transmit      string         `json:"transmit"`    // format 5
+	TxCases       int            `json:"tx_cases"`    // format 5
+	TxCoverage    jsonTxCoverage `json:"tx_coverage"` // format 5
+	Vectors       []jsonCase     `json:"vectors"`
+	Streams       []jsonStream   `json:"streams"`
 }
 
 func loadJSON(t *testing.T) *jsonFile {
@@ -259,48 +322,177 @@ func (d *jsonDecoded) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// checkCase replays one JSON case from state in and returns the state
-// after, reporting every mismatch.
-func checkCase(t *testing.T, where string, in exo.Pointers, c *jsonCase) exo.Pointers {
+// stepTx runs one frame through the Go fast path with its transmit side,
+// as the XDP program with xdp_token on does: the codec (a drop), the group
+// and the tag under the slot the frame's phase names (BAD_TAG, a drop),
+// then exo.Engine.Step with the queue's head and the key of slot
+// e.Phase. It returns the verdict, its stage, the engine after, the turn
+// and the frame sent, encoded (nil if none).
+func stepTx(e exo.Engine, b []byte, key1 bool, queue []exo.Batch) (exo.Reason, string, exo.Engine, exo.Turn, []byte) {
+	var f exo.Frame
+	if err := f.UnmarshalBinary(b); err != nil {
+		return exo.ReasonOf(err), stageCodec, e, exo.Turn{}, nil
+	}
+	kr := vecRing(key1)
+	if f.Group == e.Group && !kr.Verify(&f) {
+		return exo.ReasonBadTag, stageState, e, exo.Turn{}, nil
+	}
+	var head *exo.Batch
+	if len(queue) > 0 {
+		head = &queue[0]
+	}
+	r, turn := e.Step(&f, head, kr.Key[e.Phase&1])
+	var sent []byte
+	if turn.Sent {
+		var err error
+		if sent, err = turn.Frame.AppendBinary(nil); err != nil {
+			sent = []byte("does not encode: " + err.Error())
+		}
+	}
+	stage := stageState
+	if r == exo.ReasonAccept {
+		stage = stageAccept
+	}
+	return r, stage, e, turn, sent
+}
+
+// tokenOffTx is the exo.Tx after a receive-side case run through Step with
+// a zero Tx (token mode off): zero, but for EmptyRun, which follows every
+// accepted entry (1 after an accepted token pass).
+func tokenOffTx(r exo.Reason, b []byte) exo.Tx {
+	var f exo.Frame
+	if r == exo.ReasonAccept && f.UnmarshalBinary(b) == nil && f.Count == 0 {
+		return exo.Tx{EmptyRun: 1}
+	}
+	return exo.Tx{}
+}
+
+func turnString(t exo.Turn, sent []byte) string {
+	return fmt.Sprintf("{record %v sent %x popped %v handoff %v halt %v}", t.Record, sent, t.Popped, t.Handoff, t.Halt)
+}
+
+// checkCase replays one JSON case from state in (and txIn, for a case
+// with a transmit side; nil for a receive-side case) and returns the state
+// and tx after, reporting every mismatch.
+func checkCase(t *testing.T, where string, in exo.Pointers, txIn *exo.Tx, c *jsonCase) (exo.Pointers, *exo.Tx) {
 	t.Helper()
 	frame, err := hex.DecodeString(c.Frame)
 	if err != nil {
 		t.Errorf("%s: frame: %v", where, err)
-		return in
+		return in, txIn
 	}
 	if len(frame) != c.FrameLen {
 		t.Errorf("%s: frame has %d bytes, frame_len says %d", where, len(frame), c.FrameLen)
 	}
 	if c.Key1Valid == nil {
 		t.Errorf("%s: no key1_valid", where)
-		return in
+		return in, txIn
 	}
-	r, stage, out, f := replay(in, frame, *c.Key1Valid)
+	key1 := *c.Key1Valid
+	r, stage, out, f := replay(in, frame, key1)
 	want, err := c.Expect.State.pointers()
 	if err != nil {
 		t.Errorf("%s: expect.state: %v", where, err)
 	}
-	if uint8(r) != c.Expect.Reason || r.String() != c.Expect.Name {
-		t.Errorf("%s: reason %d %s, vector says %d %s\n\tstate %s\n\tframe %s",
-			where, r, r, c.Expect.Reason, c.Expect.Name, stateString(in), c.Frame)
-	}
-	if stage != c.Expect.Stage || r.SlowPath() != c.Expect.SlowPath {
-		t.Errorf("%s: stage %s slow %v, vector says %s %v", where, stage, r.SlowPath(), c.Expect.Stage, c.Expect.SlowPath)
-	}
-	if out != want {
-		t.Errorf("%s: state after\n\tgot  %s\n\twant %s", where, stateString(out), stateString(want))
-	}
-	if r != exo.ReasonAccept && out != in {
-		t.Errorf("%s: a %s verdict changed the state", where, r)
-	}
 	if (f == nil) != (c.Decoded == nil) {
 		t.Errorf("%s: decoded %v, vector has decoded %v", where, f != nil, c.Decoded != nil)
 	} else if f != nil {
-		if err := compareDecoded(f, c.Decoded, *c.Key1Valid); err != nil {
+		if err := compareDecoded(f, c.Decoded, key1); err != nil {
 			t.Errorf("%s: decoded frame: %v", where, err)
 		}
 	}
-	return out
+	if txIn == nil {
+		// The receive side: Classify and Accept, and Step with token
+		// mode off must say the same and do nothing else.
+		if c.Queue != nil || c.Expect.Tx != nil || c.Expect.Turn != nil {
+			t.Errorf("%s: a queue or an expected tx or turn in a case without a tx", where)
+		}
+		if uint8(r) != c.Expect.Reason || r.String() != c.Expect.Name {
+			t.Errorf("%s: reason %d %s, vector says %d %s\n\tstate %s\n\tframe %s",
+				where, r, r, c.Expect.Reason, c.Expect.Name, stateString(in), c.Frame)
+		}
+		if stage != c.Expect.Stage || r.SlowPath() != c.Expect.SlowPath {
+			t.Errorf("%s: stage %s slow %v, vector says %s %v", where, stage, r.SlowPath(), c.Expect.Stage, c.Expect.SlowPath)
+		}
+		if out != want {
+			t.Errorf("%s: state after\n\tgot  %s\n\twant %s", where, stateString(out), stateString(want))
+		}
+		if r != exo.ReasonAccept && out != in {
+			t.Errorf("%s: a %s verdict changed the state", where, r)
+		}
+		rs, stageS, e, turn, sent := stepTx(exo.Engine{Pointers: in}, frame, key1, nil)
+		if rs != r || stageS != stage || e.Pointers != out || e.Tx != tokenOffTx(r, frame) || turn.Record || turn.Sent || turn.Popped || turn.Handoff || turn.Halt {
+			t.Errorf("%s: exo.Engine.Step with token mode off says %s %s %s tx %+v turn %s; Classify and Accept say %s %s %s",
+				where, rs, stageS, stateString(e.Pointers), e.Tx, turnString(turn, sent), r, stage, stateString(out))
+		}
+		return out, nil
+	}
+
+	// The transmit side: exo.Engine.Step.
+	if c.Expect.Tx == nil || c.Expect.Turn == nil {
+		t.Errorf("%s: a tx without expect.tx and expect.turn", where)
+		return want, txIn
+	}
+	wantTx, err := c.Expect.Tx.tx()
+	if err != nil {
+		t.Errorf("%s: expect.tx: %v", where, err)
+	}
+	if txIn.Phase > 1 || txIn.Phase == 1 && !key1 {
+		t.Errorf("%s: sends under phase %d with key slot 1 valid %v", where, txIn.Phase, key1)
+	}
+	var queue []exo.Batch
+	for i, b := range c.Queue {
+		p, err := hex.DecodeString(b.Payload)
+		if err != nil || len(p) > 4064 || exo.ForEachRecord(p, b.Count, func([]byte) error { return nil }) != nil {
+			t.Errorf("%s: queue[%d] is not %d records in a 4064-byte slot (%v)", where, i, b.Count, err)
+		}
+		queue = append(queue, exo.Batch{Count: b.Count, Payload: p})
+	}
+	wt := c.Expect.Turn
+	if wt.Record == nil || wt.Popped == nil || wt.Handoff == nil || wt.Halt == nil {
+		t.Errorf("%s: expect.turn without every flag", where)
+		return want, &wantTx
+	}
+	wantSent, err := hex.DecodeString(wt.Sent)
+	if err != nil {
+		t.Errorf("%s: turn.sent: %v", where, err)
+	}
+	rs, stageS, e, turn, sent := stepTx(exo.Engine{Pointers: in, Tx: *txIn}, frame, key1, queue)
+	if rs != r {
+		t.Errorf("%s: Step says %s, the receive path %s", where, rs, r)
+	}
+	if uint8(rs) != c.Expect.Reason || rs.String() != c.Expect.Name || stageS != c.Expect.Stage || rs.SlowPath() != c.Expect.SlowPath {
+		t.Errorf("%s: Step says %s (%s), vector says %d %s (%s)\n\tstate %s tx %+v\n\tframe %s",
+			where, rs, stageS, c.Expect.Reason, c.Expect.Name, c.Expect.Stage, stateString(in), *txIn, c.Frame)
+	}
+	if e.Pointers != want {
+		t.Errorf("%s: state after\n\tgot  %s\n\twant %s", where, stateString(e.Pointers), stateString(want))
+	}
+	if e.Tx != wantTx {
+		t.Errorf("%s: tx after\n\tgot  %+v\n\twant %+v", where, e.Tx, wantTx)
+	}
+	if turn.Record != *wt.Record || turn.Popped != *wt.Popped || turn.Handoff != *wt.Handoff || turn.Halt != *wt.Halt ||
+		!bytes.Equal(sent, wantSent) || turn.Sent != (wt.Sent != "") {
+		t.Errorf("%s: turn\n\tgot  %s\n\twant {record %v sent %s popped %v handoff %v halt %v}",
+			where, turnString(turn, sent), *wt.Record, wt.Sent, *wt.Popped, *wt.Handoff, *wt.Halt)
+	}
+	if turn.Sent {
+		// What the rule says of the frame sent, besides its bytes.
+		key := vecKey
+		if txIn.Phase == 1 {
+			key = vecKey1
+		}
+		var g exo.Frame
+		switch {
+		case g.UnmarshalBinary(sent) != nil:
+			t.Errorf("%s: the frame sent does not decode", where)
+		case !exo.VerifyTag(sent, key):
+			t.Errorf("%s: the frame sent is not sealed under the key of slot %d", where, txIn.Phase)
+		case g.Sender != txIn.Me || g.Flags != uint16(txIn.Phase)<<14 || g.Epoch != in.Epoch || g.Group != in.Group || g.Seq+1 != e.Append || e.History[0] != txIn.Me:
+			t.Errorf("%s: the frame sent is not this host's next entry", where)
+		}
+	}
+	return e.Pointers, &e.Tx
 }
 
 func compareDecoded(f *exo.Frame, d *jsonDecoded, key1 bool) error {
@@ -324,6 +516,7 @@ func compareDecoded(f *exo.Frame, d *jsonDecoded, key1 bool) error {
 func TestVectorsJSON(t *testing.T) {
 	vf := loadJSON(t)
 	names := map[string]bool{}
+	txCases := 0
 	for i := range vf.Vectors {
 		c := &vf.Vectors[i]
 		where := c.Suite + "/" + c.Name
@@ -339,7 +532,17 @@ func TestVectorsJSON(t *testing.T) {
 			t.Errorf("%s: state: %v", where, err)
 			continue
 		}
-		checkCase(t, where, in, c)
+		var tx *exo.Tx
+		if c.Tx != nil {
+			x, err := c.Tx.tx()
+			if err != nil {
+				t.Errorf("%s: %v", where, err)
+				continue
+			}
+			tx = &x
+			txCases++
+		}
+		checkCase(t, where, in, tx, c)
 	}
 	steps := 0
 	for _, s := range vf.Streams {
@@ -348,15 +551,51 @@ func TestVectorsJSON(t *testing.T) {
 			t.Errorf("stream %s: state: %v", s.Name, err)
 			continue
 		}
+		var tx *exo.Tx
+		if s.Tx != nil {
+			x, err := s.Tx.tx()
+			if err != nil {
+				t.Errorf("stream %s: %v", s.Name, err)
+				continue
+			}
+			tx = &x
+		}
 		for j := range s.Steps {
-			p = checkCase(t, fmt.Sprintf("stream %s step %d (%s)", s.Name, j, s.Steps[j].Note), p, &s.Steps[j])
+			c := &s.Steps[j]
+			where := fmt.Sprintf("stream %s step %d (%s)", s.Name, j, c.Note)
+			if c.State != nil || c.Tx != nil {
+				// armed again: the step's own state and tx (the
+				// control plane's ARM, which keeps Kseq)
+				if s.Tx == nil || c.State == nil || c.Tx == nil {
+					t.Fatalf("%s: a step with its own state needs both state and tx, in a stream with a tx", where)
+				}
+				x, err := c.Tx.tx()
+				if err != nil {
+					t.Fatalf("%s: %v", where, err)
+				}
+				if x.Kseq != tx.Kseq {
+					t.Errorf("%s: armed with Kseq %d, the fast path was at %d", where, x.Kseq, tx.Kseq)
+				}
+				if p, err = c.State.pointers(); err != nil {
+					t.Fatalf("%s: %v", where, err)
+				}
+				tx = &x
+			}
+			if tx != nil {
+				txCases++
+			}
+			p, tx = checkCase(t, where, p, tx, c)
 			steps++
 		}
 	}
 	if steps != vf.StepsCount {
 		t.Errorf("%d stream steps, header says %d", steps, vf.StepsCount)
 	}
-	t.Logf("JSON form: %d vectors and %d streams (%d steps) replayed: %d cases", len(vf.Vectors), len(vf.Streams), steps, len(vf.Vectors)+steps)
+	if txCases != vf.TxCases {
+		t.Errorf("%d cases with a tx, header says %d", txCases, vf.TxCases)
+	}
+	t.Logf("JSON form: %d vectors and %d streams (%d steps) replayed: %d cases, %d of them with a transmit side (exo.Engine.Step)",
+		len(vf.Vectors), len(vf.Streams), steps, len(vf.Vectors)+steps, txCases)
 }
 
 // ---- hex form --------------------------------------------------------
@@ -682,6 +921,10 @@ type flatCase struct {
 	stream, step int
 	in           exo.Pointers
 	c            *jsonCase
+	// tx: the case has a transmit side (its own "tx", or its stream's);
+	// txIn is its exo.Tx before.
+	tx   bool
+	txIn exo.Tx
 }
 
 func flatten(t *testing.T, vf *jsonFile) []flatCase {
@@ -693,18 +936,44 @@ func flatten(t *testing.T, vf *jsonFile) []flatCase {
 		if err != nil {
 			t.Fatalf("%s/%s: %v", c.Suite, c.Name, err)
 		}
-		out = append(out, flatCase{c.Suite + "/" + c.Name, noStream, 0, in, c})
+		fc := flatCase{where: c.Suite + "/" + c.Name, stream: noStream, in: in, c: c}
+		if c.Tx != nil {
+			if fc.txIn, err = c.Tx.tx(); err != nil {
+				t.Fatalf("%s: %v", fc.where, err)
+			}
+			fc.tx = true
+		}
+		out = append(out, fc)
 	}
 	for si, s := range vf.Streams {
 		in, err := s.State.pointers()
 		if err != nil {
 			t.Fatalf("stream %s: %v", s.Name, err)
 		}
+		var tx exo.Tx
+		if s.Tx != nil {
+			if tx, err = s.Tx.tx(); err != nil {
+				t.Fatalf("stream %s: %v", s.Name, err)
+			}
+		}
 		for j := range s.Steps {
 			c := &s.Steps[j]
-			out = append(out, flatCase{fmt.Sprintf("stream %s step %d", s.Name, j), si, j, in, c})
+			if c.State != nil && c.Tx != nil { // armed again
+				if in, err = c.State.pointers(); err != nil {
+					t.Fatalf("stream %s step %d: %v", s.Name, j, err)
+				}
+				if tx, err = c.Tx.tx(); err != nil {
+					t.Fatalf("stream %s step %d: %v", s.Name, j, err)
+				}
+			}
+			out = append(out, flatCase{fmt.Sprintf("stream %s step %d", s.Name, j), si, j, in, c, s.Tx != nil, tx})
 			if in, err = c.Expect.State.pointers(); err != nil {
 				t.Fatalf("stream %s step %d: %v", s.Name, j, err)
+			}
+			if c.Expect.Tx != nil {
+				if tx, err = c.Expect.Tx.tx(); err != nil {
+					t.Fatalf("stream %s step %d: %v", s.Name, j, err)
+				}
 			}
 		}
 	}
@@ -721,9 +990,12 @@ func TestVectorsJSONAndHexAgree(t *testing.T) {
 	n := 0
 	for _, fc := range flatten(t, vf) {
 		hi := fc.c.HexIndex
+		if fc.tx && hi >= 0 {
+			t.Errorf("%s: a case with a transmit side in the hex form (format 5 keeps it receive-only)", fc.where)
+		}
 		if hi < 0 {
 			h := int(fc.in.Hosts) / 2
-			if h <= historyMax && fc.c.FrameLen <= frameMax && fc.stream == noStream {
+			if h <= historyMax && fc.c.FrameLen <= frameMax && fc.stream == noStream && !fc.tx {
 				t.Errorf("%s: fits a hex record but has none", fc.where)
 			}
 			continue
@@ -1054,6 +1326,325 @@ func TestVectorsCatchBrokenTag(t *testing.T) {
 			t.Errorf("no hex record tells the tag check from %q", b.name)
 		} else {
 			t.Logf("%-32s caught by %d records", b.name, caught[j])
+		}
+	}
+}
+
+// ---- the transmit side (format 5) -------------------------------------
+
+// TestVectorsTransmit checks the transmit cases as a whole: the header's
+// counts, and that they exercise every part of the rule (docs/token.md
+// section 1) a twin must reproduce.
+func TestVectorsTransmit(t *testing.T) {
+	vf := loadJSON(t)
+	var got jsonTxCoverage
+	have := map[string]int{}
+	streams := map[int]bool{}
+	for _, fc := range flatten(t, vf) {
+		if !fc.tx {
+			continue
+		}
+		got.Cases++
+		if fc.stream != noStream {
+			streams[fc.stream] = true
+		}
+		if fc.c.State != nil && fc.stream != noStream {
+			got.Armed++
+		}
+		c, tx := fc.c, fc.txIn
+		wt := c.Expect.Turn
+		r := exo.Reason(c.Expect.Reason)
+		sent, _ := hex.DecodeString(wt.Sent)
+		var g exo.Frame
+		if len(sent) > 0 && g.UnmarshalBinary(sent) != nil {
+			t.Fatalf("%s: the frame sent does not decode", fc.where)
+		}
+		for _, x := range []struct {
+			on bool
+			n  *int
+		}{{tx.On, &got.TokenOn}, {tx.On && !*wt.Record, &got.Dropped}, {*wt.Record, &got.Record}, {len(sent) > 0, &got.Sent},
+			{*wt.Popped, &got.Popped}, {len(sent) > 0 && !*wt.Popped, &got.Pass}, {len(sent) > 0 && g.Flags&exo.FlagKeyPhase != 0, &got.SentPhase1},
+			{len(sent) > 0 && len(sent) < exo.MinEthFrame-exo.EthHeaderLen, &got.SentShort}, {*wt.Handoff, &got.Handoff}, {*wt.Halt, &got.Halt}} {
+			if x.on {
+				*x.n++
+			}
+		}
+		d := c.Decoded
+		fromPred := d != nil && d.Sender == tx.Pred
+		switch {
+		case len(sent) > 0:
+			have[fmt.Sprintf("sent, n=%d", fc.in.Hosts)]++
+			if *wt.Popped && g.Count > 0 {
+				have["sent a batch"]++
+			}
+			if g.Count == 0 {
+				have["sent an empty pass"]++
+			}
+			if len(g.Payload) == 4064 {
+				have["sent a 4064-byte batch"]++
+			}
+			if g.Flags&exo.FlagKeyPhase != 0 {
+				have["sent in key phase 1"]++
+			}
+			if len(sent) < exo.MinEthFrame-exo.EthHeaderLen {
+				have["sent a frame shorter than the Ethernet minimum"]++
+			}
+			if *wt.Popped && tx.EmptyRun >= tx.IdleRun {
+				have["sent a batch with EmptyRun >= IdleRun"]++
+			}
+			if tx.IdleRun == exo.NoIdleRun {
+				have["sent with NoIdleRun"]++
+			}
+			if int(tx.Pred) != (int(tx.Me)+int(fc.in.Hosts)-1)%int(fc.in.Hosts) {
+				have["sent after a skipped position"]++
+			}
+			if g.Seq > 1<<64-4 {
+				have["sent a seq near 2^64"]++
+			}
+			if out, _ := c.Expect.State.pointers(); fc.in.H() > 0 && out.Agreed == g.Seq-uint64(fc.in.H())+1 {
+				have["the own frame moves the agreement pointer"]++
+			}
+		case *wt.Handoff:
+			have["hand-off"]++
+			if fc.stream != noStream {
+				have["hand-off in a stream"]++
+			}
+		case tx.On && *wt.Halt:
+			have["halt on "+r.String()]++
+		case tx.On && *wt.Record && r == exo.ReasonHalted:
+			have["HALTED recorded, not halting"]++
+		case tx.On && *wt.Record && r == exo.ReasonAccept && !fromPred:
+			have["ACCEPT not from the predecessor, nothing sent"]++
+		case tx.On && *wt.Record && r == exo.ReasonAccept && fromPred:
+			have["ACCEPT from the predecessor with this host in the history, nothing sent"]++
+		case tx.On && !*wt.Record:
+			have["dropped with token on: "+r.String()]++
+		case !tx.On && r == exo.ReasonAccept && fromPred:
+			have["token off: the predecessor's frame, nothing recorded"]++
+		}
+	}
+	got.Streams = len(streams)
+	if got != vf.TxCoverage {
+		t.Errorf("tx_coverage\n\tthe cases: %+v\n\tthe header: %+v", got, vf.TxCoverage)
+	}
+	want := []string{"sent a batch", "sent an empty pass", "sent a 4064-byte batch", "sent in key phase 1",
+		"sent a frame shorter than the Ethernet minimum", "sent a batch with EmptyRun >= IdleRun", "sent with NoIdleRun",
+		"sent after a skipped position", "sent a seq near 2^64", "the own frame moves the agreement pointer",
+		"hand-off", "hand-off in a stream", "HALTED recorded, not halting",
+		"ACCEPT not from the predecessor, nothing sent", "ACCEPT from the predecessor with this host in the history, nothing sent",
+		"token off: the predecessor's frame, nothing recorded"}
+	for _, n := range []int{2, 3, 4, 5, 7, 16, 64, 255} {
+		want = append(want, fmt.Sprintf("sent, n=%d", n))
+	}
+	for r := range exo.Reason(exo.NumReasons) {
+		switch {
+		case r == exo.ReasonAccept || r == exo.ReasonHalted:
+		case r.SlowPath():
+			want = append(want, "halt on "+r.String())
+		default:
+			want = append(want, "dropped with token on: "+r.String())
+		}
+	}
+	for _, k := range want {
+		if have[k] == 0 {
+			t.Errorf("no transmit case for %q", k)
+		}
+	}
+	t.Logf("transmit side: %+v", got)
+}
+
+// txStep is a transmit rule: the Go core's (Engine.Step) or a broken one.
+type txStep func(e *exo.Engine, f *exo.Frame, head *exo.Batch, keys [2][exo.TagKeyLen]byte) (exo.Reason, exo.Turn)
+
+// brokenStep is the rule of docs/token.md section 1 written again, with
+// one way a twin could get it wrong (bug; "" is the rule itself).
+func brokenStep(bug string) txStep {
+	return func(e *exo.Engine, f *exo.Frame, head *exo.Batch, keys [2][exo.TagKeyLen]byte) (exo.Reason, exo.Turn) {
+		var t exo.Turn
+		pass := func(count uint16) {
+			switch {
+			case count != 0:
+				e.EmptyRun = 0
+			case e.EmptyRun < 1<<32-1 || bug == "EmptyRun wraps":
+				e.EmptyRun++
+			}
+		}
+		r := e.Classify(f)
+		runBefore := e.EmptyRun
+		if r == exo.ReasonAccept {
+			e.Accept(f.Sender, f.Seq)
+			if bug != "EmptyRun not moved by received frames" {
+				pass(f.Count)
+			}
+		}
+		if !e.On && bug != "token off records" {
+			return r, t
+		}
+		laterRoster := f.Epoch > e.Epoch && (r == exo.ReasonBadSender || r == exo.ReasonBadHistlen || r == exo.ReasonBadHistoryID)
+		record := r == exo.ReasonAccept || r.SlowPath() || (laterRoster && bug != "later roster dropped")
+		switch bug {
+		case "drops recorded":
+			record = true
+		case "slow path not recorded":
+			record = r == exo.ReasonAccept
+		}
+		if !record {
+			return r, t
+		}
+		t.Record = true
+		e.Kseq++
+		if bug == "Kseq 32-bit" {
+			e.Kseq = uint64(uint32(e.Kseq))
+		}
+		if r != exo.ReasonAccept {
+			if (r != exo.ReasonHalted || bug == "HALTED halts") && bug != "slow path does not halt" {
+				e.Halted, t.Halt = true, true
+			}
+			return r, t
+		}
+		if !e.On {
+			return r, t
+		}
+		if f.Sender != e.Pred && bug != "any sender hands the token" {
+			return r, t
+		}
+		if e.InHistory(e.Me) && bug != "no check of this host in the history" {
+			return r, t
+		}
+		run := e.EmptyRun
+		if bug == "idle checked before the received frame counts" {
+			run = runBefore
+		}
+		idle := run >= e.IdleRun && (e.IdleRun != exo.NoIdleRun || bug == "NoIdleRun hands off")
+		if bug == "idle at EmptyRun > IdleRun" {
+			idle = run > e.IdleRun
+		}
+		if bug != "idle ignores the queue" {
+			idle = idle && head == nil
+		}
+		if idle {
+			t.Handoff = true
+			if bug != "hand-off does not halt" {
+				e.Halted, t.Halt = true, true
+			}
+			return r, t
+		}
+		var flags uint16
+		if e.Phase == 1 && bug != "no key phase bit" {
+			flags = exo.FlagKeyPhase
+		}
+		key := keys[e.Phase&1]
+		if bug == "sealed under slot 0" {
+			key = keys[0]
+		}
+		var count uint16
+		var payload []byte
+		if head != nil && bug != "the queue ignored" {
+			count, payload = head.Count, head.Payload
+			t.Popped = true
+			if bug != "QHead not moved" {
+				e.QHead++
+			}
+		}
+		t.Frame = e.Next(e.Me, count, flags, payload)
+		t.Frame.History = append([]uint8(nil), t.Frame.History...)
+		if bug == "seq 32-bit" {
+			t.Frame.Seq = uint64(uint32(t.Frame.Seq))
+		}
+		t.Frame.Seal(key)
+		t.Sent = true
+		if bug != "own frame not accepted" {
+			e.Accept(e.Me, t.Frame.Seq)
+			if bug != "own frame not counted in EmptyRun" {
+				pass(count)
+			}
+		}
+		return r, t
+	}
+}
+
+// TestVectorsCatchBrokenTransmit checks that the transmit cases tell the
+// rule (exo.Engine.Step) from the ways a twin could get it wrong: the rule
+// written again here must agree with every case, and each broken rule must
+// disagree with some case (the verdict, the state or tx after, the turn, or
+// the bytes of the frame sent).
+func TestVectorsCatchBrokenTransmit(t *testing.T) {
+	vf := loadJSON(t)
+	keys := [2][exo.TagKeyLen]byte{vecKey, vecKey1}
+	// padTag: the frame sent is padded to the Ethernet minimum (as it may
+	// be on the wire) and its tag computed over the padding too (which no
+	// receiver does: the tag covers hist_len + payload_len bytes); only
+	// the frame's own bytes are compared.
+	run := func(fc flatCase, step txStep, padTag bool) bool {
+		frame, _ := hex.DecodeString(fc.c.Frame)
+		var queue []exo.Batch
+		for _, b := range fc.c.Queue {
+			p, _ := hex.DecodeString(b.Payload)
+			queue = append(queue, exo.Batch{Count: b.Count, Payload: p})
+		}
+		e := exo.Engine{Pointers: fc.in, Tx: fc.txIn}
+		var f exo.Frame
+		var r exo.Reason
+		var turn exo.Turn
+		switch err := f.UnmarshalBinary(frame); {
+		case err != nil:
+			r = exo.ReasonOf(err)
+		case f.Group == e.Group && !vecRing(*fc.c.Key1Valid).Verify(&f):
+			r = exo.ReasonBadTag
+		default:
+			var head *exo.Batch
+			if len(queue) > 0 {
+				head = &queue[0]
+			}
+			r, turn = step(&e, &f, head, keys)
+		}
+		var sent []byte
+		if turn.Sent {
+			sent, _ = turn.Frame.AppendBinary(nil)
+			if minLen := exo.MinEthFrame - exo.EthHeaderLen; padTag && len(sent) < minLen {
+				padded := append(append([]byte(nil), sent...), make([]byte, minLen-len(sent))...)
+				msg := append(append([]byte(nil), padded[:exo.OffTag]...), padded[exo.HeaderLen:]...)
+				binary.BigEndian.PutUint64(sent[exo.OffTag:], exo.SipHash24(keys[fc.txIn.Phase&1], msg))
+			}
+		}
+		want, _ := fc.c.Expect.State.pointers()
+		wantTx, _ := fc.c.Expect.Tx.tx()
+		wt := fc.c.Expect.Turn
+		wantSent, _ := hex.DecodeString(wt.Sent)
+		return uint8(r) == fc.c.Expect.Reason && e.Pointers == want && e.Tx == wantTx && bytes.Equal(sent, wantSent) &&
+			turn.Record == *wt.Record && turn.Popped == *wt.Popped && turn.Handoff == *wt.Handoff && turn.Halt == *wt.Halt
+	}
+	bugs := []string{"EmptyRun wraps", "EmptyRun not moved by received frames", "token off records", "drops recorded",
+		"slow path not recorded", "Kseq 32-bit", "HALTED halts", "slow path does not halt", "any sender hands the token",
+		"no check of this host in the history", "idle checked before the received frame counts", "idle at EmptyRun > IdleRun", "later roster dropped", "NoIdleRun hands off",
+		"idle ignores the queue", "hand-off does not halt", "no key phase bit", "sealed under slot 0", "the queue ignored",
+		"QHead not moved", "seq 32-bit", "own frame not accepted", "own frame not counted in EmptyRun",
+		"the tag of the frame sent covers its padding"}
+	caught := make([]int, len(bugs))
+	n := 0
+	for _, fc := range flatten(t, vf) {
+		if !fc.tx {
+			continue
+		}
+		n++
+		if !run(fc, brokenStep(""), false) {
+			t.Errorf("%s: the rule as written in this test disagrees with the case", fc.where)
+		}
+		for i, b := range bugs {
+			if b == "the tag of the frame sent covers its padding" {
+				if !run(fc, brokenStep(""), true) {
+					caught[i]++
+				}
+			} else if !run(fc, brokenStep(b), false) {
+				caught[i]++
+			}
+		}
+	}
+	for i, b := range bugs {
+		if caught[i] == 0 {
+			t.Errorf("no transmit case tells the rule from %q", b)
+		} else {
+			t.Logf("%-48s caught by %d of %d cases", b, caught[i], n)
 		}
 	}
 }

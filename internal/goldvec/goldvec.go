@@ -4,10 +4,21 @@
 // one list of (state, frame) -> (reason, state') cases.
 //
 // It reads format 2 (exo-vectors/2, EXOVEC02), format 3 (exo-vectors/3,
-// EXOVEC03: the SipHash tag check, with the test key in the files) and
+// EXOVEC03: the SipHash tag check, with the test key in the files),
 // format 4 (exo-vectors/4, EXOVEC04: two key slots; the frame's key phase
-// bit picks one, slot 1 may be empty). The hex reader takes every field position from
+// bit picks one, slot 1 may be empty) and format 5 (exo-vectors/5: the
+// transmit side, exo.Engine.Step, in the JSON form only; its hex form is
+// still exo-vectors-hex/4). The hex reader takes every field position from
 // vectors.meta, so words that move between formats move here too.
+//
+// Format 5 splits the JSON cases in two lists. Set.Cases are the receive
+// side, as before: every case without a "tx" object (token mode off),
+// whose expectation is Classify and Accept, what a receive-only fast path
+// (the XDP program with xdp_token off, the FPGA engine) must do. Set.TxCases
+// are the cases with one (suite token, the token_* streams): the state
+// before is Case.In and Case.TxIn, the transmit queue Case.Queue, and the
+// expectation Case.Out, Case.TxOut and Case.Turn, what exo.Engine.Step does
+// with the queue's head and the key of slot TxIn.Phase.
 //
 // The readers return errors rather than failing a test, so they can be
 // used outside tests. The core's own reader (exo/vectors_test.go) and the
@@ -50,6 +61,44 @@ type Case struct {
 	// Key1Valid: key slot 1 holds Set.Key1 for this case (format 4);
 	// slot 0 always holds Set.Key. Before format 4 there is no slot 1.
 	Key1Valid bool
+
+	// The transmit side (format 5, Set.TxCases only). HasTx: the case has
+	// one. TxIn is the exo.Tx before (in a stream: the previous step's
+	// TxOut, unless the step was armed again: then Chained is false and In
+	// and TxIn are the armed state), TxOut the exo.Tx after. Queue is the
+	// transmit queue before the case, head first (empty: none); Step sends
+	// only its head. Turn is what Step did.
+	HasTx       bool
+	TxIn, TxOut exo.Tx
+	Queue       []exo.Batch
+	Turn        Turn
+}
+
+// Turn is the expected exo.Turn of a transmit case.
+type Turn struct {
+	// Record: the frame goes to the control plane (TxOut.Kseq =
+	// TxIn.Kseq+1).
+	Record bool
+	// Sent is the frame the fast path sent, encoded (Frame.AppendBinary,
+	// sealed under the key of slot TxIn.Phase, no Ethernet padding); nil
+	// when it sent nothing.
+	Sent []byte
+	// Popped: Sent carries the queue's head (TxOut.QHead = TxIn.QHead+1).
+	Popped bool
+	// Handoff: the idle rack's token went to the control plane (halted).
+	Handoff bool
+	// Halt: the fast path halted itself (Out.Halted): a hand-off, or a
+	// slow-path verdict other than HALTED.
+	Halt bool
+}
+
+// SendKey is the key the fast path of c seals the frame it sends with:
+// the key of slot TxIn.Phase (Set.Key for 0, Set.Key1 for 1).
+func (vs *Set) SendKey(c *Case) [exo.TagKeyLen]byte {
+	if c.TxIn.Phase&1 == 1 {
+		return vs.Key1
+	}
+	return vs.Key
 }
 
 // Keys returns the key ring a case runs under: Set.Key in slot 0, and
@@ -62,13 +111,17 @@ func (vs *Set) Keys(c *Case) exo.KeyRing {
 
 // Set is one form of the vectors.
 type Set struct {
-	Format  string              // the format line: exo-vectors/3, exo-vectors-hex/3
-	Version int                 // 2 or 3
+	Format  string              // the format line: exo-vectors/5, exo-vectors-hex/4
+	Version int                 // 2 to 5 (JSON), 2 to 4 (hex)
 	Key     [exo.TagKeyLen]byte // the SipHash key of the tags (format 3)
 	HasKey  bool                // Key is set
 	Key1    [exo.TagKeyLen]byte // the key of slot 1 (format 4)
 	HasKey1 bool                // Key1 is set
-	Cases   []Case              // in file order
+	Cases   []Case              // in file order; the receive side (no tx)
+	// TxCases are the cases with a transmit side (format 5, JSON form):
+	// the token suite's vectors, then the token streams' steps, in file
+	// order.
+	TxCases []Case
 }
 
 // TestKey is the tag key format 3 documents: bytes 00..0f.
@@ -155,11 +208,15 @@ func (s vecState) pointers() (exo.Pointers, error) {
 }
 
 type vecCase struct {
-	Suite     string    `json:"suite"`
-	Name      string    `json:"name"`
-	State     *vecState `json:"state"`
-	Frame     string    `json:"frame"`
-	Key1Valid *bool     `json:"key1_valid"` // format 4
+	Suite string `json:"suite"`
+	Name  string `json:"name"`
+	// State is the state before a vector; in a stream step (format 5),
+	// the state the control plane armed the fast path with before it.
+	State     *vecState  `json:"state"`
+	Tx        *vecTx     `json:"tx"`    // format 5
+	Queue     []vecBatch `json:"queue"` // format 5
+	Frame     string     `json:"frame"`
+	Key1Valid *bool      `json:"key1_valid"` // format 4
 	Decoded   *struct {
 		TagValid *bool `json:"tag_valid"` // format 3
 	} `json:"decoded"`
@@ -167,7 +224,41 @@ type vecCase struct {
 		Reason   uint8    `json:"reason"`
 		SlowPath bool     `json:"slow_path"`
 		State    vecState `json:"state"`
+		Tx       *vecTx   `json:"tx"`   // format 5
+		Turn     *vecTurn `json:"turn"` // format 5
 	} `json:"expect"`
+}
+
+// vecTx is an exo.Tx (format 5).
+type vecTx struct {
+	On       bool   `json:"on"`
+	Me       uint8  `json:"me"`
+	Pred     uint8  `json:"pred"`
+	Phase    uint8  `json:"phase"`
+	EmptyRun uint32 `json:"empty_run"`
+	IdleRun  uint32 `json:"idle_run"`
+	Kseq     uint64 `json:"kseq"`
+	QHead    uint64 `json:"qhead"`
+}
+
+func (t *vecTx) tx() exo.Tx {
+	if t == nil {
+		return exo.Tx{}
+	}
+	return exo.Tx{On: t.On, Me: t.Me, Pred: t.Pred, Phase: t.Phase, EmptyRun: t.EmptyRun, IdleRun: t.IdleRun, Kseq: t.Kseq, QHead: t.QHead}
+}
+
+type vecBatch struct {
+	Count   uint16 `json:"count"`
+	Payload string `json:"payload"`
+}
+
+type vecTurn struct {
+	Record  bool   `json:"record"`
+	Sent    string `json:"sent"`
+	Popped  bool   `json:"popped"`
+	Handoff bool   `json:"handoff"`
+	Halt    bool   `json:"halt"`
 }
 
 // vecFile is the part of vectors.json the readers need; unknown keys are
@@ -183,6 +274,7 @@ type vecFile struct {
 	Streams      []struct {
 		Name  string    `json:"name"`
 		State vecState  `json:"state"`
+		Tx    *vecTx    `json:"tx"` // format 5: a token stream
 		Steps []vecCase `json:"steps"`
 	} `json:"streams"`
 }
@@ -210,17 +302,27 @@ func parseKey(raw json.RawMessage) ([exo.TagKeyLen]byte, error) {
 	return k, nil
 }
 
-func formatVersion(format, prefix string) (int, error) {
+// formatVersion reads the version of a format line: 2 to max.
+func formatVersion(format, prefix string, max int) (int, error) {
 	v, ok := strings.CutPrefix(format, prefix)
 	if !ok {
-		return 0, fmt.Errorf("format %q, want %s2, 3 or 4", format, prefix)
+		return 0, fmt.Errorf("format %q, want %s2 to %d", format, prefix, max)
 	}
 	n, err := strconv.Atoi(v)
-	if err != nil || n < 2 || n > 4 {
-		return 0, fmt.Errorf("format %q: this reader knows versions 2, 3 and 4", format)
+	if err != nil || n < 2 || n > max {
+		return 0, fmt.Errorf("format %q: this reader knows versions 2 to %d", format, max)
 	}
 	return n, nil
 }
+
+// Versions this reader knows: format 5 changed the JSON form only.
+const (
+	jsonMaxVersion = 5
+	hexMaxVersion  = 4
+)
+
+// hexVersion is the version of the hex form that goes with a JSON version.
+func hexVersion(jsonVersion int) int { return min(jsonVersion, hexMaxVersion) }
 
 // LoadJSON reads dir/vectors.json (dir "" is Dir()): the vectors, then
 // the streams' steps in order. It checks the counts against the file's
@@ -237,7 +339,7 @@ func loadJSON(dir string) (Set, error) {
 		return Set{}, err
 	}
 	vs := Set{Format: vf.Format}
-	if vs.Version, err = formatVersion(vf.Format, "exo-vectors/"); err != nil {
+	if vs.Version, err = formatVersion(vf.Format, "exo-vectors/", jsonMaxVersion); err != nil {
 		return Set{}, err
 	}
 	key := vf.TagKey
@@ -261,14 +363,16 @@ func loadJSON(dir string) (Set, error) {
 		}
 		vs.HasKey1 = true
 	}
-	add := func(where string, in exo.Pointers, c *vecCase, chained bool) (exo.Pointers, error) {
+	// add appends case c, run from in (and txIn, for a case with a
+	// transmit side), and returns the state and tx after it.
+	add := func(where string, in exo.Pointers, txIn *exo.Tx, c *vecCase, chained bool) (exo.Pointers, *exo.Tx, error) {
 		want, err := c.Expect.State.pointers()
 		if err != nil {
-			return want, fmt.Errorf("%s: expect: %w", where, err)
+			return want, nil, fmt.Errorf("%s: expect: %w", where, err)
 		}
 		frame, err := hex.DecodeString(c.Frame)
 		if err != nil {
-			return want, fmt.Errorf("%s: frame: %w", where, err)
+			return want, nil, fmt.Errorf("%s: frame: %w", where, err)
 		}
 		g := Case{Where: where, In: in, Out: want, Frame: frame, Reason: exo.Reason(c.Expect.Reason),
 			SlowPath: c.Expect.SlowPath, Chained: chained, Decoded: c.Decoded != nil}
@@ -278,12 +382,41 @@ func loadJSON(dir string) (Set, error) {
 		}
 		if vs.Version >= 4 {
 			if c.Key1Valid == nil {
-				return want, fmt.Errorf("%s: format 4 case without key1_valid", where)
+				return want, nil, fmt.Errorf("%s: format 4 case without key1_valid", where)
 			}
 			g.Key1Valid = *c.Key1Valid
 		}
-		vs.Cases = append(vs.Cases, g)
-		return want, nil
+		if txIn == nil {
+			if c.Queue != nil || c.Expect.Tx != nil || c.Expect.Turn != nil {
+				return want, nil, fmt.Errorf("%s: a queue or an expected tx or turn without a tx", where)
+			}
+			vs.Cases = append(vs.Cases, g)
+			return want, nil, nil
+		}
+		if vs.Version < 5 {
+			return want, nil, fmt.Errorf("%s: a tx in format %d", where, vs.Version)
+		}
+		if c.Expect.Tx == nil || c.Expect.Turn == nil {
+			return want, nil, fmt.Errorf("%s: a tx without expect.tx and expect.turn", where)
+		}
+		g.HasTx, g.TxIn, g.TxOut = true, *txIn, c.Expect.Tx.tx()
+		for i, b := range c.Queue {
+			p, err := hex.DecodeString(b.Payload)
+			if err != nil {
+				return want, nil, fmt.Errorf("%s: queue[%d]: %w", where, i, err)
+			}
+			g.Queue = append(g.Queue, exo.Batch{Count: b.Count, Payload: p})
+		}
+		t := c.Expect.Turn
+		g.Turn = Turn{Record: t.Record, Popped: t.Popped, Handoff: t.Handoff, Halt: t.Halt}
+		if t.Sent != "" {
+			if g.Turn.Sent, err = hex.DecodeString(t.Sent); err != nil {
+				return want, nil, fmt.Errorf("%s: turn.sent: %w", where, err)
+			}
+		}
+		vs.TxCases = append(vs.TxCases, g)
+		out := g.TxOut
+		return want, &out, nil
 	}
 	for i := range vf.Vectors {
 		c := &vf.Vectors[i]
@@ -295,7 +428,12 @@ func loadJSON(dir string) (Set, error) {
 		if err != nil {
 			return Set{}, fmt.Errorf("%s: %w", where, err)
 		}
-		if _, err := add(where, in, c, false); err != nil {
+		var tx *exo.Tx
+		if c.Tx != nil {
+			t := c.Tx.tx()
+			tx = &t
+		}
+		if _, _, err := add(where, in, tx, c, false); err != nil {
 			return Set{}, err
 		}
 	}
@@ -305,8 +443,27 @@ func loadJSON(dir string) (Set, error) {
 		if err != nil {
 			return Set{}, fmt.Errorf("stream %s: %w", s.Name, err)
 		}
+		var tx *exo.Tx
+		if s.Tx != nil {
+			t := s.Tx.tx()
+			tx = &t
+		}
 		for j := range s.Steps {
-			if in, err = add(fmt.Sprintf("stream/%s#%d", s.Name, j), in, &s.Steps[j], j > 0); err != nil {
+			c := &s.Steps[j]
+			where := fmt.Sprintf("stream/%s#%d", s.Name, j)
+			chained := j > 0
+			if c.State != nil || c.Tx != nil {
+				// armed again: the step's own state and tx
+				if s.Tx == nil || c.State == nil || c.Tx == nil {
+					return Set{}, fmt.Errorf("%s: a step with its own state needs both state and tx, in a stream with a tx", where)
+				}
+				if in, err = c.State.pointers(); err != nil {
+					return Set{}, fmt.Errorf("%s: %w", where, err)
+				}
+				t := c.Tx.tx()
+				tx, chained = &t, false
+			}
+			if in, tx, err = add(where, in, tx, c, chained); err != nil {
 				return Set{}, err
 			}
 			steps++
@@ -418,7 +575,7 @@ func loadHex(dir string) (Set, error) {
 		return Set{}, err
 	}
 	vs := Set{Format: m.format}
-	if vs.Version, err = formatVersion(m.format, "exo-vectors-hex/"); err != nil {
+	if vs.Version, err = formatVersion(m.format, "exo-vectors-hex/", hexMaxVersion); err != nil {
 		return Set{}, fmt.Errorf("vectors.meta: %w", err)
 	}
 	var missing []string
@@ -583,11 +740,12 @@ func readHexWords(path string) ([]uint64, error) {
 }
 
 // Agree checks the two forms against each other: the same format version
-// and key, and every hex record is a JSON case (same frame and state
-// before) in JSON order, with the same state after, reason, slow path,
-// decoding and tag validity. It returns how many hex records it matched.
+// (the hex form of JSON format 5 is format 4) and key, and every hex
+// record is a JSON case of the receive side (same frame and state before)
+// in JSON order, with the same state after, reason, slow path, decoding
+// and tag validity. It returns how many hex records it matched.
 func Agree(js, hx Set) (int, error) {
-	if js.Version != hx.Version || js.HasKey != hx.HasKey || js.Key != hx.Key || js.HasKey1 != hx.HasKey1 || js.Key1 != hx.Key1 {
+	if hexVersion(js.Version) != hx.Version || js.HasKey != hx.HasKey || js.Key != hx.Key || js.HasKey1 != hx.HasKey1 || js.Key1 != hx.Key1 {
 		return 0, fmt.Errorf("forms disagree: json %s key %v %x key1 %v %x, hex %s key %v %x key1 %v %x",
 			js.Format, js.HasKey, js.Key, js.HasKey1, js.Key1, hx.Format, hx.HasKey, hx.Key, hx.HasKey1, hx.Key1)
 	}

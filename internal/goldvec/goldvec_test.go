@@ -74,8 +74,8 @@ func TestCounts(t *testing.T) {
 	if err := json.Unmarshal(data, &hdr); err != nil {
 		t.Fatal(err)
 	}
-	if len(js.Cases) != hdr.Vectors+hdr.Steps {
-		t.Errorf("JSON: %d cases, header says %d vectors + %d steps", len(js.Cases), hdr.Vectors, hdr.Steps)
+	if len(js.Cases)+len(js.TxCases) != hdr.Vectors+hdr.Steps {
+		t.Errorf("JSON: %d + %d transmit cases, header says %d vectors + %d steps", len(js.Cases), len(js.TxCases), hdr.Vectors, hdr.Steps)
 	}
 	if len(hx.Cases) != hdr.HexRecords {
 		t.Errorf("hex: %d records, vectors.json says hex_records %d", len(hx.Cases), hdr.HexRecords)

@@ -27,6 +27,12 @@ type vector struct {
 	// Kind names what a vector of the tag suite exercises, for the
 	// coverage check (kindsRequired); "" for the others.
 	Kind string
+	// Tx is the transmit side of a format-5 case (the token suite and
+	// streams): the exo.Tx before, the transmit queue, and the turn it was
+	// built to exercise. nil: token mode off, as in every case before
+	// format 5 (the case has no "tx" in the JSON form). A case with a Tx
+	// is JSON-only: the hex form stays the receive side of format 4.
+	Tx *txCase
 }
 
 const noStream = -1
@@ -41,6 +47,13 @@ type stream struct {
 	cur   exo.Pointers
 	g     *gen
 	idx   int
+	// Tx is the transmit side the stream starts from (format 5), nil for
+	// a receive-only stream; curTx and queue are carried from step to
+	// step like cur, and arm marks the next step as armed again (token.go).
+	Tx    *exo.Tx
+	curTx exo.Tx
+	queue []exo.Batch
+	arm   bool
 }
 
 // gen collects the vectors. Every expectation comes from evaluate (the Go
@@ -108,7 +121,16 @@ func (g *gen) vecBytesKeys(suite, name, desc string, intent exo.Reason, in exo.P
 
 // run evaluates v with the Go core and checks the intent.
 func (g *gen) run(v *vector) {
-	res, err := evaluate(v.In, v.Frame, v.Key1Valid)
+	var res result
+	var err error
+	if v.Tx != nil {
+		res, err = evaluateTx(v.In, v.Tx, v.Frame, v.Key1Valid)
+	} else {
+		res, err = evaluate(v.In, v.Frame, v.Key1Valid)
+		if err == nil {
+			err = checkTokenOff(v.In, v.Frame, v.Key1Valid, res)
+		}
+	}
 	if err != nil {
 		g.errorf("%s/%s: %v", v.Suite, v.Name, err)
 	}
@@ -116,6 +138,12 @@ func (g *gen) run(v *vector) {
 	if v.Intent != noIntent && res.Reason != v.Intent {
 		g.errorf("%s/%s: built to exercise %s, but the Go core says %s (%s stage); fix the generator or the core",
 			v.Suite, v.Name, v.Intent, res.Reason, res.Stage)
+	}
+	if v.Tx != nil && err == nil {
+		if got := turnOf(res.Turn); got != v.Tx.Want {
+			g.errorf("%s/%s: built to exercise the turn %s, but exo.Engine.Step says %s; fix the generator or the core",
+				v.Suite, v.Name, v.Tx.Want, got)
+		}
 	}
 }
 
@@ -137,6 +165,9 @@ func (s *stream) step(note string, intent exo.Reason, r *raw) *vector {
 		Suite: "stream", Name: fmt.Sprintf("%s#%d", s.Name, len(s.Steps)), Desc: note,
 		Intent: intent, In: s.cur, Frame: r.bytes(),
 		Stream: s.idx, Step: len(s.Steps), HexIndex: -1, Key1Valid: !r.NoKey1,
+	}
+	if s.Tx != nil {
+		s.g.errorf("stream %s: a token stream steps with txStep", s.Name)
 	}
 	s.g.run(v)
 	s.cur = v.Res.Out
@@ -162,13 +193,13 @@ func (g *gen) all() []*vector {
 func (g *gen) assignHex() int {
 	n := 0
 	for _, v := range g.vectors {
-		if hexable(v.In, v.Frame) && hexable(v.Res.Out, nil) {
+		if v.Tx == nil && hexable(v.In, v.Frame) && hexable(v.Res.Out, nil) {
 			v.HexIndex = n
 			n++
 		}
 	}
 	for _, s := range g.streams {
-		ok := len(s.Steps) <= 0xFFFF
+		ok := len(s.Steps) <= 0xFFFF && s.Tx == nil
 		for _, v := range s.Steps {
 			ok = ok && hexable(v.In, v.Frame)
 		}
@@ -197,7 +228,9 @@ func generate() (*gen, error) {
 	g.suiteTag()
 	g.suiteKeyPhase()
 	g.suiteRandom()
+	g.suiteToken()
 	g.streamsAll()
+	g.tokenStreams()
 	if len(g.streams) > 0xFFFF {
 		g.errorf("too many streams")
 	}
@@ -206,6 +239,9 @@ func generate() (*gen, error) {
 		return g, fmt.Errorf("%d generator errors, first: %w", len(g.errs), g.errs[0])
 	}
 	if err := g.checkCoverage(); err != nil {
+		return g, err
+	}
+	if err := g.checkTxCoverage(); err != nil {
 		return g, err
 	}
 	return g, nil

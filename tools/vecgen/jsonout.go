@@ -16,8 +16,13 @@ import (
 // format 3 the frame tag: "tag_key" at the top, "tag_valid" in DECODED,
 // and every frame sealed under the key but the BAD_TAG cases.
 // Format 4: two key slots, "tag_key_1" at the top, "key1_valid" in every
-// vector and step.
-const jsonFormat = "exo-vectors/4"
+// vector and step. Format 5: the transmit side (exo.Engine.Step, suite
+// "token" and the token_* streams): "tx" and "queue" in a case (and "tx"
+// in a stream, "state" and "tx" in a step the control plane armed
+// again), "tx" and "turn" in its "expect", "tx_cases" and "tx_coverage"
+// at the top. A case without "tx" is one with token mode off: its keys
+// are those of format 4.
+const jsonFormat = "exo-vectors/5"
 
 type jState struct {
 	Group  uint16 `json:"group"`
@@ -83,11 +88,113 @@ type jExpect struct {
 	Stage    string `json:"stage"`
 	SlowPath bool   `json:"slow_path"`
 	State    jState `json:"state"`
+	// Format 5, cases with a tx only: the exo.Tx after, and what Step did.
+	Tx   *jTx   `json:"tx,omitempty"`
+	Turn *jTurn `json:"turn,omitempty"`
 }
 
-func expectJSON(r result) jExpect {
-	return jExpect{Reason: uint8(r.Reason), Name: r.Reason.String(), Stage: r.Stage.String(),
+func expectJSON(v *vector) jExpect {
+	r := v.Res
+	e := jExpect{Reason: uint8(r.Reason), Name: r.Reason.String(), Stage: r.Stage.String(),
 		SlowPath: r.Reason.SlowPath(), State: stateJSON(r.Out)}
+	if v.Tx != nil {
+		tx := txJSON(r.TxOut)
+		e.Tx = &tx
+		e.Turn = &jTurn{Record: r.Turn.Record, Popped: r.Turn.Popped, Handoff: r.Turn.Handoff, Halt: r.Turn.Halt}
+		if r.Turn.Sent {
+			e.Turn.Sent = hex.EncodeToString(r.Sent)
+		}
+	}
+	return e
+}
+
+// jTx is an exo.Tx (format 5).
+type jTx struct {
+	On       bool   `json:"on"`
+	Me       uint8  `json:"me"`
+	Pred     uint8  `json:"pred"`
+	Phase    uint8  `json:"phase"`
+	EmptyRun uint32 `json:"empty_run"`
+	IdleRun  uint32 `json:"idle_run"`
+	Kseq     uint64 `json:"kseq"`
+	QHead    uint64 `json:"qhead"`
+}
+
+func txJSON(t exo.Tx) jTx {
+	return jTx{On: t.On, Me: t.Me, Pred: t.Pred, Phase: t.Phase, EmptyRun: t.EmptyRun, IdleRun: t.IdleRun, Kseq: t.Kseq, QHead: t.QHead}
+}
+
+// jBatch is one exo.Batch of the transmit queue.
+type jBatch struct {
+	Count   uint16 `json:"count"`
+	Payload string `json:"payload"`
+}
+
+func queueJSON(q []exo.Batch) []jBatch {
+	out := []jBatch{}
+	for _, b := range q {
+		out = append(out, jBatch{Count: b.Count, Payload: hex.EncodeToString(b.Payload)})
+	}
+	return out
+}
+
+// jTurn is an exo.Turn; Sent is the frame sent, encoded (AppendBinary, no
+// padding), absent when nothing was sent.
+type jTurn struct {
+	Record  bool   `json:"record"`
+	Sent    string `json:"sent,omitempty"`
+	Popped  bool   `json:"popped"`
+	Handoff bool   `json:"handoff"`
+	Halt    bool   `json:"halt"`
+}
+
+// jTxCoverage counts the transmit cases for the header (format 5).
+type jTxCoverage struct {
+	Cases      int `json:"cases"`       // cases with a tx: the token suite and the token streams' steps
+	Streams    int `json:"streams"`     // streams with a tx
+	TokenOn    int `json:"token_on"`    // of them, with tx.on
+	Record     int `json:"record"`      // turn.record
+	Dropped    int `json:"dropped"`     // token on, not recorded (a drop verdict)
+	Sent       int `json:"sent"`        // turn.sent present
+	Popped     int `json:"popped"`      // turn.popped (sent with the queue's head)
+	Pass       int `json:"sent_pass"`   // sent without records (an empty pass)
+	SentPhase1 int `json:"sent_phase1"` // sent with flags 0x4000, under tag_key_1
+	SentShort  int `json:"sent_short"`  // sent, shorter than the 46 bytes of the Ethernet minimum
+	Handoff    int `json:"handoff"`     // turn.handoff
+	Halt       int `json:"halt"`        // turn.halt (hand-offs and slow-path verdicts)
+	Armed      int `json:"armed_steps"` // stream steps with their own state and tx (re-armed)
+}
+
+func txCoverage(g *gen) jTxCoverage {
+	c := jTxCoverage{Streams: g.txStreams()}
+	for _, v := range g.all() {
+		if v.Tx == nil {
+			continue
+		}
+		c.Cases++
+		t := v.Res.Turn
+		if v.Tx.In.On {
+			c.TokenOn++
+			if !t.Record {
+				c.Dropped++
+			}
+		}
+		if v.Tx.Arm {
+			c.Armed++
+		}
+		for _, x := range []struct {
+			on bool
+			n  *int
+		}{{t.Record, &c.Record}, {t.Sent, &c.Sent}, {t.Popped, &c.Popped}, {t.Sent && !t.Popped, &c.Pass},
+			{t.Sent && t.Frame.Flags&exo.FlagKeyPhase != 0, &c.SentPhase1},
+			{t.Sent && len(v.Res.Sent) < exo.MinEthFrame-exo.EthHeaderLen, &c.SentShort},
+			{t.Handoff, &c.Handoff}, {t.Halt, &c.Halt}} {
+			if x.on {
+				*x.n++
+			}
+		}
+	}
+	return c
 }
 
 // marshal is json.Marshal without HTML escaping (descriptions say "<=").
@@ -124,12 +231,29 @@ func writeObj(b *bytes.Buffer, indent string, fields []kv, last bool) {
 	b.WriteByte('\n')
 }
 
+// txFields are the inputs of a case's transmit side: "tx" (standalone
+// vectors and re-armed steps, with "state" before it for the latter) and
+// "queue".
+func txFields(v *vector) []kv {
+	if v.Tx == nil {
+		return nil
+	}
+	var f []kv
+	if v.Stream == noStream || v.Tx.Arm {
+		if v.Stream != noStream {
+			f = append(f, kv{"state", stateJSON(v.In)})
+		}
+		f = append(f, kv{"tx", txJSON(v.Tx.In)})
+	}
+	return append(f, kv{"queue", queueJSON(v.Tx.Queue)})
+}
+
 func frameFields(v *vector) []kv {
 	return []kv{
 		{"frame", hex.EncodeToString(v.Frame)},
 		{"frame_len", len(v.Frame)},
 		{"decoded", decodedJSON(v.Res)},
-		{"expect", expectJSON(v.Res)},
+		{"expect", expectJSON(v)},
 		{"key1_valid", v.Key1Valid},
 		{"hex_index", v.HexIndex},
 	}
@@ -161,6 +285,9 @@ func jsonFile(g *gen, hexTotal int) []byte {
 		{"streams_count", len(g.streams)},
 		{"steps_count", steps},
 		{"hex_records", hexTotal},
+		{"transmit", "cases with \"tx\" run exo.Engine.Step (exo/engine.go, docs/token.md): the codec, the group, the tag, then Step(frame, queue[0] or none, the key of slot tx.phase); the frame sent is in expect.turn.sent, sealed under tag_key (phase 0) or tag_key_1 (phase 1); JSON only (docs/vectors.md)"},
+		{"tx_cases", txCoverage(g).Cases},
+		{"tx_coverage", txCoverage(g)},
 	}
 	for _, f := range head {
 		val := marshal(f.v)
@@ -183,20 +310,24 @@ func jsonFile(g *gen, hexTotal int) []byte {
 			{"name", v.Name},
 			{"description", v.Desc},
 			{"state", stateJSON(v.In)},
-		}, frameFields(v)...)
+		}, append(txFields(v), frameFields(v)...)...)
 		writeObj(&b, "   ", fields, i == len(g.vectors)-1)
 	}
 	b.WriteString("  ],\n")
 	b.WriteString("  \"streams\": [\n")
 	for i, s := range g.streams {
 		b.WriteString("   {\n")
-		for _, f := range []kv{{"name", s.Name}, {"description", s.Desc}, {"state", stateJSON(s.In)}} {
+		head := []kv{{"name", s.Name}, {"description", s.Desc}, {"state", stateJSON(s.In)}}
+		if s.Tx != nil {
+			head = append(head, kv{"tx", txJSON(*s.Tx)})
+		}
+		for _, f := range head {
 			val := marshal(f.v)
 			fmt.Fprintf(&b, "    %q: %s,\n", f.k, val)
 		}
 		b.WriteString("    \"steps\": [\n")
 		for j, v := range s.Steps {
-			fields := append([]kv{{"note", v.Desc}}, frameFields(v)...)
+			fields := append(append([]kv{{"note", v.Desc}}, txFields(v)...), frameFields(v)...)
 			writeObj(&b, "     ", fields, j == len(s.Steps)-1)
 		}
 		b.WriteString("    ]\n")

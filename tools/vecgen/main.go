@@ -3,6 +3,9 @@
 // by the Go core (Frame.UnmarshalBinary and ReasonOf, Pointers.Classify,
 // Pointers.Accept), never written by hand. The XDP program (C) and the
 // FPGA engine (Verilog) must reproduce every verdict and state update.
+// Since format 5 the JSON form also holds the transmit side, (state, tx,
+// queue, frame) -> (reason, state, tx, turn and the frame sent) cases of
+// exo.Engine.Step (token.go; JSON only, the hex form is format 4's).
 //
 // Usage, from the repository root:
 //
@@ -63,7 +66,7 @@ func build() (*gen, []outFile, error) {
 	return g, []outFile{
 		{"vectors.json", jsonFile(g, total)},
 		{"vectors.hex", hexFile(all, total)},
-		{"vectors.meta", metaFile(all, total, len(g.streams))},
+		{"vectors.meta", metaFile(all, total, len(g.streams)-g.txStreams())},
 		{"vectors.h", headerFile("c", all, total)},
 		{"vectors.vh", headerFile("v", all, total)},
 	}, nil
@@ -184,6 +187,20 @@ func printCoverage(w io.Writer, g *gen) {
 		fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%d\t%d\t%d\t\n", r, r, path, c.json[r], c.hex[r], c.codec[r], c.state[r])
 	}
 	tw.Flush()
+	t := txCoverage(g)
+	fmt.Fprintf(w, "vecgen: transmit side (exo.Engine.Step, JSON only): %d cases (%d in %d streams, %d re-armed steps), token on in %d: %d recorded, %d dropped; %d sent (%d with the head batch, %d empty passes, %d in key phase 1, %d shorter than the Ethernet minimum), %d hand-offs, %d halts\n",
+		t.Cases, t.Cases-countTxVectors(g), t.Streams, t.Armed, t.TokenOn, t.Record, t.Dropped, t.Sent, t.Popped, t.Pass, t.SentPhase1, t.SentShort, t.Handoff, t.Halt)
+}
+
+// countTxVectors counts the standalone vectors with a transmit side.
+func countTxVectors(g *gen) int {
+	n := 0
+	for _, v := range g.vectors {
+		if v.Tx != nil {
+			n++
+		}
+	}
+	return n
 }
 
 // checkCoverage fails generation when a required case is missing.

@@ -185,3 +185,62 @@ func TestHexReaderVerilog(t *testing.T) {
 		t.Errorf("Verilog bench:\n%s\nwant:\n%s", out, want)
 	}
 }
+
+// TestTransmitJSONOnly: the transmit cases (format 5) stay out of the hex
+// form, which is format 4's receive side: no record, the token streams
+// after every receive-side stream (so no record's stream number moved),
+// and the manifest counts the receive-side streams only.
+func TestTransmitJSONOnly(t *testing.T) {
+	g, files, err := build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	seenTx := false
+	for _, s := range g.streams {
+		if s.Tx != nil {
+			seenTx = true
+		} else if seenTx {
+			t.Errorf("stream %s (receive side) after a token stream: the hex records' stream numbers would move", s.Name)
+		}
+	}
+	n := 0
+	for _, v := range g.all() {
+		if v.Tx == nil {
+			continue
+		}
+		n++
+		if v.HexIndex >= 0 {
+			t.Errorf("%s/%s: a transmit case in the hex form", v.Suite, v.Name)
+		}
+	}
+	if n == 0 || g.txStreams() == 0 {
+		t.Fatalf("%d transmit cases, %d token streams", n, g.txStreams())
+	}
+	for _, f := range files {
+		if f.name == "vectors.meta" && !strings.Contains(string(f.content), fmt.Sprintf("\nstreams %d\n", len(g.streams)-g.txStreams())) {
+			t.Errorf("vectors.meta does not count the %d receive-side streams", len(g.streams)-g.txStreams())
+		}
+		if f.name == "vectors.meta" && !strings.Contains(string(f.content), "format exo-vectors-hex/4\n") {
+			t.Error("vectors.meta is not format 4")
+		}
+	}
+}
+
+// TestTurnCheckBites: the generator refuses a transmit case whose intent
+// is not what exo.Engine.Step does, and a phase-1 case without slot 1.
+func TestTurnCheckBites(t *testing.T) {
+	g := newGen()
+	st := steady(5, 101)
+	tx := txOf(5, 2, 1)
+	g.txVec("wrong_intent", "built as a hand-off, but the queue holds a batch", exo.ReasonAccept, tHand, st, tx, qs(batch([]byte("b"))), from(st, 1))
+	g.txVec("phase1_no_key1", "phase 1 with slot 1 empty", exo.ReasonAccept, tPass, st, withTx(tx, func(x *exo.Tx) { x.Phase = 1 }), nil, noKey1(from(st, 1)))
+	g.txVec("oversized", "a batch beyond a slot", exo.ReasonAccept, tPop, st, tx, qs(batch(fill(slotMax-1, 0))), from(st, 1))
+	if len(g.errs) != 3 {
+		t.Fatalf("%d generator errors, want 3: %v", len(g.errs), g.errs)
+	}
+	for i, want := range []string{"turn record+handoff+halt", "phase 1 with key slot 1 empty", "does not fit"} {
+		if !strings.Contains(g.errs[i].Error(), want) {
+			t.Errorf("error %d: %v, want %q", i, g.errs[i], want)
+		}
+	}
+}

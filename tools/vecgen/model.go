@@ -43,6 +43,12 @@ type result struct {
 	// TagValid: decoded, and the tag field holds the tag under the key of
 	// the slot its key phase names, and that slot holds a key.
 	TagValid bool
+	// The transmit side (format 5, vectors with a Tx; token.go): the
+	// exo.Tx after, what Step did, and the encoded frame it sent (nil if
+	// none).
+	TxOut exo.Tx
+	Turn  exo.Turn
+	Sent  []byte
 }
 
 // testKey is the frame-tag key of key slot 0 in every vector (the hex
