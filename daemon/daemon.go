@@ -884,7 +884,7 @@ func (d *Daemon) statusJSON() []byte {
 func (d *Daemon) setMeta(nd *exo.Node) {
 	hs := nd.HardStateMeta()
 	d.disk.SetMeta(wal.Meta{Amnesiac: hs.Amnesiac, Epoch: hs.Epoch, Promised: hs.Promised, Agreed: hs.Agreed, Skipped: hs.Skipped,
-		Roster: hs.Roster, RosterAt: nd.LogBase(), KeySent: hs.KeySent, FastArmed: hs.FastArmed, FastEpoch: hs.FastEpoch})
+		Roster: hs.Roster, RosterAt: nd.LogBase(), KeySent: hs.KeySent, FastArmed: hs.FastArmed, FastEpoch: hs.FastEpoch, Fenced: hs.Fenced})
 }
 
 // writeLogEvery spaces the log lines of failing broadcast writes.

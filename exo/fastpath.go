@@ -152,8 +152,9 @@ func (nd *Node) ClearFast() { nd.fastArmed = false }
 // epoch.
 func (nd *Node) Fence() {
 	if !nd.fenced {
-		nd.fenced, nd.fenceTicks = true, 0
+		nd.fenceTicks = 0
 	}
+	nd.fenced, nd.hardFence = true, true
 }
 
 // Fenced reports whether this host restarted after its fast path may have
@@ -211,6 +212,7 @@ func (nd *Node) RecoverSent(f *Frame, count uint16, payload []byte, tag uint64) 
 	return fmt.Errorf("%w: seq %d: no key of this host gives the fast path's tag %016x", ErrNotNext, s, tag)
 }
 
-// Unfence lifts the fence: the log holds every frame the fast path sent
-// (its records were all stepped again after a restart, RecoverSent).
-func (nd *Node) Unfence() { nd.fenced = false }
+// Unfence lifts the fence of a restart: the log holds every frame the
+// fast path sent (its records were all stepped again, RecoverSent). A
+// fence of Fence stays (HardState.Fenced): only a later epoch ends it.
+func (nd *Node) Unfence() { nd.fenced = nd.hardFence }

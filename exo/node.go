@@ -105,6 +105,10 @@ type HardState struct {
 	// (docs/token.md section 5).
 	FastArmed bool
 	FastEpoch uint32
+	// Fenced: this host was fenced in Epoch because its fast path sent a
+	// frame the log could not take (Node.Fence): it stays fenced after a
+	// restart, whatever the fast path's records say.
+	Fenced bool
 }
 
 // Node is the Exo protocol state machine of one host. It does no I/O, reads
@@ -165,6 +169,7 @@ type Node struct {
 	fastArmed bool
 	fastEpoch uint32
 	fenced    bool
+	hardFence bool // fenced by Fence: Unfence does not lift it, only a later epoch
 	// fenceTicks counts the ticks this host has been fenced and not
 	// halted: after TokenTimeout of them it leads a view change out of
 	// the fenced epoch.
@@ -272,7 +277,8 @@ func RestartNode(cfg Config, hs HardState) (*Node, error) {
 	nd.p.EpochStart = epochStart
 	nd.p.Agreed = max(nd.p.Agreed, min(hs.Agreed, nd.p.Append))
 	nd.fastArmed, nd.fastEpoch = hs.FastArmed, hs.FastEpoch
-	nd.fenced = hs.FastArmed && hs.FastEpoch == hs.Epoch
+	nd.fenced = hs.FastArmed && hs.FastEpoch == hs.Epoch || hs.Fenced
+	nd.hardFence = hs.Fenced
 	nd.p.Halted = nd.promised > nd.p.Epoch || nd.switchPending()
 	// The rack ran on while this host was down: it sends nothing before it
 	// has heard a frame (heardAhead), or the rack stayed silent for two
@@ -294,7 +300,7 @@ func (nd *Node) HardState() HardState {
 // keeps the log itself by applying Ready.Truncate and Ready.Appended.
 func (nd *Node) HardStateMeta() HardState {
 	return HardState{Amnesiac: nd.amnesiac, Epoch: nd.p.Epoch, Promised: nd.promised, Agreed: nd.p.Agreed, Skipped: nd.skippedList(),
-		Roster: nd.baseMS.roster, KeySent: nd.keys.sentFP, FastArmed: nd.fastArmed, FastEpoch: nd.fastEpoch}
+		Roster: nd.baseMS.roster, KeySent: nd.keys.sentFP, FastArmed: nd.fastArmed, FastEpoch: nd.fastEpoch, Fenced: nd.hardFence}
 }
 
 // ID returns this host's id.
@@ -437,6 +443,29 @@ func (nd *Node) Advance() {
 // Propose queues a payload for broadcast; it goes out in the next frame this
 // host sends with the token, batched with other queued payloads.
 func (nd *Node) Propose(payload []byte) error {
+	if err := nd.queue(payload); err != nil {
+		return err
+	}
+	nd.proposed()
+	return nil
+}
+
+// ProposeAll queues payloads, in order, as Propose does one by one, but
+// sends (or wakes the rack) once, after the last: a holder packs them into
+// one frame. On an error the payloads before it are queued.
+func (nd *Node) ProposeAll(payloads [][]byte) error {
+	var err error
+	for _, p := range payloads {
+		if err = nd.queue(p); err != nil {
+			break
+		}
+	}
+	nd.proposed()
+	return err
+}
+
+// queue checks a payload and appends it to the proposals.
+func (nd *Node) queue(payload []byte) error {
 	if reserved(payload) {
 		return ErrReserved
 	}
@@ -453,11 +482,16 @@ func (nd *Node) Propose(payload []byte) error {
 		nd.pendHead = 0
 	}
 	nd.pending = append(nd.pending, append([]byte(nil), payload...))
+	return nil
+}
+
+// proposed sends what was queued if this host holds the token, else wakes
+// a backed-off rack for it.
+func (nd *Node) proposed() {
 	nd.maybeSend(false)
 	if nd.hasProposal() {
 		nd.wake()
 	}
-	return nil
 }
 
 // hasProposal reports whether something waits for this host's turn: a

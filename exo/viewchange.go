@@ -111,7 +111,7 @@ func (nd *Node) giveUp(e uint32, from uint8) bool {
 	}
 	nd.vc = nil
 	nd.promised, nd.promisedBy, nd.promisedByOK = b.epoch, b.by, b.ok
-	nd.p.Halted = nd.promised > nd.p.Epoch
+	nd.p.Halted = nd.promised > nd.p.Epoch || nd.switchPending() // a log ending at an effective change waits for the next epoch
 	nd.haltedTicks = 0
 	return true
 }
@@ -476,7 +476,7 @@ func (nd *Node) adopt(epoch uint32, start uint64, entries []Entry, agreed uint64
 	// may fall in one Ready; the log below that point did not change).
 	nd.rd.Appended = append(nd.rd.Appended[:0], nd.log[nd.rd.Truncate-nd.base:]...)
 	if epoch > nd.p.Epoch {
-		nd.fenced = false // the fence is of the old epoch (fastpath.go)
+		nd.fenced, nd.hardFence = false, false // the fence is of the old epoch (fastpath.go)
 	}
 	nd.p.Epoch = epoch
 	nd.p.Agreed = max(nd.p.Agreed, min(agreed, nd.p.Append))

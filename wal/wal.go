@@ -94,6 +94,7 @@ type Meta struct {
 	// restart is fenced, docs/token.md section 5).
 	FastArmed bool   `json:"fast_armed,omitempty"`
 	FastEpoch uint32 `json:"fast_epoch,omitempty"`
+	Fenced    bool   `json:"fenced,omitempty"`
 }
 
 type segment struct {
@@ -191,7 +192,7 @@ func Open(dir string, sync Sync) (*Log, exo.HardState, error) {
 	}
 	hs = exo.HardState{Amnesiac: l.meta.Amnesiac, Epoch: l.meta.Epoch, Promised: l.meta.Promised,
 		Agreed: min(l.meta.Agreed, l.end), Skipped: l.meta.Skipped, Log: entries,
-		Roster: slices.Clone(l.meta.Roster), KeySent: l.meta.KeySent, FastArmed: l.meta.FastArmed, FastEpoch: l.meta.FastEpoch}
+		Roster: slices.Clone(l.meta.Roster), KeySent: l.meta.KeySent, FastArmed: l.meta.FastArmed, FastEpoch: l.meta.FastEpoch, Fenced: l.meta.Fenced}
 	return l, hs, nil
 }
 
@@ -391,7 +392,7 @@ func (l *Log) SetMeta(m Meta) {
 	l.meta = m
 	if m.Amnesiac != old.Amnesiac || m.Epoch != old.Epoch || m.Promised != old.Promised || !slices.Equal(m.Skipped, old.Skipped) ||
 		!slices.Equal(m.Roster, old.Roster) || (m.Roster == nil) != (old.Roster == nil) || m.RosterAt != old.RosterAt ||
-		m.KeySent != old.KeySent || m.FastArmed != old.FastArmed || m.FastEpoch != old.FastEpoch {
+		m.KeySent != old.KeySent || m.FastArmed != old.FastArmed || m.FastEpoch != old.FastEpoch || m.Fenced != old.Fenced {
 		l.meta.Roster = slices.Clone(m.Roster)
 		l.dirty = true
 	}

@@ -97,6 +97,7 @@ type simTokenReport struct {
 	Arms           uint64 `json:"arms"`
 	ArmMisses      uint64 `json:"arm_misses"`
 	Desyncs        uint64 `json:"desyncs"`
+	Unlogged       uint64 `json:"unlogged_sends"`
 	Fenced         uint64 `json:"unlogged_sends_fenced"`
 	Reproposed     uint64 `json:"records_proposed_again"`
 	FencedRestarts uint64 `json:"fenced_restarts"`
@@ -281,8 +282,8 @@ func runSim(ctx context.Context, o *simOptions) error {
 		}
 		fmt.Fprintln(o.Out)
 		if t := rep.Token; t != nil {
-			fmt.Fprintf(o.Out, "  token: records=%d fast-steps=%d sent-by-fast-path=%d batches=%d handoffs=%d self-halts=%d quiesces=%d arms=%d arm-misses=%d desyncs=%d unlogged-sends=%d fenced-restarts=%d (taken over %d, fence lifted %d) stalled-with-fenced=%d\n",
-				t.Records, t.FastSteps, t.Sent, t.Popped, t.Handoffs, t.Halts, t.Quiesces, t.Arms, t.ArmMisses, t.Desyncs, t.Fenced, t.FencedRestarts, t.Recovered, t.Unfenced, rep.StalledFenced)
+			fmt.Fprintf(o.Out, "  token: records=%d fast-steps=%d sent-by-fast-path=%d batches=%d handoffs=%d self-halts=%d quiesces=%d arms=%d arm-misses=%d desyncs=%d unlogged-sends=%d (fenced %d) fenced-restarts=%d (taken over %d, fence lifted %d) stalled-with-fenced=%d\n",
+				t.Records, t.FastSteps, t.Sent, t.Popped, t.Handoffs, t.Halts, t.Quiesces, t.Arms, t.ArmMisses, t.Desyncs, t.Unlogged, t.Fenced, t.FencedRestarts, t.Recovered, t.Unfenced, rep.StalledFenced)
 		}
 		fmt.Fprintf(o.Out, "  view-changes=%d takeovers=%d crashes=%d partitions=%d converge-ticks p50=%d max=%d\n",
 			rep.ViewChanges, rep.Takeovers, rep.Crashes, rep.Partitions, rep.ConvergeP50, rep.ConvergeMax)
@@ -396,6 +397,7 @@ feed:
 			t.Arms += x.Arms
 			t.ArmMisses += x.ArmMisses
 			t.Desyncs += x.Desyncs
+			t.Unlogged += x.Unlogged
 			t.Fenced += x.Fenced
 			t.Reproposed += x.Reproposed
 			t.FencedRestarts += st.FencedRestarts

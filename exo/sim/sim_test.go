@@ -345,6 +345,7 @@ func TestTokenSeeds(t *testing.T) {
 	}{
 		{3, 61, 0.02, "a host that missed a membership change while its fast path was halted heard nothing: the fast path dropped the later epoch's frames as BAD_SENDER/BAD_HISTLEN (fix: a fast path that sends hands them up)"},
 		{3, 59, 0, "a restarted host's fast path had no state: it dropped every frame as BAD_GROUP and the core never heard the rack (fix: a halted fast path is written the core's pointers)"},
+		{5, 332, 0.02, "a core bug the token's timing exposed: a host that gave its view change up while its log ended at an effective roster change was no longer halted, took the token over in the old epoch, and its entry (sent under the old roster) was never reported dropped: a message lost (fix: giveUp keeps a log that ends at a switch halted)"},
 	} {
 		o := DefaultOptions(c.hosts, c.seed)
 		o.Token, o.RosterChanges = true, c.roster

@@ -141,7 +141,8 @@ type Stats struct {
 	Arms       uint64 // successful arms
 	ArmMisses  uint64 // arms refused: records came in between
 	Desyncs    uint64 // verdicts of the fast path the core did not share (the core not halted)
-	Fenced     uint64 // frames the fast path sent that the log could not take: this host fenced
+	Unlogged   uint64 // frames the fast path sent that the log could not take
+	Fenced     uint64 // ... with the core not halted (a fault): this host fenced
 	Reproposed uint64 // records of batches the log could not take, proposed again
 }
 
@@ -166,6 +167,7 @@ type Driver struct {
 	open   exo.Batch   // the batch being packed
 
 	stats Stats
+	err   error // a failure in a record's step, returned by the next Quiesce or Sync
 }
 
 // New returns the control plane of fast path fp in front of node nd. The
@@ -301,21 +303,41 @@ func (d *Driver) stepOne(r *Record) {
 }
 
 // unlogged handles a frame the fast path sent for this host that the log
-// cannot take (the core halted at a roster change the fast path cannot
-// see, or a fault): the host is fenced in this epoch, the fast path is
-// halted at the next Sync, and the batch it carried is proposed again.
+// cannot take. The batch it carried is proposed again, and the fast path
+// is halted at the next Sync. If the core is halted, the frame went past
+// the end of the epoch (a roster change took effect there, which the fast
+// path cannot see): no core appends anything there, so it is never agreed
+// and this host's next frames are of a later epoch anyway. Otherwise the
+// two are out of step (a fault): the host is fenced in this epoch, durably
+// (Node.Fence; Persist), since it may not send again where its frame went.
 func (d *Driver) unlogged(b *exo.Batch) {
-	d.stats.Fenced++
-	d.nd.Fence()
+	d.stats.Unlogged++
+	if !d.nd.Halted() {
+		d.stats.Fenced++
+		d.nd.Fence()
+		if d.cfg.Persist != nil {
+			if err := d.cfg.Persist(); err != nil {
+				d.err = fmt.Errorf("token: persisting the fence: %w", err)
+			}
+		}
+	}
 	if b == nil {
 		return
 	}
+	recs := records(b)
+	if d.nd.ProposeAll(recs) == nil {
+		d.stats.Reproposed += uint64(len(recs))
+	}
+}
+
+// records returns the records of a batch (aliasing it).
+func records(b *exo.Batch) [][]byte {
+	var out [][]byte
 	_ = exo.ForEachRecord(b.Payload, b.Count, func(rec []byte) error {
-		if d.nd.Propose(rec) == nil {
-			d.stats.Reproposed++
-		}
+		out = append(out, rec)
 		return nil
 	})
+	return out
 }
 
 // Quiesce halts the fast path and steps every record it produced, then
@@ -351,12 +373,17 @@ func (d *Driver) Quiesce() error {
 		back = append(back, d.open)
 	}
 	d.queued, d.full, d.open = nil, nil, exo.Batch{}
-	for _, b := range back {
-		_ = exo.ForEachRecord(b.Payload, b.Count, func(rec []byte) error {
-			return d.nd.Propose(rec) // checked by Propose's caller: it fits
-		})
+	var recs [][]byte
+	for i := range back {
+		recs = append(recs, records(&back[i])...)
 	}
-	return nil
+	if len(recs) > 0 {
+		// Checked by Propose's caller: they fit the core's queue. All at
+		// once: a core that holds the token packs them into one frame.
+		_ = d.nd.ProposeAll(recs)
+	}
+	err, d.err = d.err, nil
+	return err
 }
 
 // Sync keeps the fast path in step with the core after the core moved:
@@ -365,6 +392,10 @@ func (d *Driver) Quiesce() error {
 // key switch, another roster); halted, it arms it when the log is in the
 // plain case. It reports whether the fast path runs.
 func (d *Driver) Sync() (bool, error) {
+	if err := d.err; err != nil {
+		d.err = nil
+		return false, err
+	}
 	e, ok := d.nd.FastPath()
 	if d.armed {
 		if ok && sameTx(e.Tx, d.tx) && e.Epoch == d.epoch && e.Hosts == d.hosts {
@@ -528,7 +559,10 @@ func (d *Driver) Recover() (bool, error) {
 		if d.cfg.Admit == nil || d.cfg.Admit(r) {
 			d.nd.StepFrame(&f)
 		}
-		if r.Sent {
+		if r.Sent && f.Epoch == d.nd.Epoch() {
+			// (A frame of an older epoch was logged before this host
+			// promised the view change that ended it: records are
+			// stepped before any promise.)
 			var b exo.Batch
 			if r.Popped {
 				var have bool
