@@ -14,7 +14,11 @@
 // Counters reads the per-reason counters; Run runs one frame through the
 // program with BPF_PROG_TEST_RUN (no network needed); Attach attaches it
 // to an interface; NewXSKConn opens the AF_XDP sockets, registers them
-// (RegisterXSK) and reads the passed frames with their verdicts. See
+// (RegisterXSK) and reads the passed frames with their verdicts.
+// Program.Token is token mode's handle (docs/token.md, token.go): with the
+// state's tx_on set, the program answers the frame of this host's
+// predecessor with this host's next frame (XDP_TX), from a transmit queue
+// the control plane fills, and records what it did in a ring buffer. See
 // docs/xdp.md.
 //
 // The package needs Linux; Load needs CAP_BPF and CAP_NET_ADMIN (root).

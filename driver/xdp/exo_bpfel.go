@@ -32,9 +32,35 @@ type exoExoMac struct {
 	Reserved [2]uint8
 }
 
+type exoExoRec struct {
+	_        structs.HostLayout
+	Kseq     uint64
+	Qhead    uint64
+	TxTag    uint64
+	Reason   uint8
+	Flags    uint8
+	Len      uint16
+	Src      [6]uint8
+	Reserved [6]uint8
+}
+
+type exoExoRecbuf struct {
+	_     structs.HostLayout
+	H     exoExoRec
+	Frame [4096]uint8
+}
+
 type exoExoScratch struct {
 	_ structs.HostLayout
 	W [513]uint64
+}
+
+type exoExoSlot struct {
+	_        structs.HostLayout
+	Len      uint16
+	Count    uint16
+	Reserved uint32
+	Data     [4064]uint8
 }
 
 type exoExoState struct {
@@ -47,12 +73,63 @@ type exoExoState struct {
 	Hosts      uint16
 	Epoch      uint32
 	Halted     uint8
-	_          [3]byte
+	TxOn       uint8
+	Me         uint8
+	Pred       uint8
 	Window     uint64
 	Append     uint64
 	Agreed     uint64
 	EpochStart uint64
 	History    [128]uint8
+	Phase      uint8
+	Lost       uint8
+	Mac        [6]uint8
+	EmptyRun   uint32
+	IdleRun    uint32
+	Kseq       uint64
+	Qhead      uint64
+}
+
+type exoExoTctx struct {
+	_ structs.HostLayout
+	F struct {
+		_          structs.HostLayout
+		Seq        uint64
+		Tag        uint64
+		Epoch      uint32
+		Group      uint16
+		Count      uint16
+		PayloadLen uint16
+		Flags      uint16
+		Sender     uint8
+		HistLen    uint8
+		_          [2]byte
+	}
+	Foreign uint32
+	H       uint32
+	Len     uint32
+	Idx     uint32
+	Olen    uint32
+	Plen    uint32
+	Mac     [6]uint8
+	Pad     [2]uint8
+	Hist    [128]uint8
+	Save    struct {
+		_        structs.HostLayout
+		Append   uint64
+		Agreed   uint64
+		Kseq     uint64
+		Qhead    uint64
+		EmptyRun uint32
+		Halted   uint8
+		History  [128]uint8
+		_        [3]byte
+	}
+}
+
+type exoExoTxq struct {
+	_    structs.HostLayout
+	Slot [64]exoExoSlot
 }
 
 // Names of all BPF objects in the ELF.
@@ -61,10 +138,18 @@ type exoExoState struct {
 const (
 	exoMapExoAuthMap         = "exo_auth_map"
 	exoMapExoCounters        = "exo_counters"
+	exoMapExoProgs           = "exo_progs"
+	exoMapExoRecbuf          = "exo_recbuf"
+	exoMapExoRing            = "exo_ring"
 	exoMapExoRoster          = "exo_roster"
 	exoMapExoScratch         = "exo_scratch"
 	exoMapExoStateMap        = "exo_state_map"
+	exoMapExoTctx            = "exo_tctx"
+	exoMapExoTxq             = "exo_txq"
+	exoMapExoTxqTail         = "exo_txq_tail"
 	exoMapExoXsks            = "exo_xsks"
+	exoProgExoCtl            = "exo_ctl"
+	exoProgExoTok            = "exo_tok"
 	exoProgExoXdp            = "exo_xdp"
 	exoVarExoBenchUndoAccept = "exo_bench_undo_accept"
 )
@@ -111,6 +196,8 @@ type exoSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type exoProgramSpecs struct {
+	ExoCtl *ebpf.ProgramSpec `ebpf:"exo_ctl"`
+	ExoTok *ebpf.ProgramSpec `ebpf:"exo_tok"`
 	ExoXdp *ebpf.ProgramSpec `ebpf:"exo_xdp"`
 }
 
@@ -120,9 +207,15 @@ type exoProgramSpecs struct {
 type exoMapSpecs struct {
 	ExoAuthMap  *ebpf.MapSpec `ebpf:"exo_auth_map"`
 	ExoCounters *ebpf.MapSpec `ebpf:"exo_counters"`
+	ExoProgs    *ebpf.MapSpec `ebpf:"exo_progs"`
+	ExoRecbuf   *ebpf.MapSpec `ebpf:"exo_recbuf"`
+	ExoRing     *ebpf.MapSpec `ebpf:"exo_ring"`
 	ExoRoster   *ebpf.MapSpec `ebpf:"exo_roster"`
 	ExoScratch  *ebpf.MapSpec `ebpf:"exo_scratch"`
 	ExoStateMap *ebpf.MapSpec `ebpf:"exo_state_map"`
+	ExoTctx     *ebpf.MapSpec `ebpf:"exo_tctx"`
+	ExoTxq      *ebpf.MapSpec `ebpf:"exo_txq"`
+	ExoTxqTail  *ebpf.MapSpec `ebpf:"exo_txq_tail"`
 	ExoXsks     *ebpf.MapSpec `ebpf:"exo_xsks"`
 }
 
@@ -155,9 +248,15 @@ func (o *exoObjects) Close() error {
 type exoMaps struct {
 	ExoAuthMap  *ebpf.Map `ebpf:"exo_auth_map"`
 	ExoCounters *ebpf.Map `ebpf:"exo_counters"`
+	ExoProgs    *ebpf.Map `ebpf:"exo_progs"`
+	ExoRecbuf   *ebpf.Map `ebpf:"exo_recbuf"`
+	ExoRing     *ebpf.Map `ebpf:"exo_ring"`
 	ExoRoster   *ebpf.Map `ebpf:"exo_roster"`
 	ExoScratch  *ebpf.Map `ebpf:"exo_scratch"`
 	ExoStateMap *ebpf.Map `ebpf:"exo_state_map"`
+	ExoTctx     *ebpf.Map `ebpf:"exo_tctx"`
+	ExoTxq      *ebpf.Map `ebpf:"exo_txq"`
+	ExoTxqTail  *ebpf.Map `ebpf:"exo_txq_tail"`
 	ExoXsks     *ebpf.Map `ebpf:"exo_xsks"`
 }
 
@@ -165,9 +264,15 @@ func (m *exoMaps) Close() error {
 	return _ExoClose(
 		m.ExoAuthMap,
 		m.ExoCounters,
+		m.ExoProgs,
+		m.ExoRecbuf,
+		m.ExoRing,
 		m.ExoRoster,
 		m.ExoScratch,
 		m.ExoStateMap,
+		m.ExoTctx,
+		m.ExoTxq,
+		m.ExoTxqTail,
 		m.ExoXsks,
 	)
 }
@@ -183,11 +288,15 @@ type exoVariables struct {
 //
 // It can be passed to loadExoObjects or ebpf.CollectionSpec.LoadAndAssign.
 type exoPrograms struct {
+	ExoCtl *ebpf.Program `ebpf:"exo_ctl"`
+	ExoTok *ebpf.Program `ebpf:"exo_tok"`
 	ExoXdp *ebpf.Program `ebpf:"exo_xdp"`
 }
 
 func (p *exoPrograms) Close() error {
 	return _ExoClose(
+		p.ExoCtl,
+		p.ExoTok,
 		p.ExoXdp,
 	)
 }

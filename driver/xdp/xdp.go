@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
 	"sync"
 	"time"
 
@@ -52,6 +53,15 @@ const (
 	CounterUnclassified                         // longer than MaxFrame: passed unclassified
 	CounterNoMeta                               // bpf_xdp_adjust_meta failed: verdict not attached
 	CounterForeignMAC                           // source MAC is not roster[sender] (SetRoster), epoch not later than the state's: dropped
+	// Token mode (token.go, docs/token.md):
+	CounterRingFull // less than RingRoom free in the record ring: dropped untouched
+	CounterLost     // a record could not be written after the state moved: lost and halted
+	CounterTX       // frames sent (XDP_TX)
+	CounterTXEmpty  // empty passes among them
+	CounterHandoff  // hand-offs: halted on an ACCEPT from pred (idle rack and empty queue, or no room)
+	CounterTXNoRoom // hand-offs because the frame to send did not fit the buffer
+	CounterMode     // tx_on changed between the program's hint and its lock: dropped untouched
+	CounterTXErr    // a sent frame could not be written into the buffer (unreachable): dropped
 	numCounters
 )
 
@@ -124,6 +134,17 @@ type Program struct {
 	// authMu serializes the read-modify-write updates of exo_auth_map
 	// (SetKeys, SetRoster) so that neither loses the other's fields.
 	authMu sync.Mutex
+	// tokMu guards tok, the open token-mode handle (at most one).
+	tokMu sync.Mutex
+	tok   *Token
+}
+
+// LoadOptions are the options of LoadWith.
+type LoadOptions struct {
+	// RingSize is the size in bytes of token mode's record ring
+	// (exo_ring): a power of 2, a multiple of the page size and at least
+	// 2 * RingRoom. 0 means DefaultRingSize (16 MiB).
+	RingSize int
 }
 
 // Load loads the program and its maps into the kernel. The state map holds
@@ -138,17 +159,36 @@ type Program struct {
 // a frame whose epoch is not later than the state's (CounterForeignMAC),
 // then the state checks of exo.Pointers.Classify; see
 // bpf/exo.c and docs/xdp.md.
-func Load() (*Program, error) { return load(false) }
+//
+// The same object holds token mode (Program.Token, docs/token.md): the
+// program tail-calls exo_tok when the state's tx_on is set (never by
+// SetState, which writes tx_on 0), and exo_ctl is the control program
+// Token runs with BPF_PROG_TEST_RUN.
+func Load() (*Program, error) { return load(false, LoadOptions{}) }
+
+// LoadWith is Load with options.
+func LoadWith(o LoadOptions) (*Program, error) { return load(false, o) }
 
 // load with benchUndo set loads a benchmark variant that undoes every
-// ACCEPT, so that one in-order frame can be run repeatedly.
-func load(benchUndo bool) (*Program, error) {
+// ACCEPT (receive-only path) and every recorded frame (token mode: the
+// state and the packet), so that one in-order frame can be run
+// repeatedly.
+func load(benchUndo bool, o LoadOptions) (*Program, error) {
+	if o.RingSize != 0 {
+		pg := os.Getpagesize()
+		if o.RingSize < 2*RingRoom || o.RingSize&(o.RingSize-1) != 0 || o.RingSize%pg != 0 {
+			return nil, fmt.Errorf("xdp: ring size %d: want a power of 2, a multiple of %d and at least %d", o.RingSize, pg, 2*RingRoom)
+		}
+	}
 	if err := rlimit.RemoveMemlock(); err != nil {
 		return nil, fmt.Errorf("xdp: remove memlock limit: %w", err)
 	}
 	spec, err := loadExo()
 	if err != nil {
 		return nil, fmt.Errorf("xdp: load spec: %w", err)
+	}
+	if o.RingSize != 0 {
+		spec.Maps["exo_ring"].MaxEntries = uint32(o.RingSize)
 	}
 	if benchUndo {
 		if err := spec.Variables["exo_bench_undo_accept"].Set(uint32(1)); err != nil {
@@ -163,6 +203,11 @@ func load(benchUndo bool) (*Program, error) {
 		}
 		return nil, fmt.Errorf("xdp: load: %w", err)
 	}
+	// Token mode: exo_xdp tail-calls exo_tok through slot 0 of exo_progs.
+	if err := p.objs.ExoProgs.Put(uint32(0), p.objs.ExoTok); err != nil {
+		p.Close()
+		return nil, fmt.Errorf("xdp: program array: %w", err)
+	}
 	// Both slots empty, their words random (see SetKeys), not zero.
 	if err := p.SetKeys(exo.KeyRing{}); err != nil {
 		p.Close()
@@ -172,13 +217,26 @@ func load(benchUndo bool) (*Program, error) {
 }
 
 // Close unloads the program and its maps (an attached link keeps the
-// program alive until the link is closed too).
-func (p *Program) Close() error { return p.objs.Close() }
+// program alive until the link is closed too). It closes the token-mode
+// handle first, if one is open.
+func (p *Program) Close() error {
+	p.tokMu.Lock()
+	t := p.tok
+	p.tokMu.Unlock()
+	if t != nil {
+		t.Close()
+	}
+	return p.objs.Close()
+}
 
 // EBPF returns the underlying program, e.g. to put it in a program array.
 func (p *Program) EBPF() *ebpf.Program { return p.objs.ExoXdp }
 
-// SetState writes the pointer state (under the map value's spin lock).
+// SetState writes the pointer state (under the map value's spin lock),
+// for the receive-only path: the transmit side is written as zeros (tx_on
+// 0, kseq 0, qhead 0, lost 0). It must not be used in token mode, where
+// the program moves the state between a read and a write: Token's Halt,
+// Arm and Read replace it.
 func (p *Program) SetState(s exo.Pointers) error {
 	v := exoExoState{
 		Group:      s.Group,
