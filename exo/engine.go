@@ -84,6 +84,11 @@ type Turn struct {
 	Halt bool
 }
 
+// MaxFastFrame is the longest frame (bytes after the Ethernet header) a
+// fast path handles: one page of a linear XDP buffer. A fast path that
+// sends builds no longer one.
+const MaxFastFrame = 4096
+
 // NoIdleRun is Tx.IdleRun when the idle back-off is off (IdleBackoffMax
 // 0): the fast path passes an empty token at once, always.
 const NoIdleRun = math.MaxUint32
@@ -106,7 +111,8 @@ const NoIdleRun = math.MaxUint32
 //     phase bit, the head batch or no records), sealed under key, and
 //     accepted as this host's own entry (Accept(Me), EmptyRun, QHead);
 //     otherwise (IdleRun is not NoIdleRun) the fast path halts and hands
-//     the token to the control plane.
+//     the token to the control plane. It hands off too when the head
+//     batch would make a frame longer than MaxFastFrame.
 //
 // EmptyRun follows every accepted entry, received or sent: +1 for a frame
 // without records (saturating), else 0.
@@ -136,6 +142,14 @@ func (e *Engine) Step(f *Frame, head *Batch, key [TagKeyLen]byte) (Reason, Turn)
 		return r, t
 	}
 	if head == nil && e.IdleRun != NoIdleRun && e.EmptyRun >= e.IdleRun {
+		e.Halted = true
+		t.Halt, t.Handoff = true, true
+		return r, t
+	}
+	if head != nil && HeaderLen+e.H()+len(head.Payload) > MaxFastFrame {
+		// The frame would be longer than a fast path handles (nor would
+		// its receivers' fast paths): the control plane, which never
+		// queues such a batch, takes the token and the batch.
 		e.Halted = true
 		t.Halt, t.Handoff = true, true
 		return r, t

@@ -1380,8 +1380,8 @@ func TestVectorsTransmit(t *testing.T) {
 			if g.Count == 0 {
 				have["sent an empty pass"]++
 			}
-			if len(g.Payload) == 4064 {
-				have["sent a 4064-byte batch"]++
+			if g.EncodedLen() == exo.MaxFastFrame {
+				have["sent a frame of MaxFastFrame bytes"]++
 			}
 			if g.Flags&exo.FlagKeyPhase != 0 {
 				have["sent in key phase 1"]++
@@ -1409,6 +1409,9 @@ func TestVectorsTransmit(t *testing.T) {
 			if fc.stream != noStream {
 				have["hand-off in a stream"]++
 			}
+			if len(c.Queue) > 0 {
+				have["hand-off: a batch too long for a frame"]++
+			}
 		case tx.On && *wt.Halt:
 			have["halt on "+r.String()]++
 		case tx.On && *wt.Record && r == exo.ReasonHalted:
@@ -1427,7 +1430,7 @@ func TestVectorsTransmit(t *testing.T) {
 	if got != vf.TxCoverage {
 		t.Errorf("tx_coverage\n\tthe cases: %+v\n\tthe header: %+v", got, vf.TxCoverage)
 	}
-	want := []string{"sent a batch", "sent an empty pass", "sent a 4064-byte batch", "sent in key phase 1",
+	want := []string{"sent a batch", "sent an empty pass", "sent a frame of MaxFastFrame bytes", "hand-off: a batch too long for a frame", "sent in key phase 1",
 		"sent a frame shorter than the Ethernet minimum", "sent a batch with EmptyRun >= IdleRun", "sent with NoIdleRun",
 		"sent after a skipped position", "sent a seq near 2^64", "the own frame moves the agreement pointer",
 		"hand-off", "hand-off in a stream", "HALTED recorded, not halting",
@@ -1529,6 +1532,10 @@ func brokenStep(bug string) txStep {
 			}
 			return r, t
 		}
+		if head != nil && exo.HeaderLen+e.H()+len(head.Payload) > exo.MaxFastFrame && bug != "a batch too long sent" {
+			e.Halted, t.Halt, t.Handoff = true, true, true
+			return r, t
+		}
 		var flags uint16
 		if e.Phase == 1 && bug != "no key phase bit" {
 			flags = exo.FlagKeyPhase
@@ -1616,7 +1623,7 @@ func TestVectorsCatchBrokenTransmit(t *testing.T) {
 	}
 	bugs := []string{"EmptyRun wraps", "EmptyRun not moved by received frames", "token off records", "drops recorded",
 		"slow path not recorded", "Kseq 32-bit", "HALTED halts", "slow path does not halt", "any sender hands the token",
-		"no check of this host in the history", "idle checked before the received frame counts", "idle at EmptyRun > IdleRun", "later roster dropped", "NoIdleRun hands off",
+		"no check of this host in the history", "idle checked before the received frame counts", "idle at EmptyRun > IdleRun", "later roster dropped", "NoIdleRun hands off", "a batch too long sent",
 		"idle ignores the queue", "hand-off does not halt", "no key phase bit", "sealed under slot 0", "the queue ignored",
 		"QHead not moved", "seq 32-bit", "own frame not accepted", "own frame not counted in EmptyRun",
 		"the tag of the frame sent covers its padding"}

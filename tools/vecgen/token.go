@@ -361,11 +361,13 @@ func (g *gen) suiteToken() {
 	g.txVec("pred_batch_40", "a batch of 40 records of 8 bytes (400 payload bytes)", A, tPop, st, tx, qs(batch(nrecs(40, 8)...)), pf)
 	g.txVec("pred_batch_empty_records", "a batch of 3 empty records (count 3, 6 payload bytes): not a token pass (EmptyRun resets)", A, tPop, st,
 		withTx(tx, func(t *exo.Tx) { t.EmptyRun = 7 }), qs(batch(nil, nil, nil)), pf)
-	g.txVec("pred_batch_4064_one", "the largest batch a slot holds: one record of 4062 bytes (4064 payload bytes; the frame sent is 4098 bytes, the frame received 34)",
-		A, tPop, st, tx, qs(batch(fill(4062, 0x30))), pf)
-	g.txVec("pred_batch_4064_many", "4064 payload bytes in 127 records of 30 bytes", A, tPop, st, tx, qs(batch(nrecs(127, 30)...)), pf)
-	g.txVec("pred_batch_4064_2032_empty", "4064 payload bytes in 2032 empty records (count 2032)", A, tPop, st, tx, qs(batch(nrecs(2032, 0)...)), pf)
-	g.txVec("pred_batch_4063", "one record of 4061 bytes (4063 payload bytes)", A, tPop, st, tx, qs(batch(fill(4061, 0x41))), pf)
+	g.txVec("pred_batch_4062_one", "the largest batch a frame of this rack holds: one record of 4060 bytes (4062 payload bytes; the frame sent is 4096 bytes = MaxFastFrame, the frame received 34)",
+		A, tPop, st, tx, qs(batch(fill(4060, 0x30))), pf)
+	g.txVec("pred_batch_4062_many", "4062 payload bytes in 1 record of 30 bytes and 126 of 30 with one 28-byte record", A, tPop, st, tx, qs(batch(append(nrecs(126, 30), fill(28, 0x31))...)), pf)
+	g.txVec("pred_batch_4062_2031_empty", "4062 payload bytes in 2031 empty records (count 2031)", A, tPop, st, tx, qs(batch(nrecs(2031, 0)...)), pf)
+	g.txVec("pred_batch_4063_too_long", "one record of 4061 bytes (4063 payload bytes): the frame would be 4097 bytes, over MaxFastFrame: hand-off, the batch stays queued",
+		A, tHand, st, tx, qs(batch(fill(4061, 0x41))), pf)
+	g.txVec("pred_batch_4064_too_long", "the largest batch a slot holds, 4064 payload bytes in 127 records of 30: over MaxFastFrame with h = 2: hand-off", A, tHand, st, tx, qs(batch(nrecs(127, 30)...)), pf)
 	g.txVec("pred_big_frame_small_batch", "host 1's frame carries 1200 payload bytes (a 1234-byte frame), the batch one record of 1 byte: the frame sent (37 bytes) is much shorter than the one received (a fast path that rewrites the received buffer shrinks it)",
 		A, tPop, st, tx, qs(batch([]byte("z"))), mod(pf, func(r *raw) { r.withRecords(fill(1198, 0x50)) }))
 	for _, c := range []struct {
@@ -889,7 +891,7 @@ func txKinds(v *vector) []string {
 	add("sent: an empty pass", t.Sent && !t.Popped)
 	add("sent: key phase 1 (flags 0x4000, tag_key_1)", t.Sent && t.Frame.Flags&exo.FlagKeyPhase != 0)
 	add("sent: shorter than the Ethernet minimum", t.Sent && len(res.Sent) < exo.MinEthFrame-exo.EthHeaderLen)
-	add("sent: a 4064-byte batch", t.Popped && len(t.Frame.Payload) == slotMax)
+	add("sent: a frame of MaxFastFrame bytes", t.Popped && t.Frame.EncodedLen() == exo.MaxFastFrame)
 	add("sent: EmptyRun >= IdleRun but a batch queued", t.Popped && tc.In.EmptyRun >= tc.In.IdleRun)
 	add("sent: NoIdleRun", t.Sent && tc.In.IdleRun == exo.NoIdleRun)
 	add("sent: the own frame moves the agreement pointer", t.Sent && res.Out.Agreed == t.Frame.Seq-uint64(in.H())+1 && in.H() > 0)
@@ -929,7 +931,7 @@ func (g *gen) checkTxCoverage() error {
 		}
 	}
 	want := []string{"sent: the head batch", "sent: an empty pass", "sent: key phase 1 (flags 0x4000, tag_key_1)",
-		"sent: shorter than the Ethernet minimum", "sent: a 4064-byte batch", "sent: EmptyRun >= IdleRun but a batch queued",
+		"sent: shorter than the Ethernet minimum", "sent: a frame of MaxFastFrame bytes", "sent: EmptyRun >= IdleRun but a batch queued",
 		"sent: NoIdleRun", "sent: the own frame moves the agreement pointer", "sent: with epoch_start > 0",
 		"sent: Kseq and QHead near 2^64", "sent: seq near 2^64", "sent: a skipped predecessor",
 		"hand-off", "hand-off: EmptyRun saturated", "hand-off in a stream", "armed stream step",

@@ -1177,8 +1177,14 @@ int exo_tok(struct xdp_md *ctx)
 			if (!head && s->idle_run != EXO_NO_IDLE_RUN && s->empty_run >= s->idle_run) {
 				s->halted = 1;
 				rflags |= EXO_REC_HANDOFF | EXO_REC_HALT;
-			} else if (len > EXO_SLOT_DATA || EXO_HEADER_LEN + h + len > EXO_XDP_MAX_FRAME ||
-				   olen > room) {
+			} else if (len > EXO_SLOT_DATA || EXO_HEADER_LEN + h + len > EXO_XDP_MAX_FRAME) {
+				/* The rule (exo.MaxFastFrame): a frame longer than a
+				 * fast path handles is not built; hand-off. */
+				s->halted = 1;
+				rflags |= EXO_REC_HANDOFF | EXO_REC_HALT;
+			} else if (olen > room) {
+				/* This buffer cannot grow that far (generic XDP's
+				 * tailroom): hand-off, counted apart. */
 				s->halted = 1;
 				rflags |= EXO_REC_HANDOFF | EXO_REC_HALT;
 				noroom = 1;
