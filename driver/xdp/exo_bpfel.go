@@ -88,6 +88,8 @@ type exoExoState struct {
 	IdleRun    uint32
 	Kseq       uint64
 	Qhead      uint64
+	TxMin      uint16
+	Reserved   [6]uint8
 }
 
 type exoExoTctx struct {
@@ -132,6 +134,11 @@ type exoExoTxq struct {
 	Slot [64]exoExoSlot
 }
 
+type exoExoZero struct {
+	_ structs.HostLayout
+	B [4096]uint8
+}
+
 // Names of all BPF objects in the ELF.
 //
 // Used for safe lookups in a Collection or CollectionSpec.
@@ -148,6 +155,7 @@ const (
 	exoMapExoTxq             = "exo_txq"
 	exoMapExoTxqTail         = "exo_txq_tail"
 	exoMapExoXsks            = "exo_xsks"
+	exoMapExoZero            = "exo_zero"
 	exoProgExoCtl            = "exo_ctl"
 	exoProgExoTok            = "exo_tok"
 	exoProgExoXdp            = "exo_xdp"
@@ -217,6 +225,7 @@ type exoMapSpecs struct {
 	ExoTxq      *ebpf.MapSpec `ebpf:"exo_txq"`
 	ExoTxqTail  *ebpf.MapSpec `ebpf:"exo_txq_tail"`
 	ExoXsks     *ebpf.MapSpec `ebpf:"exo_xsks"`
+	ExoZero     *ebpf.MapSpec `ebpf:"exo_zero"`
 }
 
 // exoVariableSpecs contains global variables before they are loaded into the kernel.
@@ -258,6 +267,7 @@ type exoMaps struct {
 	ExoTxq      *ebpf.Map `ebpf:"exo_txq"`
 	ExoTxqTail  *ebpf.Map `ebpf:"exo_txq_tail"`
 	ExoXsks     *ebpf.Map `ebpf:"exo_xsks"`
+	ExoZero     *ebpf.Map `ebpf:"exo_zero"`
 }
 
 func (m *exoMaps) Close() error {
@@ -274,6 +284,7 @@ func (m *exoMaps) Close() error {
 		m.ExoTxq,
 		m.ExoTxqTail,
 		m.ExoXsks,
+		m.ExoZero,
 	)
 }
 

@@ -210,8 +210,9 @@ func engineOf(v *exoExoState) exo.Engine {
 	}
 }
 
-// stateOf converts e to the program's state, with the source MAC mac.
-func stateOf(e *exo.Engine, mac [6]byte) exoExoState {
+// stateOf converts e to the program's state, with the source MAC mac and
+// the padding minFrame.
+func stateOf(e *exo.Engine, mac [6]byte, minFrame uint16) exoExoState {
 	v := exoExoState{
 		Group:      e.Group,
 		Hosts:      e.Hosts,
@@ -229,6 +230,7 @@ func stateOf(e *exo.Engine, mac [6]byte) exoExoState {
 		IdleRun:    e.IdleRun,
 		Kseq:       e.Kseq,
 		Qhead:      e.QHead,
+		TxMin:      minFrame,
 	}
 	if e.Halted {
 		v.Halted = 1
@@ -247,8 +249,9 @@ func stateOf(e *exo.Engine, mac [6]byte) exoExoState {
 // callback may call every method but Records. One Wait at a time may run
 // concurrently with all of them; Close unblocks it.
 type Token struct {
-	p   *Program
-	mac [6]byte
+	p        *Program
+	mac      [6]byte
+	minFrame uint16 // SetMinFrame: Arm writes it
 
 	// The ring's fd (a dup) in the runtime's poller, for Wait.
 	file *os.File
@@ -272,7 +275,8 @@ type Token struct {
 	closing   atomic.Bool // set by Close before it closes the file
 	closeOnce sync.Once
 
-	rmu sync.Mutex // the consumer (Records)
+	rmu     sync.Mutex // the consumer (Records)
+	readPos uint64     // the next record to read; the consumer position (consPos) follows at Release
 
 	mu    sync.Mutex // the bookkeeping below
 	tail  uint64     // the queue's tail, as last stored
@@ -363,6 +367,7 @@ func (t *Token) open() (err error) {
 	if err != nil {
 		return err
 	}
+	t.readPos = atomic.LoadUint64(t.consPos)
 	t.kseq, t.qhead = c.State.Kseq, c.State.Qhead
 	t.tail = atomic.LoadUint64(t.tailPos)
 	if t.tail-t.qhead > QueueSlots {
@@ -429,6 +434,21 @@ func (t *Token) Close() error {
 	return err
 }
 
+// SetMinFrame sets the length (Ethernet header included, at least 60, at
+// most 14 + MaxFrame) the program pads the frames it sends to, with zeros,
+// from the next Arm on. A rack in token mode pads every frame to the
+// longest any host sends: the program answers a frame in its own buffer,
+// which generic XDP grows by a few hundred bytes at most.
+func (t *Token) SetMinFrame(n int) error {
+	if n < exo.MinEthFrame || n > exo.EthHeaderLen+MaxFrame {
+		return fmt.Errorf("xdp: token mode: minimum frame %d outside %d..%d", n, exo.MinEthFrame, exo.EthHeaderLen+MaxFrame)
+	}
+	t.mu.Lock()
+	t.minFrame = uint16(n)
+	t.mu.Unlock()
+	return nil
+}
+
 // MAC returns the Ethernet source MAC Arm writes.
 func (t *Token) MAC() net.HardwareAddr { return append(net.HardwareAddr(nil), t.mac[:]...) }
 
@@ -483,7 +503,7 @@ func (t *Token) Arm(e exo.Engine) (bool, error) {
 	if t.tail-e.QHead > QueueSlots {
 		return false, fmt.Errorf("xdp: token mode: arm with qhead %d, the queue's tail is %d", e.QHead, t.tail)
 	}
-	st := stateOf(&e, t.mac)
+	st := stateOf(&e, t.mac, t.minFrame)
 	c, err := t.p.ctl(ctlArm, e.Kseq, &st)
 	if err != nil {
 		return false, err
@@ -596,7 +616,7 @@ func (t *Token) Records(fn func(*Record)) (int, error) {
 	defer t.exit()
 	t.rmu.Lock()
 	defer t.rmu.Unlock()
-	cons := atomic.LoadUint64(t.consPos)
+	cons := t.readPos
 	n := 0
 	var r Record
 	for {
@@ -626,8 +646,49 @@ func (t *Token) Records(fn func(*Record)) (int, error) {
 			n++
 		}
 		cons = next
-		atomic.StoreUint64(t.consPos, cons) // release: the kernel may reuse the space
+		t.readPos = cons
 	}
+}
+
+// Release tells the kernel it may reuse the space of the records read so
+// far (the ring's consumer position moves to them): call it once what the
+// records did is durable. Records not released are read again by the next
+// Token opened on the same (pinned) maps: a daemon killed after it read
+// records but before it logged them hands them to the next one
+// (docs/token.md section 5). Release before Wait: the kernel wakes a
+// consumer that has caught up with the records it wrote.
+func (t *Token) Release() error {
+	if err := t.enter(); err != nil {
+		return err
+	}
+	defer t.exit()
+	t.rmu.Lock()
+	defer t.rmu.Unlock()
+	atomic.StoreUint64(t.consPos, t.readPos)
+	return nil
+}
+
+// Taken returns batch i, taken by the program (QHead was i+1 after it),
+// if its slot still holds it: i is below the tail and less than
+// QueueSlots batches behind it. A restarted control plane logs with it
+// the frames the program sent whose records it was not released
+// (token.Driver.Recover).
+func (t *Token) Taken(i uint64) (exo.Batch, bool) {
+	if err := t.enter(); err != nil {
+		return exo.Batch{}, false
+	}
+	defer t.exit()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if i >= t.tail || t.tail-i > QueueSlots {
+		return exo.Batch{}, false
+	}
+	sl := t.slot(i)
+	n := binary.NativeEndian.Uint16(sl[0:])
+	if int(n) > SlotData {
+		return exo.Batch{}, false
+	}
+	return exo.Batch{Count: binary.NativeEndian.Uint16(sl[2:]), Payload: append([]byte(nil), sl[8:8+int(n)]...)}, true
 }
 
 // parseRecord reads struct exo_rec and the frame after it.
@@ -692,7 +753,9 @@ func (t *Token) advance(qhead uint64) {
 // ready reports whether the ring holds a committed record.
 func (t *Token) ready() bool {
 	prod := atomic.LoadUint64(t.prodPos)
-	cons := atomic.LoadUint64(t.consPos)
+	t.rmu.Lock()
+	cons := t.readPos
+	t.rmu.Unlock()
 	if prod == cons {
 		return false
 	}

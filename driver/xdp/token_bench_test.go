@@ -216,6 +216,9 @@ func BenchmarkTokenRecords(b *testing.B) {
 		if err != nil || got != n {
 			b.Fatalf("%d records of %d: %v", got, n, err)
 		}
+		if err := h.tok.Release(); err != nil {
+			b.Fatal(err)
+		}
 		done += n
 	}
 }

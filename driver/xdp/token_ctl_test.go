@@ -303,6 +303,9 @@ func TestTokenRingWrap(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		if err := h.tok.Release(); err != nil {
+			t.Fatal(err)
+		}
 		return n
 	}
 	produce := func() bool {

@@ -77,6 +77,7 @@ func liveSession(t *testing.T, ends [2]*liveEnd, s0 uint64, idleRun uint32, batc
 			t.Fatal(err)
 		}
 		e.tok.Records(func(*Record) {})
+		e.tok.Release()
 		if _, err := e.tok.Reclaim(); err != nil {
 			t.Fatal(err)
 		}
@@ -152,6 +153,10 @@ func liveSession(t *testing.T, ends [2]*liveEnd, s0 uint64, idleRun uint32, batc
 					}
 				})
 				if err != nil {
+					t.Error(err)
+					return
+				}
+				if err := e.tok.Release(); err != nil {
 					t.Error(err)
 					return
 				}

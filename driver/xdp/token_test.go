@@ -113,6 +113,9 @@ func (h *tokHarness) records() []Record {
 	if _, err := h.tok.Records(func(r *Record) { out = append(out, recCopy(r)) }); err != nil {
 		h.tb.Fatal(err)
 	}
+	if err := h.tok.Release(); err != nil {
+		h.tb.Fatal(err)
+	}
 	return out
 }
 
@@ -127,7 +130,7 @@ func (h *tokHarness) set(e exo.Engine, queue []exo.Batch, keys exo.KeyRing) {
 		h.tb.Fatal(err)
 	}
 	h.records()
-	raw := stateOf(&e, h.tok.mac)
+	raw := stateOf(&e, h.tok.mac, 0)
 	raw.Halted = 1
 	if err := h.p.objs.ExoStateMap.Update(uint32(0), &raw, ebpf.UpdateLock); err != nil {
 		h.tb.Fatal(err)

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -137,6 +138,10 @@ type Program struct {
 	// tokMu guards tok, the open token-mode handle (at most one).
 	tokMu sync.Mutex
 	tok   *Token
+	// pinDir is LoadOptions.PinDir; pinnedFound counts the maps found
+	// pinned there at Load.
+	pinDir      string
+	pinnedFound int
 }
 
 // LoadOptions are the options of LoadWith.
@@ -145,7 +150,18 @@ type LoadOptions struct {
 	// (exo_ring): a power of 2, a multiple of the page size and at least
 	// 2 * RingRoom. 0 means DefaultRingSize (16 MiB).
 	RingSize int
+	// PinDir, if set, pins token mode's maps (the state, the ring, the
+	// queue and its tail) by name in this directory, which must be on a
+	// bpffs (see MountBPF); maps pinned there already (by a daemon that
+	// was killed) are taken over instead of created, so that the records
+	// it had not released reach the next one (docs/token.md section 5).
+	// Program.Pinned reports which happened.
+	PinDir string
 }
+
+// pinned are the maps LoadOptions.PinDir pins: what token mode must keep
+// across a killed daemon.
+var pinned = []string{"exo_state_map", "exo_ring", "exo_txq", "exo_txq_tail"}
 
 // Load loads the program and its maps into the kernel. The state map holds
 // a zero state (group 0, no hosts) until SetState, both key slots are empty
@@ -195,8 +211,21 @@ func load(benchUndo bool, o LoadOptions) (*Program, error) {
 			return nil, fmt.Errorf("xdp: bench variant: %w", err)
 		}
 	}
-	p := &Program{}
-	if err := spec.LoadAndAssign(&p.objs, nil); err != nil {
+	p := &Program{pinDir: o.PinDir}
+	var copts *ebpf.CollectionOptions
+	if o.PinDir != "" {
+		if err := os.MkdirAll(o.PinDir, 0o700); err != nil {
+			return nil, fmt.Errorf("xdp: pin directory: %w", err)
+		}
+		for _, name := range pinned {
+			if _, err := os.Stat(filepath.Join(o.PinDir, name)); err == nil {
+				p.pinnedFound++
+			}
+			spec.Maps[name].Pinning = ebpf.PinByName
+		}
+		copts = &ebpf.CollectionOptions{Maps: ebpf.MapOptions{PinPath: o.PinDir}}
+	}
+	if err := spec.LoadAndAssign(&p.objs, copts); err != nil {
 		var ve *ebpf.VerifierError
 		if errors.As(err, &ve) {
 			return nil, fmt.Errorf("xdp: verifier rejected the program: %+v", ve)
@@ -216,9 +245,45 @@ func load(benchUndo bool, o LoadOptions) (*Program, error) {
 	return p, nil
 }
 
+// Pinned reports whether Load took over every pinned map of
+// LoadOptions.PinDir (a killed daemon's), rather than creating them.
+func (p *Program) Pinned() bool { return p.pinDir != "" && p.pinnedFound == len(pinned) }
+
+// Unpin removes the pins of LoadOptions.PinDir and the directory: the
+// maps go with the program (a clean stop: nothing is left to take over).
+func (p *Program) Unpin() error {
+	if p.pinDir == "" {
+		return nil
+	}
+	var err error
+	for _, m := range []*ebpf.Map{p.objs.ExoStateMap, p.objs.ExoRing, p.objs.ExoTxq, p.objs.ExoTxqTail} {
+		if e := m.Unpin(); e != nil && err == nil {
+			err = e
+		}
+	}
+	if e := os.Remove(p.pinDir); e != nil && !errors.Is(e, os.ErrNotExist) && err == nil {
+		err = e
+	}
+	return err
+}
+
+// RemovePins removes the maps pinned in dir (LoadOptions.PinDir), if any:
+// their records belong to a log that is gone (a wiped data directory).
+func RemovePins(dir string) error {
+	for _, name := range pinned {
+		if err := os.Remove(filepath.Join(dir, name)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("xdp: remove pin: %w", err)
+		}
+	}
+	if err := os.Remove(dir); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("xdp: remove pin directory: %w", err)
+	}
+	return nil
+}
+
 // Close unloads the program and its maps (an attached link keeps the
-// program alive until the link is closed too). It closes the token-mode
-// handle first, if one is open.
+// program alive until the link is closed too; pinned maps stay until
+// Unpin). It closes the token-mode handle first, if one is open.
 func (p *Program) Close() error {
 	p.tokMu.Lock()
 	t := p.tok

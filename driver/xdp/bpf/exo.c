@@ -127,6 +127,11 @@ struct exo_state {
 	__u32 idle_run;  /* no empty pass once empty_run >= idle_run */
 	__u64 kseq;     /* records handed to the control plane */
 	__u64 qhead;    /* batches taken from exo_txq */
+	__u16 tx_min;   /* the frames it sends are padded with zeros to this many bytes (Ethernet header
+	                 * included; at least 60): every host of a token-mode rack pads its frames to the
+	                 * longest it sends, so that the answer to any frame fits its buffer (generic XDP
+	                 * grows a small buffer by a few hundred bytes at most) */
+	__u8 reserved[6];
 };
 
 /* Written in front of every Exo frame the program handles (metadata area,
@@ -175,7 +180,7 @@ struct exo_scratch {
 };
 
 _Static_assert(sizeof(struct exo_meta) == 8, "exo_meta is 8 bytes");
-_Static_assert(sizeof(struct exo_state) == 208, "exo_state layout");
+_Static_assert(sizeof(struct exo_state) == 216, "exo_state layout");
 _Static_assert(__builtin_offsetof(struct exo_state, tx_on) == 13, "exo_state layout");
 _Static_assert(__builtin_offsetof(struct exo_state, pred) == 15, "exo_state layout");
 _Static_assert(__builtin_offsetof(struct exo_state, window) == 16, "exo_state layout");
@@ -366,7 +371,7 @@ struct exo_cmd {
 
 _Static_assert(sizeof(struct exo_slot) == 4072, "exo_slot layout");
 _Static_assert(sizeof(struct exo_rec) == 40, "exo_rec layout");
-_Static_assert(sizeof(struct exo_cmd) == 224, "exo_cmd layout");
+_Static_assert(sizeof(struct exo_cmd) == 232, "exo_cmd layout");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -383,6 +388,18 @@ struct {
 	__type(key, __u32);
 	__type(value, __u64);
 } exo_txq_tail SEC(".maps");
+
+/* Zeros, the padding of the frames token mode sends (tx_min): never
+ * written. */
+struct exo_zero {
+	__u8 b[EXO_XDP_MAX_FRAME];
+};
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct exo_zero);
+} exo_zero SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -949,14 +966,14 @@ struct exo_out {
 static __always_inline int build(struct xdp_md *ctx, const struct exo_tctx *t, const struct exo_txq *q,
 				 const struct exo_key *k, const struct exo_out *o, __u64 *tag)
 {
-	__u32 h = t->h, len = t->len, idx = t->idx & (EXO_TXQ_SLOTS - 1), olen = t->olen, plen, end, pad;
-	__u8 zero[16] = {};
+	__u32 h = t->h, len = t->len, idx = t->idx & (EXO_TXQ_SLOTS - 1), olen = t->olen, plen, end, pad, zk = 0;
+	const struct exo_zero *zero = bpf_map_lookup_elem(&exo_zero, &zk);
 	void *data, *data_end;
 	__u8 *b, *e;
 	__u64 v;
 	int i;
 
-	if (h > EXO_MAX_HISTORY || len > EXO_SLOT_DATA || olen < EXO_MIN_ETH_FRAME ||
+	if (!zero || h > EXO_MAX_HISTORY || len > EXO_SLOT_DATA || olen < EXO_MIN_ETH_FRAME ||
 	    olen > EXO_ETH_HEADER_LEN + EXO_XDP_MAX_FRAME)
 		return 0;
 	data = (void *)(long)ctx->data;
@@ -1008,7 +1025,7 @@ static __always_inline int build(struct xdp_md *ctx, const struct exo_tctx *t, c
 	end = EXO_ETH_HEADER_LEN + EXO_HEADER_LEN + h + len;
 	if (end < olen) {
 		pad = olen - end;
-		if (pad < 1 || pad > sizeof(zero) || bpf_xdp_store_bytes(ctx, end, zero, pad) < 0)
+		if (pad < 1 || pad > sizeof(zero->b) || bpf_xdp_store_bytes(ctx, end, (void *)zero->b, pad) < 0)
 			return 0;
 	}
 	if (!frame_tag(ctx, h + len, k, &v))
@@ -1109,6 +1126,8 @@ int exo_tok(struct xdp_md *ctx)
 			need += q->slot[qh & (EXO_TXQ_SLOTS - 1)].len;
 		if (need < EXO_MIN_ETH_FRAME)
 			need = EXO_MIN_ETH_FRAME;
+		if (need < *(volatile __u16 *)&s->tx_min)
+			need = *(volatile __u16 *)&s->tx_min;
 		if (need > t->plen && need <= EXO_ETH_HEADER_LEN + EXO_XDP_MAX_FRAME)
 			bpf_xdp_adjust_tail(ctx, (int)(need - t->plen)); /* on failure: no room, found below */
 	}
@@ -1174,6 +1193,8 @@ int exo_tok(struct xdp_md *ctx)
 			olen = EXO_ETH_HEADER_LEN + EXO_HEADER_LEN + h + len;
 			if (olen < EXO_MIN_ETH_FRAME)
 				olen = EXO_MIN_ETH_FRAME;
+			if (olen < s->tx_min && s->tx_min <= EXO_ETH_HEADER_LEN + EXO_XDP_MAX_FRAME)
+				olen = s->tx_min;
 			if (!head && s->idle_run != EXO_NO_IDLE_RUN && s->empty_run >= s->idle_run) {
 				s->halted = 1;
 				rflags |= EXO_REC_HANDOFF | EXO_REC_HALT;
@@ -1345,6 +1366,7 @@ int exo_ctl(struct xdp_md *ctx)
 			s->empty_run = in->empty_run;
 			s->idle_run = in->idle_run;
 			s->qhead = in->qhead;
+			s->tx_min = in->tx_min;
 			c->result = EXO_CTL_ARMED;
 		}
 		break;
@@ -1373,6 +1395,7 @@ int exo_ctl(struct xdp_md *ctx)
 	in->idle_run = s->idle_run;
 	in->kseq = s->kseq;
 	in->qhead = s->qhead;
+	in->tx_min = s->tx_min;
 	bpf_spin_unlock(&s->lock);
 	return XDP_PASS;
 }
