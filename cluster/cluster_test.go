@@ -96,6 +96,13 @@ func TestRack100kXDP(t *testing.T) {
 	rack100k(t, "xdp")
 }
 
+// TestRack100kToken is TestRack100k in token mode (xdp_token on: the XDP
+// programs send the hosts' frames, docs/token.md).
+func TestRack100kToken(t *testing.T) {
+	requireXDP(t)
+	rack100k(t, "xdp-token")
+}
+
 // TestRack100kAFXDP is TestRack100k with offload "xdp" delivering the
 // passed frames through AF_XDP sockets (xdp_delivery "afxdp").
 func TestRack100kAFXDP(t *testing.T) {
@@ -108,8 +115,11 @@ func TestRack100kAFXDP(t *testing.T) {
 func withOffload(mode string) func(*daemon.Config) {
 	return func(c *daemon.Config) {
 		c.Offload = mode
-		if mode == "xdp-afxdp" {
+		switch mode {
+		case "xdp-afxdp":
 			c.Offload, c.XDPDelivery = "xdp", "afxdp"
+		case "xdp-token":
+			c.Offload, c.XDPToken = "xdp", "on"
 		}
 	}
 }
@@ -157,6 +167,15 @@ func checkOffloadWorked(t *testing.T, c *Cluster, n int) {
 			t.Errorf("host %d: the %s engine and the Go rule disagreed on %d frames", i, st.Offload.Mode, st.Offload.Differs)
 		}
 		t.Logf("host %d %s: %d state writes, %d dropped inline, counters %v", i, st.Offload.Mode, st.Offload.Pushes, st.Offload.Drops, st.Offload.Counters)
+		if tk := st.Token; tk != nil {
+			t.Logf("host %d token mode: %+v", i, *tk)
+			if tk.Desyncs != 0 || tk.Fenced != 0 {
+				t.Errorf("host %d: the fast path and the core disagreed on %d frames; %d frames it sent could not be logged", i, tk.Desyncs, tk.Fenced)
+			}
+			if tk.Sent == 0 {
+				t.Errorf("host %d: token mode, but the fast path sent no frame", i)
+			}
+		}
 	}
 }
 

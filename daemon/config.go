@@ -82,6 +82,11 @@ type Config struct {
 	// batches. Needs offload "xdp" and frames of at most 4096 bytes (the
 	// daemon caps batch_bytes so).
 	XDPToken string `json:"xdp_token,omitempty"`
+	// BPFDir is the bpffs directory token mode pins its maps under, per
+	// data_dir (default /run/exo/bpf; mounted if it is not a bpffs): a
+	// daemon killed with records it had not logged hands them to the next
+	// one (docs/token.md section 5). Without data_dir nothing is pinned.
+	BPFDir string `json:"bpf_dir,omitempty"`
 	// RxPoll is how the protocol loop waits for frames on its AF_PACKET
 	// socket (broadcast.RxPoll): "runtime" (the default: Go's network
 	// poller), "block" (its own OS thread blocked in ppoll) or "busy"
@@ -184,6 +189,9 @@ func (c *Config) defaults() {
 	}
 	if c.Procs == 0 {
 		c.Procs = 1
+	}
+	if c.BPFDir == "" {
+		c.BPFDir = "/run/exo/bpf"
 	}
 	if c.Offload == "" {
 		c.Offload = "software"

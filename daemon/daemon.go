@@ -44,19 +44,21 @@ type OOB interface {
 
 // Daemon runs one host of the rack.
 type Daemon struct {
-	cfg     *Config
-	log     *slog.Logger
-	conn    FrameConn
-	oob     OOB
-	node    *exo.Node
-	disk    *wal.Log                   // the durable log, or nil
-	macs    map[uint8]net.HardwareAddr // MAC of every known member, by member id
-	rawMACs []net.HardwareAddr         // MAC by position in the core's current roster
-	roster  []uint8                    // the core's current roster (member ids by position)
-	pos     uint8                      // this host's position in it (exo.HistoryNone: no member)
-	tracker *exo.RosterTracker         // the roster along the delivered stream
-	chunk   int                        // bytes of one payload record
-	metrics *metrics
+	cfg  *Config
+	log  *slog.Logger
+	conn FrameConn
+	oob  OOB
+	node *exo.Node
+	disk *wal.Log // the durable log, or nil
+	// restarted: the core came back from the durable log (RestartNode).
+	restarted bool
+	macs      map[uint8]net.HardwareAddr // MAC of every known member, by member id
+	rawMACs   []net.HardwareAddr         // MAC by position in the core's current roster
+	roster    []uint8                    // the core's current roster (member ids by position)
+	pos       uint8                      // this host's position in it (exo.HistoryNone: no member)
+	tracker   *exo.RosterTracker         // the roster along the delivered stream
+	chunk     int                        // bytes of one payload record
+	metrics   *metrics
 
 	// core guards the state machine and the fields below it: the reader,
 	// the ticker, the OOB receiver and API calls each take it, step the
@@ -85,8 +87,10 @@ type Daemon struct {
 	off         *offloadState // the fast path, or nil (software)
 	// Token mode (token.go): the fast path that sends and its control
 	// plane, or nil.
-	tp  TokenPath
-	tok *token.Driver
+	tp         TokenPath
+	tok        *token.Driver
+	minFrame   int               // every frame sent padded to it (TokenMinFrame)
+	quiesceWhy map[string]uint64 // quiesces of a running fast path, by cause
 	// Key slots (keys.go): the core's ring, and each slot's group key
 	// (for the OOB proofs) and file.
 	ring      exo.KeyRing
@@ -141,8 +145,9 @@ func New(cfg *Config, conn FrameConn, o OOB, log *slog.Logger) (*Daemon, error) 
 			log.Warn("durable log: damaged tail cut", "detail", disk.Repair)
 		}
 	}
+	restarted := disk != nil && !disk.Empty()
 	switch {
-	case disk != nil && !disk.Empty():
+	case restarted:
 		nd, err = exo.RestartNode(cc, hs)
 		log.Info("restarting from the durable log", "dir", cfg.DataDir, "entries", len(hs.Log), "epoch", hs.Epoch, "amnesiac", hs.Amnesiac)
 	case cfg.Join:
@@ -153,7 +158,7 @@ func New(cfg *Config, conn FrameConn, o OOB, log *slog.Logger) (*Daemon, error) 
 	if err != nil {
 		return nil, fmt.Errorf("daemon: %w", err)
 	}
-	d := &Daemon{cfg: cfg, log: log, conn: conn, oob: o, node: nd, disk: disk,
+	d := &Daemon{cfg: cfg, log: log, conn: conn, oob: o, node: nd, disk: disk, restarted: restarted,
 		chunk: cc.MaxBatchBytes, fatal: make(chan error, 1), tickAt: time.Now(),
 		nextID: rand.Uint64() >> 16, waiters: map[uint64]func(client.Ack){},
 		reasm: map[uint8]*reassembler{}, subs: map[*subscriber]struct{}{},
@@ -198,6 +203,14 @@ func New(cfg *Config, conn FrameConn, o OOB, log *slog.Logger) (*Daemon, error) 
 	d.metrics.setInfo(cfg)
 	return d, nil
 }
+
+// MAC returns the MAC of the broadcast interface (this host's roster MAC).
+func (d *Daemon) MAC() net.HardwareAddr { return d.conn.HardwareAddr() }
+
+// Restarted reports whether the core came back from a durable log that
+// held a log or a state (rather than starting empty, or amnesiac with
+// --join).
+func (d *Daemon) Restarted() bool { return d.restarted }
 
 // Run runs the daemon until ctx ends: the frame reader, the protocol loop,
 // the local API and the metrics endpoint.
@@ -356,7 +369,7 @@ func (d *Daemon) catchUpClock(now time.Time, loop bool) {
 		// The deadline fires: the core acts on its own, with the fast
 		// path halted and every record it wrote stepped (which may move
 		// the deadline).
-		d.quiesce()
+		d.quiesce("deadline")
 		k = d.node.NextTick()
 	}
 	apply, used := 0, 0
@@ -411,7 +424,7 @@ func (d *Daemon) oobLoop(ctx context.Context) {
 		case m := <-d.oob.Recv():
 			d.core.Lock()
 			d.catchUpClock(time.Now(), false)
-			d.quiesce()
+			d.quiesce("oob")
 			d.node.Step(m)
 			for k := 0; k < 64 && len(d.oob.Recv()) > 0; k++ {
 				d.node.Step(<-d.oob.Recv())
@@ -564,7 +577,7 @@ func (d *Daemon) ProposeChange(op exo.ChangeOp, member uint8) error {
 	defer d.core.Unlock()
 	d.catchUpClock(time.Now(), false)
 	c := exo.ConfigChange{Op: op, Member: member}
-	d.quiesce()
+	d.quiesce("roster")
 	defer d.readyLocked()
 	if op != exo.ChangeAdd && op != exo.ChangeRemove {
 		return &client.APIError{Code: client.CodeBadRequest, Text: fmt.Sprintf("roster change: operation %d is neither add (1) nor remove (2)", op)}
@@ -629,6 +642,9 @@ func (d *Daemon) ready() error {
 		d.txbuf, err = rd.Frames[i].AppendBinary(d.txbuf[:0])
 		if err != nil {
 			return fmt.Errorf("daemon: encode frame: %w", err)
+		}
+		if pad := d.minFrame - exo.EthHeaderLen - len(d.txbuf); pad > 0 {
+			d.txbuf = append(d.txbuf, zeros[:pad]...) // token mode: every frame the same length
 		}
 		if err := d.conn.WriteFrame(d.txbuf); err != nil {
 			d.metrics.writeErrors.Inc()

@@ -69,7 +69,7 @@ func (d *Daemon) StageKeyFile(path string) error {
 	d.core.Lock()
 	defer d.core.Unlock()
 	d.catchUpClock(time.Now(), false)
-	d.quiesce()
+	d.quiesce("key")
 	ph, err := d.node.StageKey(FrameKey(g))
 	if err != nil {
 		return &client.APIError{Code: client.CodeBadChange, Text: fmt.Sprintf("stage %s: %v", path, err)}
@@ -91,7 +91,7 @@ func (d *Daemon) RetireKey() error {
 	d.core.Lock()
 	defer d.core.Unlock()
 	d.catchUpClock(time.Now(), false)
-	d.quiesce()
+	d.quiesce("key")
 	defer d.readyLocked()
 	if !d.node.RetireKey() {
 		return &client.APIError{Code: client.CodeBadChange, Text: "no key to retire: the other slot is empty"}

@@ -9,6 +9,8 @@ import (
 	"os"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/exo-rack/exo/exo"
 	"github.com/exo-rack/exo/exo/token"
 )
@@ -32,8 +34,11 @@ type TokenPath interface {
 // SetToken puts a fast path that sends in front of the core (after
 // SetOffload, whose Offload checks tags and roster MACs with the same
 // program): the protocol loop reads its records, and the control plane
-// arms it whenever the log is in the plain case. Call it before Run.
-func (d *Daemon) SetToken(tp TokenPath) error {
+// arms it whenever the log is in the plain case. With takeOver, the fast
+// path outlived the previous daemon (its maps were pinned): its records
+// not released are stepped into the core first (token.Driver.Recover).
+// The fast path must be halted. Call it before Run.
+func (d *Daemon) SetToken(tp TokenPath, takeOver bool) error {
 	d.core.Lock()
 	defer d.core.Unlock()
 	if d.off == nil {
@@ -46,11 +51,39 @@ func (d *Daemon) SetToken(tp TokenPath) error {
 		Admit:    d.admitRecord,
 		Ready:    d.ready,
 	})
+	d.minFrame = d.TokenMinFrame()
+	d.quiesceWhy = map[string]uint64{}
+	if takeOver {
+		fenced := d.node.Fenced()
+		ok, err := d.tok.Recover()
+		if err != nil {
+			return fmt.Errorf("daemon: token mode: taking the fast path over: %w", err)
+		}
+		if err := d.ready(); err != nil {
+			return err
+		}
+		d.log.Info("token mode: the fast path outlived the last daemon: its records stepped again",
+			"records", d.tok.Stats().Records, "all_logged", ok, "was_fenced", fenced, "fenced", d.node.Fenced())
+	}
 	if _, err := d.tok.Sync(); err != nil {
 		return fmt.Errorf("daemon: token mode: %w", err)
 	}
-	d.log.Info("token mode: the fast path sends this host's frames", "offload", d.off.off.Name())
+	if err := d.tok.Release(); err != nil {
+		return fmt.Errorf("daemon: token mode: %w", err)
+	}
+	d.metrics.reg.MustRegister(&tokenCollector{d: d})
+	d.log.Info("token mode: the fast path sends this host's frames", "offload", d.off.off.Name(), "min_frame", d.minFrame,
+		"fenced", d.node.Fenced())
 	return nil
+}
+
+// TokenMinFrame is the length every frame of a token-mode rack is padded
+// to on the wire (Ethernet header included): the longest frame a host
+// sends (a full batch, the longest history of the config's roster). A fast
+// path answers a frame in its buffer, which generic XDP grows by a few
+// hundred bytes at most.
+func (d *Daemon) TokenMinFrame() int {
+	return max(exo.MinEthFrame, exo.EthHeaderLen+exo.HeaderLen+exo.HistoryLen(len(d.cfg.Roster))+d.node.Config().MaxBatchBytes)
 }
 
 // persistMeta makes the core's durable state other than the log durable
@@ -130,9 +163,12 @@ func (d *Daemon) tokenLoop(ctx context.Context) {
 // quiesce halts the fast path and steps its records before the core acts
 // on its own (core lock held): a deadline, an OOB message, a request. A
 // failure stops the daemon.
-func (d *Daemon) quiesce() {
+func (d *Daemon) quiesce(why string) {
 	if d.tok == nil {
 		return
+	}
+	if d.tok.Armed() {
+		d.quiesceWhy[why]++
 	}
 	if err := d.tok.Quiesce(); err != nil {
 		d.fail(fmt.Errorf("daemon: token mode: %w", err))
@@ -140,12 +176,17 @@ func (d *Daemon) quiesce() {
 }
 
 // tokenSync arms or halts the fast path after the core moved (core lock
-// held, its Ready carried out).
+// held, its Ready carried out), then releases the records stepped: what
+// they did is logged.
 func (d *Daemon) tokenSync() {
 	if d.tok == nil {
 		return
 	}
 	if _, err := d.tok.Sync(); err != nil {
+		d.fail(fmt.Errorf("daemon: token mode: %w", err))
+		return
+	}
+	if err := d.tok.Release(); err != nil {
 		d.fail(fmt.Errorf("daemon: token mode: %w", err))
 	}
 }
@@ -177,21 +218,25 @@ func (d *Daemon) closeToken() error {
 // TokenStatus is the token mode part of the status: the control plane's
 // counters and the fast path's.
 type TokenStatus struct {
-	Armed    bool              `json:"armed"`
-	Records  uint64            `json:"records"`
-	Fast     uint64            `json:"records_stepped_armed"`
-	Sent     uint64            `json:"frames_sent_by_fast_path"`
-	Popped   uint64            `json:"batches_taken"`
-	Handoffs uint64            `json:"handoffs"`
-	Halts    uint64            `json:"self_halts"`
-	Quiesces uint64            `json:"quiesces"`
-	Arms     uint64            `json:"arms"`
-	Misses   uint64            `json:"arm_misses"`
-	Desyncs  uint64            `json:"desyncs"`
-	Fenced   uint64            `json:"unlogged_sends"`
-	IsFenced bool              `json:"fenced"`
-	Kernel   map[string]uint64 `json:"fast_path_counters,omitempty"`
-	Err      string            `json:"counters_error,omitempty"`
+	Armed    bool   `json:"armed"`
+	Records  uint64 `json:"records"`
+	Fast     uint64 `json:"records_stepped_armed"`
+	Sent     uint64 `json:"frames_sent_by_fast_path"`
+	Popped   uint64 `json:"batches_taken"`
+	Handoffs uint64 `json:"handoffs"`
+	Halts    uint64 `json:"self_halts"`
+	Quiesces uint64 `json:"quiesces"`
+	Arms     uint64 `json:"arms"`
+	Misses   uint64 `json:"arm_misses"`
+	Desyncs  uint64 `json:"desyncs"`
+	// Why the control plane halted a running fast path: a deadline of
+	// the core, an OOB message, a roster or key request, a proposal on an
+	// idle rack, the log leaving the plain case.
+	QuiesceWhy map[string]uint64 `json:"quiesces_of_a_running_fast_path"`
+	Fenced     uint64            `json:"unlogged_sends"`
+	IsFenced   bool              `json:"fenced"`
+	Kernel     map[string]uint64 `json:"fast_path_counters,omitempty"`
+	Err        string            `json:"counters_error,omitempty"`
 }
 
 func (d *Daemon) tokenStatusLocked() *TokenStatus {
@@ -201,7 +246,12 @@ func (d *Daemon) tokenStatusLocked() *TokenStatus {
 	st := d.tok.Stats()
 	s := &TokenStatus{Armed: d.tok.Armed(), Records: st.Records, Fast: st.Fast, Sent: st.Sent, Popped: st.Popped,
 		Handoffs: st.Handoffs, Halts: st.Halts, Quiesces: st.Quiesces, Arms: st.Arms, Misses: st.ArmMisses,
-		Desyncs: st.Desyncs, Fenced: st.Fenced, IsFenced: d.node.Fenced()}
+		Desyncs: st.Desyncs, Fenced: st.Fenced, IsFenced: d.node.Fenced(), QuiesceWhy: map[string]uint64{}}
+	for k, v := range d.quiesceWhy {
+		s.QuiesceWhy[k] = v
+	}
+	s.QuiesceWhy["idle_proposal"] = st.IdleProposals
+	s.QuiesceWhy["left_plain"] = st.LeftPlain
 	k, err := d.tp.TokenCounters()
 	if err != nil {
 		s.Err = err.Error()
@@ -209,3 +259,56 @@ func (d *Daemon) tokenStatusLocked() *TokenStatus {
 	s.Kernel = k
 	return s
 }
+
+// tokenCollector exports token mode's counters: the control plane's and
+// the fast path's own (read at scrape time).
+type tokenCollector struct{ d *Daemon }
+
+var (
+	tokenEventsDesc = prometheus.NewDesc("exo_token_events_total",
+		"Token mode's control plane: records stepped, frames the fast path sent for this host, batches it took, hand-offs, self-halts, quiesces, arms, arm misses, desyncs, unlogged sends.",
+		[]string{"event"}, nil)
+	tokenFastDesc = prometheus.NewDesc("exo_token_fast_path_total",
+		"Token mode's fast path counters (the XDP program): frames sent, empty passes, hand-offs, frames dropped for a full ring, records lost.",
+		[]string{"counter"}, nil)
+	tokenArmedDesc = prometheus.NewDesc("exo_token_armed", "1 while the fast path runs on its own (token mode).", nil, nil)
+)
+
+// Describe implements prometheus.Collector.
+func (c *tokenCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- tokenEventsDesc
+	ch <- tokenFastDesc
+	ch <- tokenArmedDesc
+}
+
+// Collect implements prometheus.Collector.
+func (c *tokenCollector) Collect(ch chan<- prometheus.Metric) {
+	d := c.d
+	d.core.Lock()
+	st, armed := d.tok.Stats(), d.tok.Armed()
+	d.core.Unlock()
+	for _, e := range []struct {
+		name string
+		v    uint64
+	}{{"records", st.Records}, {"stepped_armed", st.Fast}, {"sent", st.Sent}, {"batches_taken", st.Popped},
+		{"handoffs", st.Handoffs}, {"self_halts", st.Halts}, {"quiesces", st.Quiesces}, {"arms", st.Arms},
+		{"arm_misses", st.ArmMisses}, {"desyncs", st.Desyncs}, {"unlogged_sends", st.Unlogged}, {"fenced", st.Fenced}} {
+		ch <- prometheus.MustNewConstMetric(tokenEventsDesc, prometheus.CounterValue, float64(e.v), e.name)
+	}
+	a := 0.0
+	if armed {
+		a = 1
+	}
+	ch <- prometheus.MustNewConstMetric(tokenArmedDesc, prometheus.GaugeValue, a)
+	k, err := d.tp.TokenCounters()
+	if err != nil {
+		ch <- prometheus.NewInvalidMetric(tokenFastDesc, err)
+		return
+	}
+	for name, v := range k {
+		ch <- prometheus.MustNewConstMetric(tokenFastDesc, prometheus.CounterValue, float64(v), name)
+	}
+}
+
+// zeros pads token mode's frames (TokenMinFrame is at most 14 + 4096).
+var zeros [exo.EthHeaderLen + TokenMaxFrame]byte

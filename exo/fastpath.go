@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 )
 
 // The core's side of a fast path that sends (token mode, docs/token.md):
@@ -46,12 +47,32 @@ func (nd *Node) FastPath() (e Engine, ok bool) {
 
 // plain reports whether a fast path may run on this host's log on its own
 // (FastPath).
-func (nd *Node) plain() bool {
+func (nd *Node) plain() bool { return nd.Pending() == 0 && nd.plainButQueue() }
+
+// plainButQueue is plain without the condition on the proposals queued
+// here (TakePending).
+func (nd *Node) plainButQueue() bool {
 	ks := &nd.keys
 	return !nd.p.Halted && !nd.amnesiac && !nd.Removed() && !nd.heardAhead() && nd.vc == nil &&
-		!nd.fetching && len(nd.held) == 0 && nd.catchup == nil && nd.Pending() == 0 && nd.pendingCfg == nil &&
+		!nd.fetching && len(nd.held) == 0 && nd.catchup == nil && nd.pendingCfg == nil &&
 		!nd.ms.pend && !nd.ms.hasNext && !nd.freshRoster() && nd.cfg.PassDelay == 0 &&
 		!ks.staged && !ks.announce && !ks.reannounce && !nd.skipped[nd.id] && !nd.readmitPending() && !nd.fenced
+}
+
+// TakePending hands the proposals queued here (Propose; not a roster
+// change) over to a fast path, in order, when they are all that keeps the
+// log from the plain case (FastPath): a core that queued proposals while
+// the fast path was halted would otherwise keep sending them itself, and
+// under a steady load never let the fast path run again. Otherwise it
+// returns nil and keeps them.
+func (nd *Node) TakePending() [][]byte {
+	if nd.Pending() == 0 || !nd.plainButQueue() {
+		return nil
+	}
+	out := slices.Clone(nd.pending[nd.pendHead:])
+	clear(nd.pending)
+	nd.pending, nd.pendHead = nd.pending[:0], 0
+	return out
 }
 
 // readmitPending reports whether the next frame this host sends carries a

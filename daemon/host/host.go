@@ -174,6 +174,12 @@ func (h *Host) Run(ctx context.Context) error {
 	err := h.d.Run(ctx)
 	cancel()
 	wg.Wait()
+	if u, ok := h.fast.(interface{ Unpin() error }); ok && err == nil {
+		// A clean stop logged every record: nothing to take over.
+		if e := u.Unpin(); e != nil {
+			err = fmt.Errorf("host: removing token mode's pinned maps: %w", e)
+		}
+	}
 	return err
 }
 

@@ -20,6 +20,9 @@ func setupOffload(cfg *daemon.Config, d *daemon.Daemon, pre *xdpOffload, log *sl
 	case "software":
 		return nil, func() {}, nil
 	case "xdp", "auto":
+		if cfg.Token() {
+			return setupToken(cfg, d, log)
+		}
 		x, err := pre, error(nil)
 		if x == nil {
 			x, err = loadXDP()

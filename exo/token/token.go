@@ -144,6 +144,10 @@ type Stats struct {
 	Unlogged   uint64 // frames the fast path sent that the log could not take
 	Fenced     uint64 // ... with the core not halted (a fault): this host fenced
 	Reproposed uint64 // records of batches the log could not take, proposed again
+	// IdleProposals: quiesces for a proposal on an idle rack (it goes to
+	// the core, which wakes the rack); LeftPlain: quiesces by Sync, the
+	// log having left the plain case (or the transmit side changed).
+	IdleProposals, LeftPlain uint64
 }
 
 // Driver is the control plane of one host's fast path that sends.
@@ -396,22 +400,59 @@ func (d *Driver) Sync() (bool, error) {
 		d.err = nil
 		return false, err
 	}
-	e, ok := d.nd.FastPath()
 	if d.armed {
+		e, ok := d.nd.FastPath()
 		if ok && sameTx(e.Tx, d.tx) && e.Epoch == d.epoch && e.Hosts == d.hosts {
 			d.push()
 			return true, nil
 		}
+		d.stats.LeftPlain++
 		if err := d.Quiesce(); err != nil {
 			return false, err
 		}
-		if d.cfg.Ready != nil {
-			if err := d.cfg.Ready(); err != nil {
-				return false, err
-			}
+		if err := d.ready(); err != nil {
+			return false, err
 		}
-		e, ok = d.nd.FastPath()
 	}
+	// Arm. The compare-and-set misses when a record came in since the last
+	// read (a halted fast path hands every frame up): read them, step
+	// them, carry the core's Ready out, and try again, a few times.
+	for try := 0; ; try++ {
+		armed, err := d.arm()
+		if armed || err != nil || try == armTries {
+			return armed, err
+		}
+		n, err := d.fp.Records(d.Step)
+		if err != nil || n == 0 {
+			return false, err
+		}
+		if err := d.ready(); err != nil {
+			return false, err
+		}
+	}
+}
+
+// armTries bounds Sync's retries of a compare-and-set that missed.
+const armTries = 8
+
+// ready carries out the core's Ready (Config.Ready), if there is one.
+func (d *Driver) ready() error {
+	if d.cfg.Ready == nil || !d.nd.HasReady() {
+		return nil
+	}
+	return d.cfg.Ready()
+}
+
+// arm arms the halted fast path if the log is in the plain case (a miss
+// of the compare-and-set is counted and reported as false), else writes
+// it the core's receive checks.
+func (d *Driver) arm() (bool, error) {
+	// Proposals the core queued while the fast path was halted go to the
+	// fast path's queue when nothing else keeps it halted.
+	for _, rec := range d.nd.TakePending() {
+		d.pack(rec)
+	}
+	e, ok := d.nd.FastPath()
 	if !ok || d.nd.HasReady() {
 		// Not the plain case, or the core has work to carry out first
 		// (its appended entries persisted before the fence is). The
@@ -444,6 +485,7 @@ func (d *Driver) Sync() (bool, error) {
 	d.stats.Arms++
 	d.armed, d.tx, d.epoch, d.hosts = true, e.Tx, e.Epoch, e.Hosts
 	d.written = exo.Pointers{} // the fast path moves them now
+	d.push()
 	return true, nil
 }
 
@@ -459,20 +501,26 @@ func sameTx(a, b exo.Tx) bool {
 func (d *Driver) Propose(rec []byte) error {
 	if !d.armed || d.nd.Idle() {
 		if d.armed {
+			d.stats.IdleProposals++
 			if err := d.Quiesce(); err != nil {
 				return err
 			}
 		}
 		return d.nd.Propose(rec)
 	}
+	d.pack(rec)
+	d.push()
+	return nil
+}
+
+// pack adds a record to the open batch (a full one is set aside first).
+func (d *Driver) pack(rec []byte) {
 	if need := int(exo.RecordLenSize) + len(rec); d.open.Count > 0 && len(d.open.Payload)+need > d.cfg.MaxBatch {
 		d.full = append(d.full, d.open)
 		d.open = exo.Batch{}
 	}
 	d.open.Payload, _ = exo.AppendRecord(d.open.Payload, rec)
 	d.open.Count++
-	d.push()
-	return nil
 }
 
 // room reports whether the queue has a slot to reuse: its last batch was
