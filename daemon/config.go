@@ -105,12 +105,17 @@ type Config struct {
 	MetricsAddr string `json:"metrics_addr,omitempty"`
 	// TickText is the protocol tick as a Go duration (default "250us"); the
 	// timeouts below count ticks.
-	TickText          string        `json:"tick,omitempty"`
-	Tick              time.Duration `json:"-"`
-	TokenTimeout      int           `json:"token_timeout_ticks,omitempty"`
-	RetransmitTicks   int           `json:"retransmit_ticks,omitempty"`
-	IdleBackoffMax    int           `json:"idle_backoff_max_ticks,omitempty"`
-	ViewChangeTimeout int           `json:"view_change_timeout_ticks,omitempty"`
+	TickText        string        `json:"tick,omitempty"`
+	Tick            time.Duration `json:"-"`
+	TokenTimeout    int           `json:"token_timeout_ticks,omitempty"`
+	RetransmitTicks int           `json:"retransmit_ticks,omitempty"`
+	IdleBackoffMax  int           `json:"idle_backoff_max_ticks,omitempty"`
+	// IdleRotations is how many rotations of empty passes go at full speed
+	// before the idle back-off (default 4; in token mode 32: the kernel
+	// passes a hop in microseconds, and the rack should not go idle, and
+	// hand the token up, in the time a daemon takes to refill its queue).
+	IdleRotations     int `json:"idle_rotations,omitempty"`
+	ViewChangeTimeout int `json:"view_change_timeout_ticks,omitempty"`
 	// MaxMessage bounds one published message (default 1 MiB); larger
 	// messages are split across consecutive entries and reassembled.
 	MaxMessage int `json:"max_message_bytes,omitempty"`
@@ -296,7 +301,7 @@ func (c *Config) Validate() error {
 		name string
 		v    int
 	}{{"token_timeout_ticks", c.TokenTimeout}, {"retransmit_ticks", c.RetransmitTicks},
-		{"idle_backoff_max_ticks", c.IdleBackoffMax}, {"view_change_timeout_ticks", c.ViewChangeTimeout}} {
+		{"idle_backoff_max_ticks", c.IdleBackoffMax}, {"view_change_timeout_ticks", c.ViewChangeTimeout}, {"idle_rotations", c.IdleRotations}} {
 		if (t.v < 0 && !(t.name == "idle_backoff_max_ticks" && t.v == -1)) || t.v > maxTicks {
 			return fieldErr(t.name, "%d is outside 0..%d (0: the default)", t.v, maxTicks)
 		}
@@ -357,6 +362,7 @@ func (c *Config) coreConfig(mtu int) exo.Config {
 		ID: uint8(c.ID), Hosts: c.Hosts, Group: c.Group,
 		TokenTimeout: orDefault(c.TokenTimeout, 40), RetransmitTicks: orDefault(c.RetransmitTicks, 12),
 		IdleBackoffMax: orDefault(c.IdleBackoffMax, 256), ViewChangeTimeout: orDefault(c.ViewChangeTimeout, 800),
+		IdleRotations:   c.idleRotations(),
 		TakeoverStagger: 20, RejoinTicks: 400, FetchTicks: 20,
 		MaxBatchBytes: min(batch, 65535), MaxPending: c.QueueLen,
 		KeyPhase: uint8(c.KeyPhase), KeyGraceTicks: keyGraceTicks(c.KeyGrace, c.Tick),
@@ -377,6 +383,17 @@ func FrameKey(groupKey []byte) [exo.TagKeyLen]byte {
 	var k [exo.TagKeyLen]byte
 	copy(k[:], m.Sum(nil))
 	return k
+}
+
+// idleRotations is IdleRotations with its default.
+func (c *Config) idleRotations() int {
+	switch {
+	case c.IdleRotations != 0:
+		return c.IdleRotations
+	case c.Token():
+		return 32
+	}
+	return exo.DefaultIdleRotations
 }
 
 // Token reports whether token mode is on (xdp_token).

@@ -186,6 +186,11 @@ func (d *Daemon) tokenSync() {
 		d.fail(fmt.Errorf("daemon: token mode: %w", err))
 		return
 	}
+	// Sync may have stepped records (an arm that missed): their Ready.
+	if err := d.ready(); err != nil {
+		d.fail(err)
+		return
+	}
 	if err := d.tok.Release(); err != nil {
 		d.fail(fmt.Errorf("daemon: token mode: %w", err))
 	}

@@ -57,6 +57,14 @@ type Config struct {
 	// idle rotation). 0 disables the back-off. A host with proposals waits
 	// no rotation at that pace: it wakes the others (MsgWake).
 	IdleBackoffMax int
+	// IdleRotations is how many whole rotations of empty passes go at
+	// full speed before the idle back-off starts: a publisher that waits
+	// for its previous message to be agreed should find the token still
+	// moving. A fast path that sends (token mode) passes them in the
+	// kernel, a few microseconds a hop, and hands the token up after them
+	// (Tx.IdleRun): there it covers the time its control plane takes to
+	// refill its queue.
+	IdleRotations int
 	// ViewChangeTimeout is how long a view change (or a promise without the
 	// matching install) may take before the host starts a new one.
 	ViewChangeTimeout int
@@ -91,6 +99,7 @@ const (
 	DefaultTakeoverStagger   = 8
 	DefaultRetransmitTicks   = 6
 	DefaultIdleBackoffMax    = 4
+	DefaultIdleRotations     = 4
 	DefaultViewChangeTimeout = 40
 	DefaultRejoinTicks       = 30
 	DefaultFetchTicks        = 6
@@ -117,6 +126,7 @@ func (c Config) WithDefaults() Config {
 	if c.IdleBackoffMax < 0 {
 		c.IdleBackoffMax = 0
 	}
+	set(&c.IdleRotations, DefaultIdleRotations)
 	set(&c.ViewChangeTimeout, DefaultViewChangeTimeout)
 	set(&c.RejoinTicks, DefaultRejoinTicks)
 	set(&c.FetchTicks, DefaultFetchTicks)
@@ -147,6 +157,8 @@ func (c Config) Validate() error {
 		return configErr("ID", "%d is reserved", c.ID)
 	case c.TokenTimeout < 1:
 		return configErr("TokenTimeout", "%d must be at least 1 (a takeover waits the holder's idle back-off and then TokenTimeout)", c.TokenTimeout)
+	case c.IdleRotations < 1:
+		return configErr("IdleRotations", "%d must be at least 1", c.IdleRotations)
 	case c.PassDelay < 0:
 		return configErr("PassDelay", "%d must not be negative", c.PassDelay)
 	case c.TakeoverStagger < 1:

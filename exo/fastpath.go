@@ -40,7 +40,7 @@ func (nd *Node) FastPath() (e Engine, ok bool) {
 	e.EmptyRun = uint32(min(nd.emptyRun, math.MaxUint32))
 	e.IdleRun = NoIdleRun
 	if nd.cfg.IdleBackoffMax > 0 {
-		e.IdleRun = uint32(idleRotations * nd.n)
+		e.IdleRun = uint32(min(nd.cfg.IdleRotations*nd.n, math.MaxUint32-1))
 	}
 	return e, nd.plain()
 }

@@ -810,17 +810,17 @@ func (nd *Node) idleDelay() int {
 }
 
 // backoff is how long an empty token pass waits on this log: PassDelay,
-// plus, after idleRotations rotations without payloads, a tick that
+// plus, after IdleRotations rotations without payloads, a tick that
 // doubles with every further idle rotation, up to IdleBackoffMax (an idle
 // rack slows down within a few rotations; a proposal does not wait for
 // it: MsgWake). Every host that holds the log computes the same value: a
 // successor waits that long more before it takes the token over (Tick),
 // and the sender of the newest entry before it sends it again.
 func (nd *Node) backoff() int {
-	if nd.cfg.IdleBackoffMax == 0 || nd.emptyRun < idleRotations*nd.n {
+	if nd.cfg.IdleBackoffMax == 0 || nd.emptyRun < nd.cfg.IdleRotations*nd.n {
 		return nd.cfg.PassDelay
 	}
-	return nd.cfg.PassDelay + min(nd.cfg.IdleBackoffMax, 1<<min(20, nd.emptyRun/nd.n-idleRotations))
+	return nd.cfg.PassDelay + min(nd.cfg.IdleBackoffMax, 1<<min(20, nd.emptyRun/nd.n-nd.cfg.IdleRotations))
 }
 
 // retransmitEvery is how often the sender of the newest entry sends it
@@ -844,11 +844,6 @@ func (nd *Node) wake() {
 		}
 	}
 }
-
-// idleRotations is how many whole rotations of empty passes go at full
-// speed before the idle back-off starts: a publisher that waits for its
-// previous message to be agreed should find the token still moving.
-const idleRotations = 4
 
 // maybeSend broadcasts this host's frame if it holds the token (or takes it
 // over when takeover is set).

@@ -283,6 +283,12 @@ func (d *Driver) stepOne(r *Record) {
 		if d.cfg.Admit == nil || d.cfg.Admit(r) {
 			d.nd.StepFrame(&f)
 		}
+		if r.Halt {
+			// It stopped itself here (a hand-off, a slow path): what its
+			// queue holds goes to the core, which sends it when it holds
+			// the token (a hand-off: now) or wakes the rack for it.
+			d.reclaim()
+		}
 		return
 	}
 	d.stats.Fast++
@@ -368,10 +374,22 @@ func (d *Driver) Quiesce() error {
 			time.Sleep(10 * time.Microsecond)
 		}
 	}
-	if _, err := d.fp.Reclaim(); err != nil {
-		return fmt.Errorf("token: reclaiming the queue: %w", err)
-	}
 	d.qhead = e.QHead
+	d.reclaim()
+	err, d.err = d.err, nil
+	return err
+}
+
+// reclaim takes the batches of the halted fast path's queue back (and
+// those packed here) and proposes their records to the core, all at once:
+// a core that holds the token packs them into one frame.
+func (d *Driver) reclaim() {
+	if len(d.queued) > 0 {
+		if _, err := d.fp.Reclaim(); err != nil {
+			d.err = fmt.Errorf("token: reclaiming the queue: %w", err)
+			return
+		}
+	}
 	back := append(d.queued, d.full...)
 	if d.open.Count > 0 {
 		back = append(back, d.open)
@@ -382,12 +400,9 @@ func (d *Driver) Quiesce() error {
 		recs = append(recs, records(&back[i])...)
 	}
 	if len(recs) > 0 {
-		// Checked by Propose's caller: they fit the core's queue. All at
-		// once: a core that holds the token packs them into one frame.
+		// Checked by Propose's caller: they fit the core's queue.
 		_ = d.nd.ProposeAll(recs)
 	}
-	err, d.err = d.err, nil
-	return err
 }
 
 // Sync keeps the fast path in step with the core after the core moved:
@@ -426,9 +441,6 @@ func (d *Driver) Sync() (bool, error) {
 		if err != nil || n == 0 {
 			return false, err
 		}
-		if err := d.ready(); err != nil {
-			return false, err
-		}
 	}
 }
 
@@ -453,11 +465,10 @@ func (d *Driver) arm() (bool, error) {
 		d.pack(rec)
 	}
 	e, ok := d.nd.FastPath()
-	if !ok || d.nd.HasReady() {
-		// Not the plain case, or the core has work to carry out first
-		// (its appended entries persisted before the fence is). The
-		// halted fast path still checks every frame's group, roster and
-		// epoch before it hands it up: keep those the core's.
+	if !ok {
+		// Not the plain case. The halted fast path still checks every
+		// frame's group, roster and epoch before it hands it up: keep
+		// those the core's.
 		e.Halted, e.Kseq, e.QHead = true, d.next, d.qhead
 		if e.Pointers != d.written {
 			if set, err := d.fp.Set(e); err != nil {
@@ -469,6 +480,14 @@ func (d *Driver) arm() (bool, error) {
 		return false, nil
 	}
 	if d.nd.ArmFast() && d.cfg.Persist != nil {
+		// The first arming in this epoch: the durable state says so
+		// before the fast path may send (the fence, docs/token.md
+		// section 5), after the entries the core appended so far. (Any
+		// other arming goes ahead of the core's Ready: the fast path
+		// sends before the log is durable anyway.)
+		if err := d.ready(); err != nil {
+			return false, err
+		}
 		if err := d.cfg.Persist(); err != nil {
 			return false, fmt.Errorf("token: persisting the fence before arming: %w", err)
 		}
