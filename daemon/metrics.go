@@ -38,6 +38,7 @@ type metrics struct {
 	safetyEvents                    prometheus.Counter
 	ticks, wakeups                  prometheus.Counter
 	behindEntries, behindEpoch      prometheus.Gauge
+	tokenWait                       prometheus.Histogram
 }
 
 func newMetrics() *metrics {
@@ -83,11 +84,14 @@ func newMetrics() *metrics {
 		behindEpoch:   g("behind_epoch", "1 while the frames this host hears are of a later epoch than its log's (it catches up)."),
 		tokenHold: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: ns, Name: "token_hold_seconds",
 			Help: "Time from receiving the token to sending a frame.", Buckets: prometheus.ExponentialBuckets(1e-6, 4, 12)}),
+		tokenWait: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: ns, Name: "token_record_wait_seconds",
+			Help: "Token mode: how long the newest record of each batch waited in the fast path's ring before the daemon read it (the wake-up, as a rule).",
+			Buckets: prometheus.ExponentialBuckets(1e-6, 2, 22)}),
 	}
 	m.reg.MustRegister(m.info, m.appendPtr, m.agreedPtr, m.epoch, m.queueDepth, m.halted, m.framesIn, m.framesOut,
 		m.oobOut, m.readErrors, m.writeErrors, m.foreignMAC, m.badFragments, m.published, m.delivered, m.queueFull,
 		m.viewChanges, m.takeovers, m.rejects, m.tokenHold, m.offloadDrops, m.offloadPushes,
-		m.keyPhase, m.keyEvents, m.safetyEvents, m.behindEntries, m.behindEpoch, m.ticks, m.wakeups, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+		m.keyPhase, m.keyEvents, m.safetyEvents, m.behindEntries, m.behindEpoch, m.ticks, m.wakeups, m.tokenWait, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	for r := exo.Reason(1); r < exo.NumReasons; r++ {
 		m.rejects.WithLabelValues(r.String())
 	}

@@ -141,7 +141,16 @@ func (d *Daemon) tokenLoop(ctx context.Context) {
 		}
 		d.core.Lock()
 		d.catchUpClock(now, false)
-		n, err := d.tp.Records(d.tok.Step)
+		var last time.Duration
+		n, err := d.tp.Records(func(r *token.Record) {
+			last = r.Waited
+			d.tok.Step(r)
+		})
+		if n > 0 && last > 0 {
+			// The newest record of the batch: the one that woke the
+			// loop, as a rule (docs/token.md section 2).
+			d.metrics.tokenWait.Observe(last.Seconds())
+		}
 		if err != nil {
 			d.fail(fmt.Errorf("daemon: token mode: reading records: %w", err))
 		}

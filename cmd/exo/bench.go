@@ -64,7 +64,7 @@ type benchOptions struct {
 }
 
 // benchModes are the modes --offload accepts.
-var benchModes = []string{"software", "software-block", "software-busy", "software-allprocs", "xdp", "xdp-native", "xdp-generic", "xdp-afxdp", "fpga-sim"}
+var benchModes = []string{"software", "software-block", "software-busy", "software-allprocs", "xdp", "xdp-native", "xdp-generic", "xdp-afxdp", "xdp-token", "fpga-sim"}
 
 // agreementFigures are the daemon measurements of one offload mode.
 type agreementFigures struct {
@@ -226,7 +226,7 @@ latency and throughput against the size. Needs root.`,
 	cmd.Flags().IntVar(&o.MTU, "mtu", 1500, "MTU of the lab rack's links: 9000 for jumbo frames (a frame then carries six times the batched messages)")
 	cmd.Flags().DurationVar(&o.Idle, "idle", 10*time.Second, "measure each daemon's CPU on the idle rack this long, before the latency run (0: skip)")
 	cmd.Flags().StringVar(&o.CPUProfile, "cpuprofile", "", "a directory: every daemon of every run writes a CPU profile there (<run>/<host>.cpu.pprof; read with go tool pprof)")
-	cmd.Flags().StringSliceVar(&o.Offloads, "offload", []string{"software"}, "offload modes to measure side by side, the first is the baseline (software: the daemon's defaults; software-block and software-busy: rx_poll block or busy; software-allprocs: procs -1, GOMAXPROCS every CPU; xdp: the daemon's default attach mode; xdp-native; xdp-generic; xdp-afxdp: AF_XDP delivery; fpga-sim, in a binary built with -tags fpgasim)")
+	cmd.Flags().StringSliceVar(&o.Offloads, "offload", []string{"software"}, "offload modes to measure side by side, the first is the baseline (software: the daemon's defaults; software-block and software-busy: rx_poll block or busy; software-allprocs: procs -1, GOMAXPROCS every CPU; xdp: the daemon's default attach mode; xdp-native; xdp-generic; xdp-afxdp: AF_XDP delivery; xdp-token: xdp_token on, the program sends each host's frames (docs/token.md); fpga-sim, in a binary built with -tags fpgasim)")
 	cmd.Flags().BoolVar(&o.JSON, "json", false, "print the report as JSON")
 	cmd.Flags().StringVar(&o.Peer, "peer", "", "also measure this peer in the same run: raft (etcd raft, tools/raftpeer)")
 	cmd.Flags().StringVar(&o.PeerBin, "peer-bin", "", "the raftpeer binary (default: go build it from --peer-src)")
@@ -476,6 +476,8 @@ func benchAgreement(ctx context.Context, o *benchOptions, mode, prefix string,
 				c.Offload, c.XDPMode = "xdp", "native"
 			case "xdp-generic":
 				c.Offload, c.XDPMode = "xdp", "generic"
+			case "xdp-token":
+				c.Offload, c.XDPToken = "xdp", "on"
 			case "xdp-afxdp":
 				c.Offload, c.XDPDelivery = "xdp", "afxdp"
 			case "software-block", "software-busy": // the software path, another rx_poll

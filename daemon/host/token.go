@@ -160,7 +160,7 @@ func (t *tokenPath) Records(fn func(*token.Record)) (int, error) {
 	var r token.Record
 	return t.tok.Records(func(x *xdp.Record) {
 		r = token.Record{Kseq: x.Kseq, QHead: x.QHead, TxTag: x.TxTag, Reason: x.Reason, Armed: x.Armed,
-			Sent: x.Sent, Popped: x.Popped, Handoff: x.Handoff, Halt: x.Halt, Src: x.Src, Frame: x.Frame}
+			Sent: x.Sent, Popped: x.Popped, Handoff: x.Handoff, Halt: x.Halt, Src: x.Src, Frame: x.Frame, Waited: x.Since()}
 		fn(&r)
 	})
 }

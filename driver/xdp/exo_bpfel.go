@@ -42,6 +42,7 @@ type exoExoRec struct {
 	Len      uint16
 	Src      [6]uint8
 	Reserved [6]uint8
+	Ktime    uint64
 }
 
 type exoExoRecbuf struct {
@@ -69,27 +70,29 @@ type exoExoState struct {
 		_   structs.HostLayout
 		Val uint32
 	}
-	Group      uint16
-	Hosts      uint16
-	Epoch      uint32
-	Halted     uint8
-	TxOn       uint8
-	Me         uint8
-	Pred       uint8
-	Window     uint64
-	Append     uint64
-	Agreed     uint64
-	EpochStart uint64
-	History    [128]uint8
-	Phase      uint8
-	Lost       uint8
-	Mac        [6]uint8
-	EmptyRun   uint32
-	IdleRun    uint32
-	Kseq       uint64
-	Qhead      uint64
-	TxMin      uint16
-	Reserved   [6]uint8
+	Group       uint16
+	Hosts       uint16
+	Epoch       uint32
+	Halted      uint8
+	TxOn        uint8
+	Me          uint8
+	Pred        uint8
+	Window      uint64
+	Append      uint64
+	Agreed      uint64
+	EpochStart  uint64
+	History     [128]uint8
+	Phase       uint8
+	Lost        uint8
+	Mac         [6]uint8
+	EmptyRun    uint32
+	IdleRun     uint32
+	Kseq        uint64
+	Qhead       uint64
+	TxMin       uint16
+	Silent      uint8
+	Reserved    [5]uint8
+	PayloadBits uint64
 }
 
 type exoExoTctx struct {

@@ -48,7 +48,7 @@ const (
 	RingRoom = 256 << 10
 	// RecordHeaderLen is sizeof(struct exo_rec): the header of a record,
 	// before the received frame.
-	RecordHeaderLen = 40
+	RecordHeaderLen = 48
 )
 
 // struct exo_rec flags.
@@ -118,6 +118,18 @@ type Record struct {
 	// ring: valid only during the Records callback.
 	Src   net.HardwareAddr
 	Frame []byte
+	// Written is when the program wrote the record, on CLOCK_MONOTONIC
+	// (bpf_ktime_get_ns): Since gives how long it waited to be read.
+	Written time.Duration
+}
+
+// Since returns how long ago, on CLOCK_MONOTONIC, the record was written.
+func (r *Record) Since() time.Duration {
+	var ts unix.Timespec
+	if unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts) != nil {
+		return 0
+	}
+	return time.Duration(ts.Nano()) - r.Written
 }
 
 // TokenCounters are token mode's counters (summed over CPUs).
@@ -713,6 +725,7 @@ func parseRecord(r *Record, b []byte) error {
 		Handoff: fl&recHandoff != 0,
 		Halt:    fl&recHalt != 0,
 		Src:     net.HardwareAddr(b[28:34:34]),
+		Written: time.Duration(ne.Uint64(b[40:])),
 		Frame:   b[RecordHeaderLen : RecordHeaderLen+n : RecordHeaderLen+n],
 	}
 	return nil

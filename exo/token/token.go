@@ -59,6 +59,9 @@ type Record struct {
 	// Frame is the received frame after the Ethernet header (padding
 	// included). It is only valid during the call it is passed to.
 	Frame []byte
+	// Waited is how long the record waited in the fast path's ring before
+	// it was read (0: not known).
+	Waited time.Duration
 }
 
 // FastPath is a fast path that sends, as the control plane drives it

@@ -131,7 +131,9 @@ struct exo_state {
 	                 * included; at least 60): every host of a token-mode rack pads its frames to the
 	                 * longest it sends, so that the answer to any frame fits its buffer (generic XDP
 	                 * grows a small buffer by a few hundred bytes at most) */
-	__u8 reserved[6];
+	__u8 silent;    /* a record went up without a wake-up since one that woke: the next worth one forces it */
+	__u8 reserved[5];
+	__u64 payload_bits; /* bit i: entry append-1-i has records (1 when unknown): the records worth a wake-up */
 };
 
 /* Written in front of every Exo frame the program handles (metadata area,
@@ -180,7 +182,7 @@ struct exo_scratch {
 };
 
 _Static_assert(sizeof(struct exo_meta) == 8, "exo_meta is 8 bytes");
-_Static_assert(sizeof(struct exo_state) == 216, "exo_state layout");
+_Static_assert(sizeof(struct exo_state) == 224, "exo_state layout");
 _Static_assert(__builtin_offsetof(struct exo_state, tx_on) == 13, "exo_state layout");
 _Static_assert(__builtin_offsetof(struct exo_state, pred) == 15, "exo_state layout");
 _Static_assert(__builtin_offsetof(struct exo_state, window) == 16, "exo_state layout");
@@ -315,6 +317,7 @@ struct exo_rec {
 	__u16 len;    /* bytes of the received frame that follow */
 	__u8 src[6];  /* its Ethernet source MAC */
 	__u8 reserved[6];
+	__u64 ktime;  /* bpf_ktime_get_ns() when it was written (CLOCK_MONOTONIC): how long it waited to be read */
 };
 
 /* The record being built (per CPU): the header, then the frame. */
@@ -370,8 +373,8 @@ struct exo_cmd {
 };
 
 _Static_assert(sizeof(struct exo_slot) == 4072, "exo_slot layout");
-_Static_assert(sizeof(struct exo_rec) == 40, "exo_rec layout");
-_Static_assert(sizeof(struct exo_cmd) == 232, "exo_cmd layout");
+_Static_assert(sizeof(struct exo_rec) == 48, "exo_rec layout");
+_Static_assert(sizeof(struct exo_cmd) == 240, "exo_cmd layout");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -1089,7 +1092,8 @@ int exo_tok(struct xdp_md *ctx)
 	struct exo_out o = {};
 	__u16 mflags = 0;
 	__u8 rflags = 0;
-	int record = 0, sent = 0, noroom = 0, txerr = 0;
+	int record = 0, sent = 0, noroom = 0, txerr = 0, worth = 0;
+	__u64 wflags = 0;
 
 	if (!t || !rb || !s || !a || !q || !tailp)
 		return XDP_DROP; /* unreachable: array maps */
@@ -1162,6 +1166,7 @@ int exo_tok(struct xdp_md *ctx)
 			s->halted = 1;
 			rflags |= EXO_REC_HALT;
 		}
+		worth = 1;
 		goto done;
 	}
 	{
@@ -1243,15 +1248,48 @@ int exo_tok(struct xdp_md *ctx)
 			}
 			s->history[0] = k == 2 ? me : snd;
 		}
-		s->append = fseq + 1;
-		agree(s, fseq, h);
-		if (k == 2) {
-			s->append = fseq + 2;
-			agree(s, fseq + 1, h);
+		{
+			__u64 before = s->agreed;
+
+			s->payload_bits = (s->payload_bits << 1) | (t->f.count != 0);
+			s->append = fseq + 1;
+			agree(s, fseq, h);
+			if (k == 2) {
+				s->payload_bits = (s->payload_bits << 1) | (o.count != 0);
+				s->append = fseq + 2;
+				agree(s, fseq + 1, h);
+			}
+			/* Worth a wake-up: an entry with records agreed (its
+			 * publisher waits, its subscribers too). Empty passes
+			 * agreeing empty passes are not: an idle stretch in the
+			 * kernel does not wake every daemon for every hop. */
+			if (s->agreed > before) {
+				/* The newest entry agreed is append-agreed back
+				 * from the end; with both accepts, the one before
+				 * it may be new too. */
+				__u64 back = s->append - s->agreed, bits = s->payload_bits;
+
+				if (back >= 63 || ((bits >> (back & 63)) & 1) ||
+				    (s->agreed - before > 1 && ((bits >> ((back + 1) & 63)) & 1)))
+					worth = 1;
+			}
 		}
 	}
 done:
 	rec_qhead = s->qhead;
+	/* The record's wake-up (docs/token.md section 2): worth it (an
+	 * agreement of records, the slow path, a hand-off) wakes the control
+	 * plane, forcing it when records went up silently since; otherwise a
+	 * control plane that has caught up (nothing unread) is not woken. */
+	if (rflags & EXO_REC_HALT)
+		worth = 1;
+	if (worth) {
+		wflags = s->silent ? BPF_RB_FORCE_WAKEUP : 0;
+		s->silent = 0;
+	} else if (avail == 0) {
+		wflags = BPF_RB_NO_WAKEUP;
+		s->silent = 1;
+	}
 	if (exo_bench_undo_accept)
 		bench_restore(s, &t->save);
 unlock:
@@ -1282,7 +1320,8 @@ unlock:
 	rb->h.len = flen;
 	for (i = 0; i < sizeof(rb->h.reserved); i++)
 		rb->h.reserved[i] = 0;
-	if (bpf_ringbuf_output(&exo_ring, rb, sizeof(struct exo_rec) + flen, 0) < 0) {
+	rb->h.ktime = bpf_ktime_get_ns();
+	if (bpf_ringbuf_output(&exo_ring, rb, sizeof(struct exo_rec) + flen, wflags) < 0) {
 		bpf_spin_lock(&s->lock);
 		s->lost = 1;
 		s->halted = 1;
@@ -1367,6 +1406,8 @@ int exo_ctl(struct xdp_md *ctx)
 			s->idle_run = in->idle_run;
 			s->qhead = in->qhead;
 			s->tx_min = in->tx_min;
+			s->silent = 0;
+			s->payload_bits = ~0ULL; /* unknown: every agreement worth a wake-up */
 			c->result = EXO_CTL_ARMED;
 		}
 		break;
