@@ -283,6 +283,9 @@ func (d *Daemon) subscribe(ctx context.Context, c net.Conn, w *bufio.Writer, wmu
 	backlog := append([]client.Message(nil), d.history[i:]...)
 	d.subs[s] = struct{}{}
 	d.mu.Unlock()
+	if d.tp != nil {
+		d.tp.SetUrgentOnly(false) // it waits for every agreement
+	}
 	defer func() { d.mu.Lock(); delete(d.subs, s); d.mu.Unlock() }()
 	// Detect the client going away while we wait for messages.
 	gone := make(chan struct{})

@@ -563,6 +563,9 @@ func (d *Daemon) pending() int {
 // through the control plane (the fast path's queue while it runs).
 func (d *Daemon) propose(rec []byte) error {
 	if d.tok != nil {
+		// Its publisher waits for its agreement: every agreement wakes
+		// the loop from now on (before the fast path may send it).
+		d.tp.SetUrgentOnly(false)
 		return d.tok.Propose(rec)
 	}
 	return d.node.Propose(rec)

@@ -85,7 +85,7 @@ func newMetrics() *metrics {
 		tokenHold: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: ns, Name: "token_hold_seconds",
 			Help: "Time from receiving the token to sending a frame.", Buckets: prometheus.ExponentialBuckets(1e-6, 4, 12)}),
 		tokenWait: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: ns, Name: "token_record_wait_seconds",
-			Help: "Token mode: how long the newest record of each batch waited in the fast path's ring before the daemon read it (the wake-up, as a rule).",
+			Help:    "Token mode: how long the newest record of each batch waited in the fast path's ring before the daemon read it (the wake-up, as a rule).",
 			Buckets: prometheus.ExponentialBuckets(1e-6, 2, 22)}),
 	}
 	m.reg.MustRegister(m.info, m.appendPtr, m.agreedPtr, m.epoch, m.queueDepth, m.halted, m.framesIn, m.framesOut,

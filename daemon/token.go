@@ -29,6 +29,14 @@ type TokenPath interface {
 	// TokenCounters returns the fast path's own counters (frames sent,
 	// empty passes, hand-offs, a full ring...), by name.
 	TokenCounters() (map[string]uint64, error)
+	// Since returns how long ago a record's Written was, on the fast
+	// path's clock (0 when Written is 0).
+	Since(written time.Duration) time.Duration
+	// SetUrgentOnly sets what wakes Wait: with on, only records the
+	// control plane must act on (the slow path, a halt, a ring filling
+	// up), not the agreements of records. It takes effect on a Wait
+	// already asleep when turned off.
+	SetUrgentOnly(on bool)
 }
 
 // SetToken puts a fast path that sends in front of the core (after
@@ -127,6 +135,13 @@ func (d *Daemon) tokenLoop(ctx context.Context) {
 	for ctx.Err() == nil {
 		d.core.Lock()
 		wake := d.wakeAt
+		if d.tok.Pending() > 0 {
+			// Records of this host wait for the token: look again
+			// within a tick whether the rack went idle meanwhile
+			// (token.Driver.Sync wakes it).
+			wake = minTime(wake, time.Now().Add(d.cfg.Tick))
+		}
+		d.tp.SetUrgentOnly(d.nobodyWaits())
 		d.core.Unlock()
 		err := d.tp.Wait(wake)
 		now := time.Now()
@@ -143,13 +158,13 @@ func (d *Daemon) tokenLoop(ctx context.Context) {
 		d.catchUpClock(now, false)
 		var last time.Duration
 		n, err := d.tp.Records(func(r *token.Record) {
-			last = r.Waited
+			last = r.Written
 			d.tok.Step(r)
 		})
 		if n > 0 && last > 0 {
 			// The newest record of the batch: the one that woke the
 			// loop, as a rule (docs/token.md section 2).
-			d.metrics.tokenWait.Observe(last.Seconds())
+			d.metrics.tokenWait.Observe(d.tp.Since(last).Seconds())
 		}
 		if err != nil {
 			d.fail(fmt.Errorf("daemon: token mode: reading records: %w", err))
@@ -167,6 +182,25 @@ func (d *Daemon) tokenLoop(ctx context.Context) {
 		d.metrics.wakeups.Inc()
 		d.core.Unlock()
 	}
+}
+
+// nobodyWaits reports whether nobody on this host waits for what the rack
+// agrees: no publisher for its message, no subscriber (core lock held).
+// The protocol loop then sleeps through agreements (TokenPath.
+// SetUrgentOnly): the fast path keeps the token moving without it, and it
+// reads the records at the core's next deadline or when one needs it
+// (docs/token.md section 2). A publish or a subscription wakes it for
+// every agreement again.
+func (d *Daemon) nobodyWaits() bool {
+	if os.Getenv("EXO_EAGER") != "" {
+		return false
+	}
+	if len(d.waiters) > 0 {
+		return false
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return len(d.subs) == 0
 }
 
 // quiesce halts the fast path and steps its records before the core acts
@@ -326,3 +360,11 @@ func (c *tokenCollector) Collect(ch chan<- prometheus.Metric) {
 
 // zeros pads token mode's frames (TokenMinFrame is at most 14 + 4096).
 var zeros [exo.EthHeaderLen + TokenMaxFrame]byte
+
+// minTime returns the earlier of a and b.
+func minTime(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
+}

@@ -38,6 +38,13 @@ func (nd *Node) FastPath() (e Engine, ok bool) {
 	e.Pred = nd.pred()
 	e.Phase = nd.keys.send
 	e.EmptyRun = uint32(min(nd.emptyRun, math.MaxUint32))
+	if nd.hurry > 0 {
+		// A wake (MsgWake) asked for passes at once: the fast path
+		// passes at full speed again, for IdleRun passes, rather than
+		// hand each one to the control plane (the wake would then cross
+		// the rack at the control plane's pace).
+		e.EmptyRun = 0
+	}
 	e.IdleRun = NoIdleRun
 	if nd.cfg.IdleBackoffMax > 0 {
 		e.IdleRun = uint32(min(nd.cfg.IdleRotations*nd.n, math.MaxUint32-1))
@@ -189,6 +196,14 @@ func (nd *Node) Fenced() bool { return nd.fenced }
 // fast path that sends hands the token to the control plane. A proposal
 // then goes to the core, which wakes the rack (MsgWake).
 func (nd *Node) Idle() bool { return nd.backoff() > nd.cfg.PassDelay }
+
+// WakeRack asks a rack that backs off to pass the token at once (MsgWake)
+// for proposals that a fast path holds for this host, as Propose does for
+// the core's own: the rack may have gone idle after they were queued (a
+// host with an empty queue hands the token to its control plane, which
+// backs off). Nothing unless this log shows the back-off and another host
+// holds the token; once until this host sends.
+func (nd *Node) WakeRack() { nd.wake() }
 
 // RecoverSent appends, at a restart, a frame the fast path sent for this
 // host before its control plane stopped: the fast path outlived the

@@ -160,10 +160,19 @@ func (t *tokenPath) Records(fn func(*token.Record)) (int, error) {
 	var r token.Record
 	return t.tok.Records(func(x *xdp.Record) {
 		r = token.Record{Kseq: x.Kseq, QHead: x.QHead, TxTag: x.TxTag, Reason: x.Reason, Armed: x.Armed,
-			Sent: x.Sent, Popped: x.Popped, Handoff: x.Handoff, Halt: x.Halt, Src: x.Src, Frame: x.Frame, Waited: x.Since()}
+			Sent: x.Sent, Popped: x.Popped, Handoff: x.Handoff, Halt: x.Halt, Src: x.Src, Frame: x.Frame, Written: x.Written}
 		fn(&r)
 	})
 }
+
+func (t *tokenPath) Since(written time.Duration) time.Duration {
+	if written == 0 {
+		return 0
+	}
+	return xdp.MonoSince(written)
+}
+
+func (t *tokenPath) SetUrgentOnly(on bool) { t.tok.SetUrgentOnly(on) }
 
 func (t *tokenPath) Release() error { return t.tok.Release() }
 

@@ -90,8 +90,7 @@ type exoExoState struct {
 	Kseq        uint64
 	Qhead       uint64
 	TxMin       uint16
-	Silent      uint8
-	Reserved    [5]uint8
+	Reserved    [6]uint8
 	PayloadBits uint64
 }
 
@@ -157,6 +156,7 @@ const (
 	exoMapExoTctx            = "exo_tctx"
 	exoMapExoTxq             = "exo_txq"
 	exoMapExoTxqTail         = "exo_txq_tail"
+	exoMapExoWaiter          = "exo_waiter"
 	exoMapExoXsks            = "exo_xsks"
 	exoMapExoZero            = "exo_zero"
 	exoProgExoCtl            = "exo_ctl"
@@ -227,6 +227,7 @@ type exoMapSpecs struct {
 	ExoTctx     *ebpf.MapSpec `ebpf:"exo_tctx"`
 	ExoTxq      *ebpf.MapSpec `ebpf:"exo_txq"`
 	ExoTxqTail  *ebpf.MapSpec `ebpf:"exo_txq_tail"`
+	ExoWaiter   *ebpf.MapSpec `ebpf:"exo_waiter"`
 	ExoXsks     *ebpf.MapSpec `ebpf:"exo_xsks"`
 	ExoZero     *ebpf.MapSpec `ebpf:"exo_zero"`
 }
@@ -269,6 +270,7 @@ type exoMaps struct {
 	ExoTctx     *ebpf.Map `ebpf:"exo_tctx"`
 	ExoTxq      *ebpf.Map `ebpf:"exo_txq"`
 	ExoTxqTail  *ebpf.Map `ebpf:"exo_txq_tail"`
+	ExoWaiter   *ebpf.Map `ebpf:"exo_waiter"`
 	ExoXsks     *ebpf.Map `ebpf:"exo_xsks"`
 	ExoZero     *ebpf.Map `ebpf:"exo_zero"`
 }
@@ -286,6 +288,7 @@ func (m *exoMaps) Close() error {
 		m.ExoTctx,
 		m.ExoTxq,
 		m.ExoTxqTail,
+		m.ExoWaiter,
 		m.ExoXsks,
 		m.ExoZero,
 	)

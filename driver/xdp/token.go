@@ -124,12 +124,16 @@ type Record struct {
 }
 
 // Since returns how long ago, on CLOCK_MONOTONIC, the record was written.
-func (r *Record) Since() time.Duration {
+func (r *Record) Since() time.Duration { return MonoSince(r.Written) }
+
+// MonoSince returns how long ago t was on CLOCK_MONOTONIC, the clock of
+// bpf_ktime_get_ns (0 if the clock cannot be read).
+func MonoSince(t time.Duration) time.Duration {
 	var ts unix.Timespec
 	if unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts) != nil {
 		return 0
 	}
-	return time.Duration(ts.Nano()) - r.Written
+	return time.Duration(ts.Nano()) - t
 }
 
 // TokenCounters are token mode's counters (summed over CPUs).
@@ -270,11 +274,12 @@ type Token struct {
 	raw  syscall.RawConn
 
 	// Mappings: the ring's consumer page (RW), its producer page and data
-	// pages mapped twice (RO), the queue's slots and its tail.
-	cons, prod, txq, tailMem  []byte
-	consPos, prodPos, tailPos *uint64
-	data                      []byte // the data pages, twice: 2 * size bytes
-	mask                      uint64
+	// pages mapped twice (RO), the queue's slots and its tail, the ring's
+	// waiter flag (exo_waiter: 1 while Wait may sleep).
+	cons, prod, txq, tailMem, waitMem []byte
+	consPos, prodPos, tailPos, waiter *uint64
+	data                              []byte // the data pages, twice: 2 * size bytes
+	mask                              uint64
 
 	// The mappings' lifetime: every method but Close counts itself in
 	// users while it uses them; Close marks the handle closed, and the
@@ -286,6 +291,8 @@ type Token struct {
 	closed    bool
 	closing   atomic.Bool // set by Close before it closes the file
 	closeOnce sync.Once
+
+	urgentOnly atomic.Bool // SetUrgentOnly
 
 	rmu     sync.Mutex // the consumer (Records)
 	readPos uint64     // the next record to read; the consumer position (consPos) follows at Release
@@ -356,6 +363,10 @@ func (t *Token) open() (err error) {
 		return fmt.Errorf("xdp: token mode: map the queue's tail: %w", err)
 	}
 	t.tailPos = (*uint64)(unsafe.Pointer(&t.tailMem[0]))
+	if t.waitMem, err = unix.Mmap(p.objs.ExoWaiter.FD(), 0, pg, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED); err != nil {
+		return fmt.Errorf("xdp: token mode: map the ring's waiter: %w", err)
+	}
+	t.waiter = (*uint64)(unsafe.Pointer(&t.waitMem[0]))
 
 	// The ring's fd in the runtime's poller: a nonblocking dup (the
 	// program keeps its own fd), readable when the ring holds data.
@@ -390,7 +401,7 @@ func (t *Token) open() (err error) {
 }
 
 func (t *Token) unmap() {
-	for _, m := range []*[]byte{&t.cons, &t.prod, &t.txq, &t.tailMem} {
+	for _, m := range []*[]byte{&t.cons, &t.prod, &t.txq, &t.tailMem, &t.waitMem} {
 		if *m != nil {
 			unix.Munmap(*m)
 			*m = nil
@@ -778,9 +789,12 @@ func (t *Token) ready() bool {
 // Wait blocks until the ring holds a record to read, the deadline passes
 // (os.ErrDeadlineExceeded; the zero time: no deadline) or the Token is
 // closed (ErrClosed). The goroutine parks in the runtime's network poller
-// on the ring's fd (the kernel wakes it when a record is committed at the
-// consumer position: Records reads every record available, so it is never
-// behind when Wait sleeps).
+// on the ring's fd. Before it looks at the ring for the last time it sets
+// the ring's waiter flag; the program takes the flag after it writes a
+// record worth a wake-up and wakes the ring only if it was set (either
+// the program sees the flag or the look sees the record: both are full
+// barriers). Records that are not worth one (empty passes that agree
+// empty passes) wait for the next one, or for the deadline.
 func (t *Token) Wait(deadline time.Time) error {
 	if err := t.enter(); err != nil {
 		return err
@@ -795,7 +809,24 @@ func (t *Token) Wait(deadline time.Time) error {
 		}
 		return err
 	}
-	err := t.raw.Read(func(uintptr) bool { return t.ready() })
+	err := t.raw.Read(func(uintptr) bool {
+		// The flag, then the look at the ring (Wait's comment). An
+		// urgent-only wait turned off meanwhile waits for every record
+		// worth a wake-up (SetUrgentOnly changes a flag it finds set).
+		if t.urgentOnly.Load() {
+			atomic.StoreUint64(t.waiter, waitUrgent)
+			if !t.urgentOnly.Load() {
+				atomic.StoreUint64(t.waiter, waitWorth)
+			}
+		} else {
+			atomic.StoreUint64(t.waiter, waitWorth)
+		}
+		if t.ready() {
+			atomic.StoreUint64(t.waiter, 0)
+			return true
+		}
+		return false
+	})
 	switch {
 	case err == nil:
 		return nil
@@ -805,4 +836,28 @@ func (t *Token) Wait(deadline time.Time) error {
 		return ErrClosed // the poller says "use of closed file"
 	}
 	return err
+}
+
+// exo_waiter's values (exo.c).
+const (
+	waitWorth  = 1 // wake Wait for a record worth it
+	waitUrgent = 2 // only for a halt or a ring half full
+)
+
+// SetUrgentOnly sets what wakes Wait: with on, only records that need the
+// control plane (the program halted itself, the ring is half full), not
+// every record worth a wake-up (an agreement of records). A control plane
+// with nobody waiting for what the rack agrees reads its records at its
+// own deadlines instead.
+// Turned off, it also changes the flag of a Wait asleep, so that the next
+// record worth it wakes it. Safe to call from any goroutine.
+func (t *Token) SetUrgentOnly(on bool) {
+	if t.urgentOnly.Swap(on) == on || on {
+		return
+	}
+	if err := t.enter(); err != nil {
+		return
+	}
+	defer t.exit()
+	atomic.CompareAndSwapUint64(t.waiter, waitUrgent, waitWorth)
 }

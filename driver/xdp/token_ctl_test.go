@@ -423,6 +423,101 @@ func TestTokenWait(t *testing.T) {
 	}
 }
 
+// TestTokenWaitWakes checks what wakes Wait (exo_waiter): a record worth
+// a wake-up (an agreement that may include records), not one that agrees
+// empty passes only; with SetUrgentOnly, only a record the control plane
+// must act on (the slow path, a halt), unless it is turned off while Wait
+// sleeps.
+func TestTokenWaitWakes(t *testing.T) {
+	h := newTokHarness(t, LoadOptions{})
+	// wait parks a Wait, runs fn, and returns what Wait returned.
+	wait := func(d time.Duration, fn func()) error {
+		t.Helper()
+		done := make(chan error, 1)
+		go func() { done <- h.tok.Wait(time.Now().Add(d)) }()
+		time.Sleep(20 * time.Millisecond) // let it park
+		fn()
+		select {
+		case err := <-done:
+			return err
+		case <-time.After(d + 5*time.Second):
+			t.Fatal("Wait did not return after its deadline")
+			return nil
+		}
+	}
+	pass := func() {
+		t.Helper()
+		if act := h.predRun(); act != ActionTX {
+			t.Fatalf("the predecessor's frame: %v, want TX", act)
+		}
+	}
+	// from runs the next frame, sent by host x (not the predecessor).
+	from := func(x uint8) {
+		t.Helper()
+		st, err := h.tok.Read()
+		if err != nil {
+			t.Fatal(err)
+		}
+		f := predFrame(st, 0, nil)
+		f.Sender = x
+		if act, _ := h.run(testSrcMAC, seal(f, tokKeys)); act != ActionDrop {
+			t.Fatalf("the frame of host %d: %v, want DROP (accepted, nothing sent)", x, act)
+		}
+	}
+
+	// Armed anew, the payloads of the last entries are unknown: the
+	// first agreement is worth a wake-up.
+	h.set(tokBase(), nil, tokKeys)
+	if err := wait(5*time.Second, pass); err != nil {
+		t.Fatalf("an agreement: %v, want a wake-up", err)
+	}
+	h.records()
+	// Two rotations later (hosts 3, 4, 0, then the predecessor 1, which
+	// this host, 2, answers) the entries agreed are known empty passes.
+	for range 2 {
+		for _, x := range []uint8{3, 4, 0} {
+			from(x)
+		}
+		pass()
+	}
+	h.records()
+	if err := wait(200*time.Millisecond, func() { from(3) }); !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("empty passes agreed: %v, want no wake-up (the deadline)", err)
+	}
+	if n := len(h.records()); n != 1 {
+		t.Fatalf("%d records after the pass, want 1", n)
+	}
+
+	// Urgent only: an agreement does not wake it...
+	h.tok.SetUrgentOnly(true)
+	h.set(tokBase(), nil, tokKeys)
+	if err := wait(200*time.Millisecond, pass); !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("urgent only, an agreement: %v, want no wake-up", err)
+	}
+	if rs := h.records(); len(rs) != 1 || !rs[0].Armed || rs[0].Halt {
+		t.Fatalf("records %+v, want one armed record", rs)
+	}
+	// ...a slow-path record does.
+	if _, err := h.tok.Halt(); err != nil {
+		t.Fatal(err)
+	}
+	if err := wait(5*time.Second, func() { h.predRun() }); err != nil {
+		t.Fatalf("urgent only, the slow path: %v, want a wake-up", err)
+	}
+	if rs := h.records(); len(rs) != 1 || rs[0].Armed {
+		t.Fatalf("records %+v, want one record of the halted program", rs)
+	}
+	// Turned off while Wait sleeps: the next agreement wakes it.
+	h.set(tokBase(), nil, tokKeys)
+	if err := wait(5*time.Second, func() {
+		h.tok.SetUrgentOnly(false)
+		pass()
+	}); err != nil {
+		t.Fatalf("urgent only turned off during the wait, an agreement: %v, want a wake-up", err)
+	}
+	h.records()
+}
+
 // TestTokenCloseInCallback: a Records callback may call the other
 // methods and even Close; the mappings stay until Records returns.
 func TestTokenCloseInCallback(t *testing.T) {

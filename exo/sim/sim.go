@@ -335,6 +335,21 @@ func (s *Sim) quiesce(i int) {
 	h.silent = 0
 }
 
+// sleepsThrough reports whether host h's control plane sleeps through the
+// record that just came (the daemon's urgent-only wait: nobody on the host
+// waits for what the rack agrees): it reads it with the next one it wakes
+// for, at a deadline of its core (a quiesce), or with a proposal. Drawn
+// per record, half the time while no proposal of the host waits; never
+// once records pile up (the daemon is woken before its ring fills).
+func (s *Sim) sleepsThrough(h *host) bool {
+	return h.drv.Pending() == 0 && h.fp.Waiting() < maxSleptRecords && s.rng.Float64() < 0.5
+}
+
+// maxSleptRecords bounds the records a control plane that sleeps through
+// agreements leaves unread in the simulator (the XDP program wakes it when
+// its ring is half full).
+const maxSleptRecords = 256
+
 // lag is how many steps host i's control plane takes to read a record.
 func (s *Sim) lag() int64 {
 	l := s.opt.TokenLag
@@ -627,7 +642,7 @@ func (s *Sim) deliver(d *delivery) bool {
 				}
 			}
 		}
-		if h.fp.Waiting() > 0 && h.readAt < 0 {
+		if h.fp.Waiting() > 0 && h.readAt < 0 && (h.fp.Urgent() || !s.sleepsThrough(h)) {
 			h.readAt = s.now + s.lag()
 		}
 		return false

@@ -142,3 +142,16 @@ func (m *Mem) Crash() {
 
 // Waiting returns how many records wait to be read.
 func (m *Mem) Waiting() int { return len(m.ring) - m.read }
+
+// Urgent reports whether a record waiting to be read needs the control
+// plane at once: the slow path (a verdict other than ACCEPT) or a halt,
+// the records the XDP program wakes even a control plane that sleeps
+// through agreements for (its urgent-only wait, docs/token.md section 2).
+func (m *Mem) Urgent() bool {
+	for i := m.read; i < len(m.ring); i++ {
+		if r := &m.ring[i]; r.Reason != exo.ReasonAccept || r.Halt {
+			return true
+		}
+	}
+	return false
+}

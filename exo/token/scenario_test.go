@@ -715,13 +715,14 @@ func (r *rack) propose(i, n int) {
 	for k := 0; k < n; k++ {
 		h.seq++
 		p := fmt.Sprintf("%s%d", name(i), h.seq)
-		to := "queue"
-		if !h.drv.Armed() || h.nd.Idle() {
-			to = "core"
-		}
+		before := h.nd.Pending()
 		if err := h.drv.Propose([]byte(p)); err != nil {
 			r.printf("%s: %s: %v\n", name(i), p, err)
 			continue
+		}
+		to := "queue"
+		if h.nd.Pending() > before {
+			to = "core"
 		}
 		r.offered[p] = true
 		where = append(where, p+"->"+to)

@@ -59,9 +59,11 @@ type Record struct {
 	// Frame is the received frame after the Ethernet header (padding
 	// included). It is only valid during the call it is passed to.
 	Frame []byte
-	// Waited is how long the record waited in the fast path's ring before
-	// it was read (0: not known).
-	Waited time.Duration
+	// Written is when the fast path wrote the record, on its own clock
+	// (CLOCK_MONOTONIC for the XDP program; 0: not known). The reader
+	// turns it into a wait once per batch: reading a clock per record
+	// costs more than stepping it.
+	Written time.Duration
 }
 
 // FastPath is a fast path that sends, as the control plane drives it
@@ -422,6 +424,11 @@ func (d *Driver) Sync() (bool, error) {
 		e, ok := d.nd.FastPath()
 		if ok && sameTx(e.Tx, d.tx) && e.Epoch == d.epoch && e.Hosts == d.hosts {
 			d.push()
+			if d.Pending() > 0 && d.nd.Idle() {
+				// The rack went idle with records of this host in
+				// the fast path's queue: wake it for them.
+				d.nd.WakeRack()
+			}
 			return true, nil
 		}
 		d.stats.LeftPlain++
@@ -517,11 +524,25 @@ func sameTx(a, b exo.Tx) bool {
 }
 
 // Propose queues one record (a payload, as exo.Node.Propose takes it) for
-// this host's next frames: into the fast path's queue while it runs and
-// the rack is not idle, else to the core (which wakes an idle rack). The
-// caller checks the size and the queue limit (Pending).
+// this host's next frames: into the fast path's queue while it runs,
+// unless the rack is idle and no record of this host waits yet: then to
+// the core, which wakes the rack (the records that follow it join the
+// queue: the wake is on its way, and Sync wakes the rack again if it goes
+// idle with records queued). The caller checks the size and the queue
+// limit (Pending).
 func (d *Driver) Propose(rec []byte) error {
-	if !d.armed || d.nd.Idle() {
+	first := d.Pending() == 0
+	if d.armed && first {
+		// The first record after a quiet spell: whether the rack went
+		// idle meanwhile is in the records written since the last read
+		// (the control plane reads those of empty passes only when
+		// something else wakes it). Under a steady load records of this
+		// host wait already, and Sync wakes a rack that went idle.
+		if _, err := d.fp.Records(d.Step); err != nil {
+			return err
+		}
+	}
+	if !d.armed || (first && d.nd.Idle()) {
 		if d.armed {
 			d.stats.IdleProposals++
 			if err := d.Quiesce(); err != nil {
@@ -543,6 +564,12 @@ func (d *Driver) pack(rec []byte) {
 	}
 	d.open.Payload, _ = exo.AppendRecord(d.open.Payload, rec)
 	d.open.Count++
+	if len(d.open.Payload)+int(exo.RecordLenSize)+1 > d.cfg.MaxBatch {
+		// No record fits after it: it goes as soon as the queue has room,
+		// not when the next record comes.
+		d.full = append(d.full, d.open)
+		d.open = exo.Batch{}
+	}
 }
 
 // room reports whether the queue has a slot to reuse: its last batch was

@@ -131,8 +131,7 @@ struct exo_state {
 	                 * included; at least 60): every host of a token-mode rack pads its frames to the
 	                 * longest it sends, so that the answer to any frame fits its buffer (generic XDP
 	                 * grows a small buffer by a few hundred bytes at most) */
-	__u8 silent;    /* a record went up without a wake-up since one that woke: the next worth one forces it */
-	__u8 reserved[5];
+	__u8 reserved[6];
 	__u64 payload_bits; /* bit i: entry append-1-i has records (1 when unknown): the records worth a wake-up */
 };
 
@@ -408,6 +407,23 @@ struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
 	__uint(max_entries, EXO_RING_SIZE);
 } exo_ring SEC(".maps");
+
+/* The ring's waiter (docs/token.md section 2): 1 while the control plane
+ * is about to sleep or sleeps on exo_ring (it sets it, then looks at the
+ * ring once more before it sleeps). A record worth a wake-up is written
+ * without one, then the program takes the flag (an atomic exchange, a
+ * full barrier: either it sees the 1, or the control plane's look sees
+ * the record) and wakes the ring only if it was set. A busy control plane
+ * is not woken for every record: each wake-up is an inter-processor
+ * interrupt (irq_work), a VM exit on a virtual machine. Mmapped; not
+ * pinned (it belongs to the control plane that waits). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__type(key, __u32);
+	__type(value, __u64);
+} exo_waiter SEC(".maps");
 
 /* Slot 0: exo_tok (written by the loader). */
 struct {
@@ -797,6 +813,38 @@ static __always_inline __u32 classify_accept(struct exo_state *s, const struct e
 	return EXO_REASON_ACCEPT;
 }
 
+/* exo_waiter values: what the control plane waiting on exo_ring wants to
+ * be woken for. */
+#define EXO_WAIT_NONE 0   /* not waiting */
+#define EXO_WAIT_WORTH 1  /* records worth a wake-up */
+#define EXO_WAIT_URGENT 2 /* only what needs the control plane: the slow path, a halt, a ring half full */
+
+/* wake_waiter wakes a control plane that waits on exo_ring (exo_waiter)
+ * for this record: called after the record is written, if it is worth a
+ * wake-up (worth) or needs one (urgent). The flag is read with an atomic
+ * add of zero (a full barrier after the record's commit) and taken with
+ * an exchange. The wake-up is a discarded 8-byte record (the reader skips
+ * it) committed with BPF_RB_FORCE_WAKEUP: the ring has no wake-up of its
+ * own. */
+static __always_inline void wake_waiter(int worth, int urgent)
+{
+	__u32 zero = 0;
+	__u64 *w = bpf_map_lookup_elem(&exo_waiter, &zero);
+	__u64 v;
+	void *p;
+
+	if (!w)
+		return;
+	v = __sync_fetch_and_add(w, 0);
+	if (v == EXO_WAIT_NONE || (v == EXO_WAIT_URGENT && !urgent) || (v == EXO_WAIT_WORTH && !worth && !urgent))
+		return;
+	if (!__sync_lock_test_and_set(w, EXO_WAIT_NONE))
+		return;
+	p = bpf_ringbuf_reserve(&exo_ring, 8, 0);
+	if (p)
+		bpf_ringbuf_discard(p, BPF_RB_FORCE_WAKEUP);
+}
+
 static __always_inline void count(__u32 slot)
 {
 	__u64 *c = bpf_map_lookup_elem(&exo_counters, &slot);
@@ -1093,7 +1141,6 @@ int exo_tok(struct xdp_md *ctx)
 	__u16 mflags = 0;
 	__u8 rflags = 0;
 	int record = 0, sent = 0, noroom = 0, txerr = 0, worth = 0;
-	__u64 wflags = 0;
 
 	if (!t || !rb || !s || !a || !q || !tailp)
 		return XDP_DROP; /* unreachable: array maps */
@@ -1277,19 +1324,11 @@ int exo_tok(struct xdp_md *ctx)
 	}
 done:
 	rec_qhead = s->qhead;
-	/* The record's wake-up (docs/token.md section 2): worth it (an
-	 * agreement of records, the slow path, a hand-off) wakes the control
-	 * plane, forcing it when records went up silently since; otherwise a
-	 * control plane that has caught up (nothing unread) is not woken. */
+	/* The record's wake-up (docs/token.md section 2): one worth it (an
+	 * agreement of records, the slow path, a hand-off) wakes a control
+	 * plane that waits (exo_waiter), after the record is written. */
 	if (rflags & EXO_REC_HALT)
 		worth = 1;
-	if (worth) {
-		wflags = s->silent ? BPF_RB_FORCE_WAKEUP : 0;
-		s->silent = 0;
-	} else if (avail == 0) {
-		wflags = BPF_RB_NO_WAKEUP;
-		s->silent = 1;
-	}
 	if (exo_bench_undo_accept)
 		bench_restore(s, &t->save);
 unlock:
@@ -1321,7 +1360,7 @@ unlock:
 	for (i = 0; i < sizeof(rb->h.reserved); i++)
 		rb->h.reserved[i] = 0;
 	rb->h.ktime = bpf_ktime_get_ns();
-	if (bpf_ringbuf_output(&exo_ring, rb, sizeof(struct exo_rec) + flen, wflags) < 0) {
+	if (bpf_ringbuf_output(&exo_ring, rb, sizeof(struct exo_rec) + flen, BPF_RB_NO_WAKEUP) < 0) {
 		bpf_spin_lock(&s->lock);
 		s->lost = 1;
 		s->halted = 1;
@@ -1329,6 +1368,10 @@ unlock:
 		count(EXO_COUNTER_LOST);
 		return XDP_DROP;
 	}
+	/* Urgent: the control plane must act (the slow path, a halt), or
+	 * read before the ring fills. */
+	if (worth || avail > size / 2)
+		wake_waiter(worth, reason != EXO_REASON_ACCEPT || (rflags & EXO_REC_HALT) || avail > size / 2);
 	if (exo_bench_undo_accept) {
 		/* The received frame again, for the next repeat. */
 		__u32 cur;
@@ -1406,7 +1449,6 @@ int exo_ctl(struct xdp_md *ctx)
 			s->idle_run = in->idle_run;
 			s->qhead = in->qhead;
 			s->tx_min = in->tx_min;
-			s->silent = 0;
 			s->payload_bits = ~0ULL; /* unknown: every agreement worth a wake-up */
 			c->result = EXO_CTL_ARMED;
 		}
