@@ -2,10 +2,12 @@ package client
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"sync"
 )
@@ -29,8 +31,15 @@ type Message struct {
 type Client struct {
 	conn net.Conn
 	r    *bufio.Reader
-	wmu  sync.Mutex
-	w    *bufio.Writer
+
+	// Requests are encoded into out under wmu; one writer at a time
+	// (flushing) writes it out, outside the lock, and goes on while
+	// others added more: concurrent publishes share a write.
+	wmu      sync.Mutex
+	out      *bytes.Buffer
+	spare    *bytes.Buffer
+	flushing bool
+	werr     error // the first write error: the connection is closed
 
 	mu      sync.Mutex
 	next    uint64
@@ -65,7 +74,7 @@ func Dial(ctx context.Context, socket string) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("connect to exo daemon at %s: %w (is the daemon running?)", socket, err)
 	}
-	cl := &Client{conn: c, r: bufio.NewReaderSize(c, 64<<10), w: bufio.NewWriterSize(c, 64<<10),
+	cl := &Client{conn: c, r: bufio.NewReaderSize(c, 64<<10), out: new(bytes.Buffer), spare: new(bytes.Buffer),
 		waiting: map[uint64]waiter{}, status: make(chan []byte, 1), done: make(chan struct{})}
 	go cl.readLoop()
 	return cl, nil
@@ -253,17 +262,18 @@ func (c *Client) request(ctx context.Context, typ byte, body []byte) error {
 // and returns the channel that receives its answer.
 func (c *Client) send(typ byte, body []byte) (<-chan Ack, error) {
 	ch := make(chan Ack, 1)
-	err := c.write(waiter{one: ch}, func(id uint64) error { return WriteFrame(c.w, typ, U64(id), body) })
+	err := c.write(waiter{one: ch}, func(w io.Writer, id uint64) error { return WriteFrame(w, typ, U64(id), body) })
 	if err != nil {
 		return nil, err
 	}
 	return ch, nil
 }
 
-// write registers w under a new request id and writes the request with
-// enc (under the write lock); a write error is w's answer. The error
-// returned is the connection's, if it failed before.
-func (c *Client) write(w waiter, enc func(id uint64) error) error {
+// write registers w under a new request id and sends the request enc
+// encodes; a write error is w's answer (and every other request's: the
+// connection is closed). The error returned is the connection's, if it
+// failed before.
+func (c *Client) write(w waiter, enc func(w io.Writer, id uint64) error) error {
 	c.mu.Lock()
 	if c.err != nil {
 		err := c.err
@@ -274,16 +284,51 @@ func (c *Client) write(w waiter, enc func(id uint64) error) error {
 	id := c.next
 	c.waiting[id] = w
 	c.mu.Unlock()
-	c.wmu.Lock()
-	err := enc(id)
-	if err == nil {
-		err = c.w.Flush()
-	}
-	c.wmu.Unlock()
-	if err != nil {
+	if err := c.send1(func(w io.Writer) error { return enc(w, id) }); err != nil {
 		c.finish(id, Ack{Err: err})
 	}
 	return nil
+}
+
+// send1 encodes a request with enc and writes it out: the caller that
+// finds no write under way writes, outside the lock, everything encoded
+// until none is left; the others return at once (their request goes in
+// that write). It returns the connection's write error, if any.
+func (c *Client) send1(enc func(w io.Writer) error) error {
+	c.wmu.Lock()
+	if c.werr != nil {
+		err := c.werr
+		c.wmu.Unlock()
+		return err
+	}
+	n := c.out.Len()
+	if err := enc(c.out); err != nil {
+		c.out.Truncate(n)
+		c.wmu.Unlock()
+		return err
+	}
+	if c.flushing {
+		c.wmu.Unlock()
+		return nil
+	}
+	c.flushing = true
+	for c.out.Len() > 0 && c.werr == nil {
+		b := c.out
+		c.out, c.spare = c.spare, nil
+		c.wmu.Unlock()
+		_, err := c.conn.Write(b.Bytes())
+		b.Reset()
+		c.wmu.Lock()
+		c.spare = b
+		if err != nil {
+			c.werr = fmt.Errorf("exo daemon connection: %w", err)
+			c.conn.Close() // the read loop fails every request waiting
+		}
+	}
+	c.flushing = false
+	err := c.werr
+	c.wmu.Unlock()
+	return err
 }
 
 // Ack is the outcome of an asynchronous publish.
@@ -309,7 +354,7 @@ func (c *Client) PublishBatchAsync(payloads [][]byte) (<-chan BatchAck, error) {
 		ch <- BatchAck{Acks: []Ack{}}
 		return ch, nil
 	}
-	err := c.write(waiter{batch: ch, n: len(payloads)}, func(id uint64) error { return WritePublishBatch(c.w, id, payloads) })
+	err := c.write(waiter{batch: ch, n: len(payloads)}, func(w io.Writer, id uint64) error { return WritePublishBatch(w, id, payloads) })
 	if err != nil {
 		return nil, err
 	}
@@ -357,13 +402,7 @@ func (c *Client) Status(ctx context.Context) (map[string]any, error) {
 
 // StatusRaw returns the daemon's status JSON.
 func (c *Client) StatusRaw(ctx context.Context) ([]byte, error) {
-	c.wmu.Lock()
-	err := WriteFrame(c.w, TypeStatus)
-	if err == nil {
-		err = c.w.Flush()
-	}
-	c.wmu.Unlock()
-	if err != nil {
+	if err := c.send1(func(w io.Writer) error { return WriteFrame(w, TypeStatus) }); err != nil {
 		return nil, err
 	}
 	select {

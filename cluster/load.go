@@ -112,38 +112,22 @@ func (c *Cluster) Publish(ctx context.Context, l Load) (LoadResult, error) {
 				publishBatches(ctx, cl, l, h, fail, agreed)
 				return
 			}
-			sem := make(chan struct{}, l.Window)
+			// Window publishers, each with one message in flight: at
+			// most Window in flight, as many goroutines (not one per
+			// message: the load's own cost counts in the machine's CPU
+			// per message).
+			var next atomic.Int64
 			var inner sync.WaitGroup
-			for k := 0; k < l.PerHost && ctx.Err() == nil; k++ {
-				sem <- struct{}{}
+			for range min(l.Window, l.PerHost) {
 				inner.Add(1)
 				go func() {
 					defer inner.Done()
-					defer func() { <-sem }()
-					p := Payload(l.Round, h, k, l.Size)
-					for attempt := 0; ctx.Err() == nil; attempt++ {
-						t0 := time.Now()
-						ch, err := cl.PublishAsync(p)
-						if err != nil {
-							fail(1, err)
+					for ctx.Err() == nil {
+						k := int(next.Add(1) - 1)
+						if k >= l.PerHost {
 							return
 						}
-						var a client.Ack
-						select {
-						case a = <-ch:
-						case <-ctx.Done():
-							return
-						}
-						if errors.Is(a.Err, client.ErrQueueFull) || errors.Is(a.Err, client.ErrDropped) {
-							time.Sleep(time.Duration(1+attempt%8) * time.Millisecond)
-							continue
-						}
-						if a.Err != nil {
-							fail(1, a.Err)
-							return
-						}
-						agreed(p, a.Pos, t0)
-						return
+						publishOne(ctx, cl, l, h, k, fail, agreed)
 					}
 				}()
 			}
@@ -250,3 +234,33 @@ func (c *Cluster) Collect(ctx context.Context, hosts []int, want int) ([][]clien
 }
 
 var errEnough = errors.New("enough")
+
+// publishOne publishes message k of host h and waits for its outcome,
+// publishing it again after "queue full" and "dropped".
+func publishOne(ctx context.Context, cl *client.Client, l Load, h, k int, fail func(int, error), agreed func([]byte, client.Position, time.Time)) {
+	p := Payload(l.Round, h, k, l.Size)
+	for attempt := 0; ctx.Err() == nil; attempt++ {
+		t0 := time.Now()
+		ch, err := cl.PublishAsync(p)
+		if err != nil {
+			fail(1, err)
+			return
+		}
+		var a client.Ack
+		select {
+		case a = <-ch:
+		case <-ctx.Done():
+			return
+		}
+		if errors.Is(a.Err, client.ErrQueueFull) || errors.Is(a.Err, client.ErrDropped) {
+			time.Sleep(time.Duration(1+attempt%8) * time.Millisecond)
+			continue
+		}
+		if a.Err != nil {
+			fail(1, a.Err)
+			return
+		}
+		agreed(p, a.Pos, t0)
+		return
+	}
+}
