@@ -6,11 +6,15 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/exo-rack/exo/lab"
 )
 
 // TestRackAttack: while hosts A, B and C publish, the namespaces of D and
@@ -41,6 +45,33 @@ func TestRackAttack(t *testing.T) {
 func TestRackAttackXDP(t *testing.T) {
 	requireXDP(t)
 	rackAttack(t, "xdp")
+}
+
+// TestRackAttackToken is TestRackAttack in token mode: the flood is
+// dropped by the program that also passes the token, and the logs of the
+// attacked rack must be identical (the checks of rackAttack).
+func TestRackAttackToken(t *testing.T) {
+	requireXDP(t)
+	rackAttack(t, "xdp-token")
+}
+
+// captureAtSwitch records up to 256 of the rack's frames (its idle token
+// passes) on the lab switch's bridge for 3 s (exo frame dump --write) and
+// returns the pcap's path.
+func captureAtSwitch(t *testing.T, ctx context.Context, r *lab.Rack) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "replay.pcap")
+	dump := exec.CommandContext(ctx, "ip", "netns", "exec", r.SwitchNetns, exoBin, "frame", "dump",
+		"--interface", r.Bridge, "--count", "256", "--duration", "3s", "--write", path)
+	var out bytes.Buffer
+	dump.Stdout, dump.Stderr = io.Discard, &out
+	if err := dump.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if err := dump.Wait(); err != nil {
+		t.Fatalf("capture at the switch: %v: %s", err, out.String())
+	}
+	return path
 }
 
 // injector is one `exo raw --mode inject` process in a host's namespace.
@@ -80,18 +111,28 @@ func rackAttack(t *testing.T, offload string) {
 	legit0 := float64(st0.Append) / before.Elapsed.Seconds()
 	perInjector := 10 * legit0 / 4 * 1.05
 	injs := []*injector{{kind: "replay", from: 3}, {kind: "forged-tag", from: 3}, {kind: "foreign-group", from: 4}, {kind: "forged-sender", from: 4}}
+	replayPcap := ""
+	if offload == "xdp-token" {
+		// A token-mode host's interface shows no Exo frame to its
+		// sockets (the program consumes them): the attacker replays
+		// frames captured at the switch (a mirror port).
+		replayPcap = captureAtSwitch(t, ctx, r)
+	}
 	for k, in := range injs {
 		args := []string{"raw", "--interface", r.Hosts[in.from].Ifname, "--mode", "inject", "--kind", in.kind,
 			"--count", "0", "--duration", "3m", "--rate", fmt.Sprintf("%.0f", perInjector)}
 		if in.kind == "forged-sender" {
 			args = append(args, "--key-file", c.keyPath())
 		}
+		if in.kind == "replay" && replayPcap != "" {
+			args = append(args, "--replay-pcap", replayPcap)
+		}
 		in.cmd = r.CommandContext(ctx, in.from, exoBin, args...)
 		in.cmd.Stdout, in.cmd.Stderr = &in.out, &in.err
 		if err := in.cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
-		if k == 0 {
+		if k == 0 && replayPcap == "" {
 			// The replayer captures the rack's own frames for 2 s
 			// (idle token passes) before the others start.
 			time.Sleep(2500 * time.Millisecond)

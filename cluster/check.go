@@ -16,13 +16,23 @@ import (
 // acknowledged position. It returns how many messages were delivered and
 // what was violated.
 func (c *Cluster) CheckAcked(ctx context.Context, acked map[string]client.Position) (int, []string) {
+	all := make([]int, len(c.Rack.Hosts))
+	for i := range all {
+		all[i] = i
+	}
+	return c.CheckAckedAt(ctx, all, acked)
+}
+
+// CheckAckedAt is CheckAcked on the hosts named (the members, when the
+// roster changed).
+func (c *Cluster) CheckAckedAt(ctx context.Context, hosts []int, acked map[string]client.Position) (int, []string) {
 	var last client.Position
 	for _, p := range acked {
 		if p.Seq > last.Seq || p.Seq == last.Seq && p.Index > last.Index {
 			last = p
 		}
 	}
-	n := len(c.Rack.Hosts)
+	n := len(hosts)
 	streams := make([][]client.Message, n)
 	errs := make([]error, n)
 	cctx, cancel := context.WithTimeout(ctx, 60*time.Second)
@@ -32,7 +42,7 @@ func (c *Cluster) CheckAcked(ctx context.Context, acked map[string]client.Positi
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[i] = client.Subscribe(cctx, c.Socket(i), 0, func(m client.Message) error {
+			errs[i] = client.Subscribe(cctx, c.Socket(hosts[i]), 0, func(m client.Message) error {
 				streams[i] = append(streams[i], m)
 				if m.Position == last {
 					return errEnough
@@ -45,7 +55,7 @@ func (c *Cluster) CheckAcked(ctx context.Context, acked map[string]client.Positi
 	var violations []string
 	for i, err := range errs {
 		if err != errEnough {
-			violations = append(violations, fmt.Sprintf("host %s: stream ended after %d messages: %v", c.Rack.Hosts[i].Name, len(streams[i]), err))
+			violations = append(violations, fmt.Sprintf("host %s: stream ended after %d messages: %v", c.Rack.Hosts[hosts[i]].Name, len(streams[i]), err))
 		}
 	}
 	if len(violations) > 0 {

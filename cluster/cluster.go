@@ -23,6 +23,8 @@ import (
 
 	"github.com/exo-rack/exo/client"
 	"github.com/exo-rack/exo/daemon"
+	"github.com/exo-rack/exo/daemon/host"
+	"github.com/exo-rack/exo/driver/xdp"
 	"github.com/exo-rack/exo/lab"
 )
 
@@ -81,6 +83,9 @@ func Start(ctx context.Context, rack *lab.Rack, opt Options) (*Cluster, error) {
 		if err := c.writeConfig(i); err != nil {
 			return nil, err
 		}
+	}
+	if err := c.mountBPF(); err != nil {
+		return nil, err
 	}
 	for i := range rack.Hosts {
 		if err := c.StartHost(ctx, i, false); err != nil {
@@ -254,6 +259,9 @@ func (c *Cluster) Stop() error {
 			}
 		}
 	}
+	if err := c.removePins(); err != nil && first == nil {
+		first = err
+	}
 	if first == nil {
 		ev, err := c.SafetyEvents()
 		switch {
@@ -264,6 +272,55 @@ func (c *Cluster) Stop() error {
 		}
 	}
 	return first
+}
+
+// mountBPF mounts a bpffs on the bpf_dir of the hosts in token mode with a
+// durable log, before their daemons start: each daemon runs in a mount
+// namespace of its own (ip netns exec), where a bpffs it mounted goes
+// with it, and with it the records a killed daemon left to its restart.
+func (c *Cluster) mountBPF() error {
+	for i := range c.Rack.Hosts {
+		cfg, err := c.Config(i)
+		if err != nil {
+			return err
+		}
+		if !cfg.Token() || cfg.DataDir == "" {
+			continue
+		}
+		dir := cfg.BPFDir
+		if dir == "" {
+			dir = daemon.DefaultBPFDir
+		}
+		if _, err := xdp.MountBPF(dir); err != nil {
+			return fmt.Errorf("cluster: token mode: %w", err)
+		}
+	}
+	return nil
+}
+
+// removePins removes the maps the daemons in token mode pinned (Stop): a
+// daemon stopped cleanly unpins them itself, one killed for good does not.
+func (c *Cluster) removePins() error {
+	for i := range c.Rack.Hosts {
+		cfg, err := c.Config(i)
+		if err != nil {
+			return err
+		}
+		if !cfg.Token() || cfg.DataDir == "" {
+			continue
+		}
+		if cfg.BPFDir == "" {
+			cfg.BPFDir = daemon.DefaultBPFDir
+		}
+		dir, err := host.PinDir(&cfg)
+		if err != nil {
+			return err
+		}
+		if err := xdp.RemovePins(dir); err != nil {
+			return fmt.Errorf("cluster: %s: %w", c.Rack.Hosts[i].Name, err)
+		}
+	}
+	return nil
 }
 
 // Status returns host i's status.

@@ -20,6 +20,16 @@ func TestRackSeedPartitionXDP(t *testing.T) {
 	seedPartition(t, "xdp")
 }
 
+// TestRackSeedPartitionToken is TestRackSeedPartition in token mode
+// (xdp_token on: the XDP programs pass the token and send the hosts'
+// frames): the cut comes while the fast paths run, the minority's fast
+// paths hand their frames up (a gap, then silence), the heal goes through
+// the control planes.
+func TestRackSeedPartitionToken(t *testing.T) {
+	requireXDP(t)
+	seedPartition(t, "xdp-token")
+}
+
 // TestRackSeedPartitionAFXDP is TestRackSeedPartition with offload "xdp"
 // and AF_XDP delivery.
 func TestRackSeedPartitionAFXDP(t *testing.T) {

@@ -196,7 +196,7 @@ func (c *Config) defaults() {
 		c.Procs = 1
 	}
 	if c.BPFDir == "" {
-		c.BPFDir = "/run/exo/bpf"
+		c.BPFDir = DefaultBPFDir
 	}
 	if c.Offload == "" {
 		c.Offload = "software"
@@ -436,3 +436,9 @@ func readKey(path, field string) ([]byte, error) {
 	}
 	return key, nil
 }
+
+// DefaultBPFDir is bpf_dir's default: where token mode pins its maps. A
+// bpffs mounted there before the daemons start (exo lab up, the cluster
+// runner) outlives a daemon's own mount namespace (ip netns exec), so a
+// killed daemon's records reach its restart.
+const DefaultBPFDir = "/run/exo/bpf"

@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/exo-rack/exo/driver/xdp"
 	"github.com/exo-rack/exo/exo"
 )
 
@@ -71,6 +72,11 @@ type Options struct {
 	Subnet netip.Prefix
 	// Force removes a rack with the same prefix first instead of refusing.
 	Force bool
+	// BPFDir, if set, gets a bpffs mounted on it (unless it is one): the
+	// daemons' bpf_dir in token mode, mounted here, in the mount
+	// namespace the hosts' commands start from, so that the maps a killed
+	// daemon pinned outlive the namespace ip netns exec gave it.
+	BPFDir string
 }
 
 // Host is one host of the rack.
@@ -277,6 +283,12 @@ func Up(ctx context.Context, opts Options) (*Rack, error) {
 		if err := down(ctx, opts.Prefix); err != nil {
 			l.release()
 			return nil, fmt.Errorf("lab up --force: removing the old rack: %w", err)
+		}
+	}
+	if opts.BPFDir != "" {
+		if _, err := xdp.MountBPF(opts.BPFDir); err != nil {
+			l.release()
+			return nil, fmt.Errorf("lab up: %w", err)
 		}
 	}
 	r := newRack(opts.Prefix, opts.Hosts, opts.MTU, opts.Subnet)

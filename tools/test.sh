@@ -72,6 +72,7 @@ go build -o bin/exo ./cmd/exo
 ./bin/exo sim --hosts 3,5 --seeds 200 --key-rotations 0.02 --roster-changes 0.02   # both at once
 ./bin/exo sim --hosts 3,4,5,7 --seeds 300 --token   # the token in a fast path (xdp_token's rule and control plane), records read late
 ./bin/exo sim --hosts 3,5 --seeds 200 --token --roster-changes 0.02 --key-rotations 0.02
+./bin/exo sim --hosts 5 --seeds 200 --token --idle-rotations 32 --idle-backoff 256   # the daemon's timings in token mode
 
 if [ "$(id -u)" = 0 ]; then
   step "demo on a 5-host lab rack"

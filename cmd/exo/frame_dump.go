@@ -297,6 +297,7 @@ type frameDumpOptions struct {
 	JSON      bool
 	Count     int
 	Duration  time.Duration
+	Write     string // a pcap file the frames shown are written to
 	Out       io.Writer
 	Err       io.Writer
 
@@ -316,10 +317,17 @@ seq, sender, epoch, group, history, flags, records. --json prints one object
 per frame with every field (records as base64, and as text when printable).
 A malformed frame is shown with its reason code (MALFORMED, BAD_PAYLOAD, ...)
 and every field it holds, never skipped. With a filter, a frame too short to
-hold the filtered field is still shown.`,
+hold the filtered field is still shown. --write also writes the frames
+shown to a pcap file (live, a frame's destination is written as broadcast:
+the socket does not give it), e.g. to replay them later (exo frame
+replay). In token mode (xdp_token) a host's own interface shows no Exo
+frame: the XDP program consumes them before any socket; capture at the
+switch (a mirror port; on the lab rack, the bridge in its switch
+namespace).`,
 		Example: `  exo frame dump --pcap run.pcap
   exo frame dump --pcap run.pcapng --json --sender E --seq-min 100 --seq-max 200
-  sudo exo lab exec A -- exo frame dump --interface exo0 --count 10`,
+  sudo exo lab exec A -- exo frame dump --interface exo0 --count 10
+  sudo ip netns exec exo-sw exo frame dump --interface br0 --duration 5s --write rack.pcap`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Out, o.Err = cmd.OutOrStdout(), cmd.ErrOrStderr()
 			if !cmd.Flags().Changed("group") {
@@ -341,6 +349,7 @@ hold the filtered field is still shown.`,
 	f.BoolVar(&o.JSON, "json", false, "one JSON object per frame")
 	f.IntVar(&o.Count, "count", 0, "stop after this many frames shown (0 = all, or until interrupted)")
 	f.DurationVar(&o.Duration, "duration", 0, "live: stop after this long (0 = until interrupted or --count)")
+	f.StringVar(&o.Write, "write", "", "also write the frames shown to this pcap file")
 	return cmd
 }
 
@@ -389,7 +398,7 @@ type frameDumpStats struct {
 	Exo, Shown, Malformed, Other int
 }
 
-func runFrameDump(ctx context.Context, o *frameDumpOptions) error {
+func runFrameDump(ctx context.Context, o *frameDumpOptions) (rerr error) {
 	if err := o.validate(); err != nil {
 		return err
 	}
@@ -400,6 +409,20 @@ func runFrameDump(ctx context.Context, o *frameDumpOptions) error {
 	defer w.Flush()
 	enc := json.NewEncoder(w)
 	var st frameDumpStats
+	var pw *frameCapWriter
+	if o.Write != "" {
+		var err error
+		if pw, err = newFrameCapWriter(o.Write); err != nil {
+			return frameFailed(err)
+		}
+		defer func() {
+			if err := pw.Close(); err != nil && rerr == nil {
+				rerr = frameFailed(err)
+			}
+		}()
+	}
+	// eth is the Ethernet frame of the frame being emitted (for --write).
+	var eth []byte
 	// emit prints d if it matches; it reports whether to stop.
 	emit := func(d *frameDumpFrame) (bool, error) {
 		st.Exo++
@@ -411,6 +434,11 @@ func runFrameDump(ctx context.Context, o *frameDumpOptions) error {
 			return false, nil
 		}
 		st.Shown++
+		if pw != nil {
+			if err := pw.Write(time.Now(), eth); err != nil {
+				return true, err
+			}
+		}
 		if o.JSON {
 			if err := enc.Encode(d); err != nil {
 				return true, err
@@ -438,6 +466,7 @@ func runFrameDump(ctx context.Context, o *frameDumpOptions) error {
 				d.VLAN = framePtr(vlan)
 			}
 			d.CaptureCut = p.OrigLen > len(p.Data)
+			eth = p.Data
 			stop, err := emit(&d)
 			if err != nil {
 				return frameFailed(err)
@@ -487,6 +516,9 @@ func runFrameDump(ctx context.Context, o *frameDumpOptions) error {
 		for _, m := range ms[:n] {
 			d := frameDecode(m.Buf[:m.N])
 			d.Time, d.Src, d.CaptureCut = now, m.Src.String(), m.Truncated
+			if pw != nil {
+				eth = frameEth(frameBroadcastMAC, m.Src, m.Buf[:m.N])
+			}
 			stop, err := emit(&d)
 			if err != nil {
 				return frameFailed(err)

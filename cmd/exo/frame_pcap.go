@@ -162,3 +162,47 @@ func frameExoPayload(data []byte) (payload []byte, dst, src net.HardwareAddr, vl
 	}
 	return data[off:], dst, src, vlan, true
 }
+
+// frameBroadcastMAC is the destination of every Exo frame.
+var frameBroadcastMAC = net.HardwareAddr{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}
+
+// frameCapWriter writes Ethernet frames to a pcap file as they come.
+type frameCapWriter struct {
+	f *os.File
+	b *bufio.Writer
+	w *pcapgo.Writer
+}
+
+func newFrameCapWriter(path string) (*frameCapWriter, error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("--write: %w", err)
+	}
+	b := bufio.NewWriter(f)
+	w := pcapgo.NewWriter(b)
+	if err := w.WriteFileHeader(frameSnaplen, layers.LinkTypeEthernet); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("--write %s: %w", path, err)
+	}
+	return &frameCapWriter{f: f, b: b, w: w}, nil
+}
+
+// Write adds one frame captured at t.
+func (c *frameCapWriter) Write(t time.Time, eth []byte) error {
+	if err := c.w.WritePacket(gopacket.CaptureInfo{Timestamp: t, CaptureLength: len(eth), Length: len(eth)}, eth); err != nil {
+		return fmt.Errorf("--write %s: %w", c.f.Name(), err)
+	}
+	return nil
+}
+
+// Close flushes and closes the file.
+func (c *frameCapWriter) Close() error {
+	err := c.b.Flush()
+	if cerr := c.f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("--write %s: %w", c.f.Name(), err)
+	}
+	return nil
+}

@@ -410,6 +410,36 @@ func TestFramePcapng(t *testing.T) {
 	if n := strings.Count(out.String(), "\n"); n != 2 || !strings.Contains(out.String(), `"seq":6`) || !strings.Contains(out.String(), `"time":"2025-01-01T00:00:02Z"`) {
 		t.Fatalf("pcapng dump with filters: %s", out.String())
 	}
+
+	// --write: the frames shown, byte for byte, in a pcap a dump reads
+	// back (and a replay sends: exo raw --replay-pcap).
+	all, err := frameReadCapture(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wrote := filepath.Join(t.TempDir(), "shown.pcap")
+	do = &frameDumpOptions{Pcap: path, Group: 9, SeqMin: 6, SeqMax: ^uint64(0), Write: wrote, Out: &bytes.Buffer{}, Err: &bytes.Buffer{}}
+	if err := runFrameDump(context.Background(), do); err != nil {
+		t.Fatal(err)
+	}
+	back, err := frameReadCapture(wrote)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(all) != 3 || len(back) != 2 || !bytes.Equal(back[0].Data, all[1].Data) || !bytes.Equal(back[1].Data, all[2].Data) {
+		t.Fatalf("--write: %d frames written of %d, want seq 6 and 7 byte for byte", len(back), len(all))
+	}
+	replay, err := loadReplay(wrote)
+	if err != nil || len(replay) != 2 || !bytes.Equal(replay[0], all[1].Data) {
+		t.Fatalf("loadReplay: %d frames, %v", len(replay), err)
+	}
+	if _, err := loadReplay(filepath.Join(t.TempDir(), "none.pcap")); err == nil {
+		t.Error("loadReplay of a missing file: no error")
+	}
+	do.Write = filepath.Join(t.TempDir(), "no", "such", "dir.pcap")
+	if err := runFrameDump(context.Background(), do); err == nil {
+		t.Error("--write into a missing directory: no error")
+	}
 }
 
 // memListen returns a listen hook attaching to a memory network.

@@ -16,6 +16,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/exo-rack/exo/daemon"
 	"github.com/exo-rack/exo/lab"
 )
 
@@ -308,7 +309,7 @@ func runLab(ctx context.Context, o *labOptions) error {
 	}
 	if o.Action == "up" {
 		start := time.Now()
-		r, err := lab.Up(ctx, lab.Options{Prefix: o.Prefix, Hosts: o.Hosts, MTU: o.MTU, Force: o.Force})
+		r, err := lab.Up(ctx, lab.Options{Prefix: o.Prefix, Hosts: o.Hosts, MTU: o.MTU, Force: o.Force, BPFDir: daemon.DefaultBPFDir})
 		if err != nil {
 			return err
 		}

@@ -41,7 +41,7 @@ type rawResult struct {
 // newRawCmd is the raw-frame baseline and injector used by exo bench and
 // the tests: it runs inside a lab host's namespace.
 func newRawCmd() *cobra.Command {
-	var iface, mode, kind, keyFile string
+	var iface, mode, kind, keyFile, replayPcap string
 	var count int
 	var dur time.Duration
 	var rate float64
@@ -58,7 +58,10 @@ func newRawCmd() *cobra.Command {
   --mode inject  send --count bad frames of --kind: garbage, foreign-group, truncated,
                  bad-version, forged-sender (a roster id from a foreign MAC),
                  forged-tag (our group, a made-up tag), replay (capture up to
-                 256 frames of the rack for 2 s, then send them again)
+                 256 frames of the rack for 2 s, then send them again; or
+                 send those of --replay-pcap: in token mode the host's own
+                 interface shows none, they are consumed in XDP, so capture
+                 them at the switch: exo frame dump --write)
   flood and inject with --count 0 send for --duration instead`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			conn, err := broadcast.Listen(iface, broadcast.Options{ReadBuffer: 8 << 20})
@@ -75,7 +78,13 @@ func newRawCmd() *cobra.Command {
 				k := daemon.FrameKey(group)
 				key = &k
 			}
-			res, err := runRaw(cmd.Context(), conn, iface, mode, kind, key, count, size, dur, rate)
+			var replay [][]byte
+			if replayPcap != "" {
+				if replay, err = loadReplay(replayPcap); err != nil {
+					return err
+				}
+			}
+			res, err := runRaw(cmd.Context(), conn, iface, mode, kind, key, replay, count, size, dur, rate)
 			if err != nil {
 				return err
 			}
@@ -86,6 +95,7 @@ func newRawCmd() *cobra.Command {
 	cmd.Flags().StringVar(&mode, "mode", "", "echo, ping, sink, flood or inject")
 	cmd.Flags().StringVar(&kind, "kind", "garbage", "inject: kind of bad frame")
 	cmd.Flags().Float64Var(&rate, "rate", 0, "flood/inject: frames per second (0: as fast as one thread can)")
+	cmd.Flags().StringVar(&replayPcap, "replay-pcap", "", "inject --kind replay: send the Exo frames of this pcap/pcapng file (with their source MACs) instead of capturing")
 	cmd.Flags().StringVar(&keyFile, "key-file", "", "inject: the group key file; forged-sender frames then carry a valid tag (an insider with the key on a foreign MAC)")
 	cmd.Flags().IntVar(&count, "count", 10000, "frames to send")
 	cmd.Flags().IntVar(&size, "size", 64, "payload bytes")
@@ -100,7 +110,7 @@ func rawFrame(seq uint64, size int) []byte {
 	return b
 }
 
-func runRaw(ctx context.Context, conn broadcast.Conn, ifname, mode, kind string, key *[exo.TagKeyLen]byte, count, size int, dur time.Duration, rate float64) (rawResult, error) {
+func runRaw(ctx context.Context, conn broadcast.Conn, ifname, mode, kind string, key *[exo.TagKeyLen]byte, replay [][]byte, count, size int, dur time.Duration, rate float64) (rawResult, error) {
 	res := rawResult{Mode: mode}
 	buf := make([]byte, conn.MTU()+64)
 	start := time.Now()
@@ -176,12 +186,13 @@ func runRaw(ctx context.Context, conn broadcast.Conn, ifname, mode, kind string,
 		res.Seconds = time.Since(start).Seconds()
 	case "flood", "inject":
 		rng := rand.New(rand.NewPCG(1, 2))
-		var replay [][]byte
 		var spoof *packet.Conn
 		if mode == "inject" && kind == "replay" {
 			var err error
-			if replay, err = captureFrames(ctx, conn, 256, 2*time.Second); err != nil {
-				return res, err
+			if len(replay) == 0 {
+				if replay, err = captureFrames(ctx, conn, 256, 2*time.Second); err != nil {
+					return res, err
+				}
 			}
 			// Replays go out with their original source MAC (a raw
 			// socket writes the whole Ethernet header), as an attacker
@@ -276,6 +287,28 @@ func captureFrames(ctx context.Context, conn broadcast.Conn, max int, d time.Dur
 	}
 	if len(out) == 0 {
 		return nil, fmt.Errorf("replay: no Exo frame seen on the interface in %v to replay", d)
+	}
+	return out, nil
+}
+
+// loadReplay returns the Exo frames of a capture file (not the baseline's
+// group), whole Ethernet frames with their source MACs, for a replay.
+func loadReplay(path string) ([][]byte, error) {
+	pkts, err := frameReadCapture(path)
+	if err != nil {
+		return nil, fmt.Errorf("--replay-pcap: %w", err)
+	}
+	var out [][]byte
+	var f exo.Frame
+	for _, p := range pkts {
+		payload, _, _, vlan, ok := frameExoPayload(p.Data)
+		if !ok || vlan >= 0 || f.UnmarshalBinary(payload) != nil || f.Group == rawGroup {
+			continue
+		}
+		out = append(out, p.Data)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("--replay-pcap %s: no Exo frame to replay (%d packets)", path, len(pkts))
 	}
 	return out, nil
 }

@@ -28,7 +28,7 @@ func setupToken(cfg *daemon.Config, d *daemon.Daemon, log *slog.Logger) (daemon.
 	pins := ""
 	if cfg.DataDir != "" {
 		var err error
-		if pins, err = pinDir(cfg); err != nil {
+		if pins, err = PinDir(cfg); err != nil {
 			return nil, nil, err
 		}
 		mounted, err := xdp.MountBPF(cfg.BPFDir)
@@ -96,9 +96,11 @@ func setupToken(cfg *daemon.Config, d *daemon.Daemon, log *slog.Logger) (daemon.
 	}, nil
 }
 
-// pinDir is where token mode pins its maps: one directory per durable log
+// PinDir is where token mode pins its maps: one directory per durable log
 // (a hash of data_dir's absolute path) under bpf_dir.
-func pinDir(cfg *daemon.Config) (string, error) {
+// A runner that kills a daemon for good removes it (xdp.RemovePins): the
+// pinned ring keeps its memory until then.
+func PinDir(cfg *daemon.Config) (string, error) {
 	abs, err := filepath.Abs(cfg.DataDir)
 	if err != nil {
 		return "", fmt.Errorf("xdp_token: data_dir: %w", err)
