@@ -48,8 +48,12 @@ type Config struct {
 	// least 16 bytes.
 	Key          []byte
 	DialTimeout  time.Duration // default 1s
-	WriteTimeout time.Duration // default 2s
-	Logger       *slog.Logger
+	WriteTimeout time.Duration // default 2s, for each MiB of a message
+	// BodyTimeout bounds the read of each MiB of a message once its
+	// length has arrived (default 5s): a peer that stalls in the middle
+	// of a message is cut off.
+	BodyTimeout time.Duration
+	Logger      *slog.Logger
 }
 
 // Stats counts what a Transport did.
@@ -162,6 +166,9 @@ func New(cfg Config) (*Transport, error) {
 	}
 	if cfg.WriteTimeout == 0 {
 		cfg.WriteTimeout = 2 * time.Second
+	}
+	if cfg.BodyTimeout == 0 {
+		cfg.BodyTimeout = 5 * time.Second
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
@@ -303,12 +310,8 @@ func (t *Transport) serve(ctx context.Context, c net.Conn) error {
 // ErrTooLarge is returned for a frame above Config.MaxMessage.
 var ErrTooLarge = errors.New("oob: message too large")
 
-// bodyTimeout bounds the read of one message once its length has arrived:
-// a peer that stalls in the middle of a message is cut off.
-const bodyTimeout = 5 * time.Second
-
-// readFrame reads one frame; with c set, the body must arrive within
-// bodyTimeout (an idle connection between messages is fine).
+// readFrame reads one frame; with c set, each MiB of the body must arrive
+// within Config.BodyTimeout (an idle connection between messages is fine).
 func (t *Transport) readFrame(r *bufio.Reader, c net.Conn, v any) error {
 	var hdr [4]byte
 	if _, err := io.ReadFull(r, hdr[:]); err != nil {
@@ -324,19 +327,55 @@ func (t *Transport) readFrame(r *bufio.Reader, c net.Conn, v any) error {
 	if int64(n) > limit {
 		return fmt.Errorf("%w: %d bytes", ErrTooLarge, n)
 	}
+	buf := make([]byte, n)
 	if c != nil {
-		c.SetReadDeadline(time.Now().Add(bodyTimeout))
 		defer c.SetReadDeadline(time.Time{})
 	}
-	buf := make([]byte, n)
-	if _, err := io.ReadFull(r, buf); err != nil {
-		return fmt.Errorf("reading a %d-byte message: %w", n, err)
+	// In chunks, each within BodyTimeout: a large message (a log for a
+	// host far behind) may take longer than that as a whole on a busy
+	// machine, but it must keep coming.
+	for off := 0; off < len(buf); {
+		end := min(off+progressChunk, len(buf))
+		if c != nil {
+			c.SetReadDeadline(time.Now().Add(t.cfg.BodyTimeout))
+		}
+		if _, err := io.ReadFull(r, buf[off:end]); err != nil {
+			return fmt.Errorf("reading a %d-byte message (%d bytes in): %w", n, off, err)
+		}
+		off = end
 	}
 	t.bytesIn.Add(uint64(n) + 4)
 	if err := decodeBody(buf, v); err != nil {
 		return fmt.Errorf("oob: decode: %w", err)
 	}
 	return nil
+}
+
+// progressChunk is the part of a message that must go through within one
+// timeout: the deadlines of a large message's read and write move on with
+// each chunk.
+const progressChunk = 1 << 20
+
+// progressWriter writes to c in chunks of at most progressChunk bytes, each
+// within timeout (a peer that stops reading is cut off; one that reads a
+// large message slowly is not).
+type progressWriter struct {
+	c       net.Conn
+	timeout time.Duration
+}
+
+func (p *progressWriter) Write(b []byte) (int, error) {
+	n := 0
+	for n < len(b) {
+		end := min(n+progressChunk, len(b))
+		p.c.SetWriteDeadline(time.Now().Add(p.timeout))
+		k, err := p.c.Write(b[n:end])
+		n += k
+		if err != nil {
+			return n, err
+		}
+	}
+	return n, nil
 }
 
 // maxHandshakeFrame bounds a hello or an auth frame's body (the largest
@@ -492,7 +531,7 @@ func (t *Transport) sender(ctx context.Context, p *peer) {
 					break
 				}
 				backoff = 20 * time.Millisecond
-				c, w = conn, bufio.NewWriter(conn)
+				c, w = conn, bufio.NewWriter(&progressWriter{c: conn, timeout: t.cfg.WriteTimeout})
 			}
 			b, err := encodeFrame(&m)
 			if err != nil {
@@ -504,7 +543,6 @@ func (t *Transport) sender(ctx context.Context, p *peer) {
 				t.dropped.Add(1)
 				break
 			}
-			c.SetWriteDeadline(time.Now().Add(t.cfg.WriteTimeout))
 			_, err = w.Write(b)
 			// Coalesce whatever else is queued into one flush.
 			for err == nil && len(p.q) > 0 {

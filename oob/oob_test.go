@@ -1,6 +1,7 @@
 package oob
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"net"
@@ -155,7 +156,61 @@ func TestSlowPeerCutOff(t *testing.T) {
 		t.Fatal("a stalled peer got an answer")
 	}
 	if d := time.Since(start); d > 12*time.Second {
-		t.Fatalf("cut off after %v, want about %v", d, bodyTimeout)
+		t.Fatalf("cut off after %v, want about %v", d, a.cfg.BodyTimeout)
+	}
+}
+
+// TestLargeMessageKeepsComing: a message longer than one body deadline
+// can carry (a log for a host far behind, on a busy machine) is read as
+// long as each MiB comes within it; one that stops coming is cut off.
+func TestLargeMessageKeepsComing(t *testing.T) {
+	tr := &Transport{cfg: Config{MaxMessage: 64 << 20, BodyTimeout: 300 * time.Millisecond}}
+	want := exo.Message{Type: exo.MsgFetchResp, From: 3, To: 1, Epoch: 9}
+	for i := range 50000 {
+		want.Entries = append(want.Entries, exo.Entry{Seq: uint64(i), Sender: uint8(i % 5), History: []uint8{1, 2}, Count: 1, Payload: make([]byte, 64)})
+	}
+	frame, err := encodeFrame(&want)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(frame) < 3*progressChunk {
+		t.Fatalf("the message is %d bytes: want at least 3 chunks", len(frame))
+	}
+	send := func(stallAt int) (exo.Message, error) {
+		r, w := net.Pipe()
+		defer r.Close()
+		go func() {
+			defer w.Close()
+			for off := 0; off < len(frame); {
+				end := min(off+progressChunk/2, len(frame))
+				if off >= stallAt {
+					time.Sleep(time.Second) // stalls past the body deadline
+					return
+				}
+				if _, err := w.Write(frame[off:end]); err != nil {
+					return
+				}
+				off = end
+				time.Sleep(100 * time.Millisecond) // the whole is slower than one deadline
+			}
+		}()
+		var got exo.Message
+		err := tr.readFrame(bufio.NewReader(r), r, &got)
+		return got, err
+	}
+	start := time.Now()
+	got, err := send(len(frame))
+	if err != nil {
+		t.Fatalf("a %d-byte message read slowly: %v", len(frame), err)
+	}
+	if took := time.Since(start); took < 2*tr.cfg.BodyTimeout {
+		t.Fatalf("took %v: the test wants a read longer than the body deadline", took)
+	}
+	if len(got.Entries) != len(want.Entries) || got.Entries[49999].Seq != 49999 {
+		t.Fatalf("got %d entries", len(got.Entries))
+	}
+	if _, err := send(progressChunk + progressChunk/2); err == nil {
+		t.Fatal("a message that stopped coming was read")
 	}
 }
 
