@@ -110,18 +110,14 @@ func TestRack100kAFXDP(t *testing.T) {
 	rack100k(t, "xdp-afxdp")
 }
 
-// withOffload is a config hook that sets the offload mode; "xdp-afxdp" is
-// offload "xdp" with xdp_delivery "afxdp".
+// withOffload is WithOffload for a mode the test names (a bad one fails
+// the build of the hook: a panic).
 func withOffload(mode string) func(*daemon.Config) {
-	return func(c *daemon.Config) {
-		c.Offload = mode
-		switch mode {
-		case "xdp-afxdp":
-			c.Offload, c.XDPDelivery = "xdp", "afxdp"
-		case "xdp-token":
-			c.Offload, c.XDPToken = "xdp", "on"
-		}
+	h, err := WithOffload(mode)
+	if err != nil {
+		panic(err)
 	}
+	return h
 }
 
 // requireXDP skips, saying why, when this kernel cannot load the XDP

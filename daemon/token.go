@@ -281,10 +281,15 @@ type TokenStatus struct {
 	// the core, an OOB message, a roster or key request, a proposal on an
 	// idle rack, the log leaving the plain case.
 	QuiesceWhy map[string]uint64 `json:"quiesces_of_a_running_fast_path"`
-	Fenced     uint64            `json:"unlogged_sends"`
-	IsFenced   bool              `json:"fenced"`
-	Kernel     map[string]uint64 `json:"fast_path_counters,omitempty"`
-	Err        string            `json:"counters_error,omitempty"`
+	// Unlogged: frames the fast path sent for this host that the log
+	// could not take, past an effective roster change as a rule (no core
+	// appends them: harmless). Fenced: those among them with the core not
+	// halted, a fault that fenced the host (never expected).
+	Unlogged uint64            `json:"unlogged_sends"`
+	Fenced   uint64            `json:"unlogged_sends_fenced"`
+	IsFenced bool              `json:"fenced"`
+	Kernel   map[string]uint64 `json:"fast_path_counters,omitempty"`
+	Err      string            `json:"counters_error,omitempty"`
 }
 
 func (d *Daemon) tokenStatusLocked() *TokenStatus {
@@ -294,7 +299,7 @@ func (d *Daemon) tokenStatusLocked() *TokenStatus {
 	st := d.tok.Stats()
 	s := &TokenStatus{Armed: d.tok.Armed(), Records: st.Records, Fast: st.Fast, Sent: st.Sent, Popped: st.Popped,
 		Handoffs: st.Handoffs, Halts: st.Halts, Quiesces: st.Quiesces, Arms: st.Arms, Misses: st.ArmMisses,
-		Desyncs: st.Desyncs, Fenced: st.Fenced, IsFenced: d.node.Fenced(), QuiesceWhy: map[string]uint64{}}
+		Desyncs: st.Desyncs, Unlogged: st.Unlogged, Fenced: st.Fenced, IsFenced: d.node.Fenced(), QuiesceWhy: map[string]uint64{}}
 	for k, v := range d.quiesceWhy {
 		s.QuiesceWhy[k] = v
 	}

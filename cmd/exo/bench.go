@@ -64,7 +64,7 @@ type benchOptions struct {
 }
 
 // benchModes are the modes --offload accepts.
-var benchModes = []string{"software", "software-block", "software-busy", "software-allprocs", "xdp", "xdp-native", "xdp-generic", "xdp-afxdp", "xdp-token", "fpga-sim"}
+var benchModes = cluster.OffloadModes
 
 // agreementFigures are the daemon measurements of one offload mode.
 type agreementFigures struct {
@@ -468,30 +468,13 @@ func benchAgreement(ctx context.Context, o *benchOptions, mode, prefix string,
 	run func(string, func(*daemon.Config), func(*cluster.Cluster) error) error,
 	all []int, say func(string, ...any)) (agreementFigures, error) {
 	fig := agreementFigures{Offload: mode}
-	withMode := func(edit func(*daemon.Config)) func(*daemon.Config) {
-		return func(c *daemon.Config) {
-			c.Offload = mode
-			switch mode { // the XDP program in a given attach mode
-			case "xdp-native":
-				c.Offload, c.XDPMode = "xdp", "native"
-			case "xdp-generic":
-				c.Offload, c.XDPMode = "xdp", "generic"
-			case "xdp-token":
-				c.Offload, c.XDPToken = "xdp", "on"
-			case "xdp-afxdp":
-				c.Offload, c.XDPDelivery = "xdp", "afxdp"
-			case "software-block", "software-busy": // the software path, another rx_poll
-				c.Offload, c.RxPoll = "software", strings.TrimPrefix(mode, "software-")
-			case "software-allprocs": // the software path, GOMAXPROCS = every CPU
-				c.Offload, c.Procs = "software", -1
-			}
-			if edit != nil {
-				edit(c)
-			}
-		}
+	setMode, err := cluster.WithOffload(mode)
+	if err != nil {
+		return fig, err
 	}
+	withMode := func(edit func(*daemon.Config)) func(*daemon.Config) { return cluster.Hooks(setMode, edit) }
 	say("== agreement, %d hosts, 64-byte messages, offload %s, MTU %d", len(all), mode, o.MTU)
-	err := run(prefix+mode+"-latency", withMode(nil), func(c *cluster.Cluster) error {
+	err = run(prefix+mode+"-latency", withMode(nil), func(c *cluster.Cluster) error {
 		if o.Idle > 0 {
 			// The rack idle: it settles into its back-off, then every
 			// daemon's CPU time over o.Idle.

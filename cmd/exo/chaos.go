@@ -5,11 +5,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/exo-rack/exo/cluster"
+	"github.com/exo-rack/exo/daemon"
 	"github.com/exo-rack/exo/lab"
 )
 
@@ -17,7 +19,7 @@ func newChaosCmd() *cobra.Command {
 	var hosts, wipes int
 	var dur, every, catchUp time.Duration
 	var seed uint64
-	var prefix, out string
+	var prefix, out, offload string
 	var jsonOut bool
 	cmd := &cobra.Command{
 		Use:   "chaos",
@@ -42,7 +44,8 @@ prints a report (--json: as JSON), writes the JSON one to --out, and exits 1
 on any violation. Needs root.`,
 		Example: `  sudo exo lab chaos --hosts 7 --duration 5m --seed 1
   sudo exo lab chaos --duration 30s --seed 7 --out /tmp/chaos.json
-  sudo exo lab chaos --hosts 7 --duration 1m --wipes 1   # a lost disk too (short logs: see docs/recovery.md)`,
+  sudo exo lab chaos --hosts 7 --duration 1m --wipes 1   # a lost disk too (short logs: see docs/recovery.md)
+  sudo exo lab chaos --duration 5m --offload xdp-token  # the token in the kernel`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := lab.CheckRoot(); err != nil {
 				return &exitError{code: 2, err: fmt.Errorf("exo lab chaos needs root: run with sudo")}
@@ -57,8 +60,12 @@ on any violation. Needs root.`,
 			case dur <= 0 || every <= 0 || catchUp <= 0:
 				return &exitError{code: 2, err: fmt.Errorf("--duration, --every and --catch-up must be positive")}
 			}
+			setOffload, err := cluster.WithOffload(offload)
+			if err != nil {
+				return &exitError{code: 2, err: fmt.Errorf("--offload: %w", err)}
+			}
 			ctx := cmd.Context()
-			rack, err := lab.Up(ctx, lab.Options{Prefix: prefix, Hosts: hosts, Force: true})
+			rack, err := lab.Up(ctx, lab.Options{Prefix: prefix, Hosts: hosts, Force: true, BPFDir: daemon.DefaultBPFDir})
 			if err != nil {
 				return err
 			}
@@ -71,7 +78,7 @@ on any violation. Needs root.`,
 			if err != nil {
 				return err
 			}
-			c, err := cluster.Start(ctx, rack, cluster.Options{Bin: bin, Dir: dir, Config: cluster.Durable(dir, true)})
+			c, err := cluster.Start(ctx, rack, cluster.Options{Bin: bin, Dir: dir, Config: cluster.Hooks(cluster.Durable(dir, true), setOffload)})
 			if err != nil {
 				return err
 			}
@@ -79,7 +86,7 @@ on any violation. Needs root.`,
 			if jsonOut {
 				logw = cmd.ErrOrStderr()
 			}
-			fmt.Fprintf(logw, "chaos on %d hosts for %v, seed %d (daemon logs in %s)\n", hosts, dur, seed, dir)
+			fmt.Fprintf(logw, "chaos on %d hosts for %v, seed %d, offload %s (daemon logs in %s)\n", hosts, dur, seed, offload, dir)
 			rep, err := c.Chaos(ctx, cluster.ChaosOptions{Duration: dur, Seed: seed, Every: every, Wipes: wipes, CatchUp: catchUp,
 				Log: func(s string) { fmt.Fprintln(logw, "  "+s) }})
 			if serr := c.Stop(); serr != nil && err == nil {
@@ -112,6 +119,7 @@ on any violation. Needs root.`,
 	cmd.Flags().IntVar(&wipes, "wipes", 0, "times a host's durable log is wiped (restart with --join); long runs need state transfer (docs/recovery.md)")
 	cmd.Flags().Uint64Var(&seed, "seed", 1, "nemesis seed (the schedule of faults)")
 	cmd.Flags().StringVar(&prefix, "prefix", "exochaos", "name prefix of the lab rack")
+	cmd.Flags().StringVar(&offload, "offload", "software", "the daemons' fast path: "+strings.Join(cluster.OffloadModes, ", ")+" (xdp-token: the XDP programs pass the token, docs/token.md)")
 	cmd.Flags().StringVar(&out, "out", "", "write the JSON report here")
 	cmd.Flags().BoolVar(&jsonOut, "json", false, "print the report as JSON (the actions go to stderr)")
 	return cmd
