@@ -15,8 +15,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/exo-rack/exo/driver/xdp"
 	"github.com/exo-rack/exo/exo"
+	"github.com/exo-rack/exo/internal/bpffs"
 )
 
 // Defaults of [Options].
@@ -286,7 +286,7 @@ func Up(ctx context.Context, opts Options) (*Rack, error) {
 		}
 	}
 	if opts.BPFDir != "" {
-		if _, err := xdp.MountBPF(opts.BPFDir); err != nil {
+		if _, err := bpffs.Mount(opts.BPFDir); err != nil {
 			l.release()
 			return nil, fmt.Errorf("lab up: %w", err)
 		}
