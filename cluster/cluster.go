@@ -274,33 +274,9 @@ func (c *Cluster) Stop() error {
 	return first
 }
 
-// mountBPF mounts a bpffs on the bpf_dir of the hosts in token mode with a
-// durable log, before their daemons start: each daemon runs in a mount
-// namespace of its own (ip netns exec), where a bpffs it mounted goes
-// with it, and with it the records a killed daemon left to its restart.
-func (c *Cluster) mountBPF() error {
-	for i := range c.Rack.Hosts {
-		cfg, err := c.Config(i)
-		if err != nil {
-			return err
-		}
-		if !cfg.Token() || cfg.DataDir == "" {
-			continue
-		}
-		dir := cfg.BPFDir
-		if dir == "" {
-			dir = daemon.DefaultBPFDir
-		}
-		if _, err := xdp.MountBPF(dir); err != nil {
-			return fmt.Errorf("cluster: token mode: %w", err)
-		}
-	}
-	return nil
-}
-
-// removePins removes the maps the daemons in token mode pinned (Stop): a
-// daemon stopped cleanly unpins them itself, one killed for good does not.
-func (c *Cluster) removePins() error {
+// pinningHosts calls fn with the config of every host whose daemon pins
+// maps: token mode with a durable log (bpf_dir defaulted).
+func (c *Cluster) pinningHosts(fn func(i int, cfg *daemon.Config) error) error {
 	for i := range c.Rack.Hosts {
 		cfg, err := c.Config(i)
 		if err != nil {
@@ -312,15 +288,34 @@ func (c *Cluster) removePins() error {
 		if cfg.BPFDir == "" {
 			cfg.BPFDir = daemon.DefaultBPFDir
 		}
-		dir, err := host.PinDir(&cfg)
-		if err != nil {
-			return err
-		}
-		if err := xdp.RemovePins(dir); err != nil {
-			return fmt.Errorf("cluster: %s: %w", c.Rack.Hosts[i].Name, err)
+		if err := fn(i, &cfg); err != nil {
+			return fmt.Errorf("cluster: %s: token mode: %w", c.Rack.Hosts[i].Name, err)
 		}
 	}
 	return nil
+}
+
+// mountBPF mounts a bpffs on the bpf_dir of the hosts in token mode with a
+// durable log, before their daemons start: each daemon runs in a mount
+// namespace of its own (ip netns exec), where a bpffs it mounted goes
+// with it, and with it the records a killed daemon left to its restart.
+func (c *Cluster) mountBPF() error {
+	return c.pinningHosts(func(_ int, cfg *daemon.Config) error {
+		_, err := xdp.MountBPF(cfg.BPFDir)
+		return err
+	})
+}
+
+// removePins removes the maps the daemons in token mode pinned (Stop): a
+// daemon stopped cleanly unpins them itself, one killed for good does not.
+func (c *Cluster) removePins() error {
+	return c.pinningHosts(func(_ int, cfg *daemon.Config) error {
+		dir, err := host.PinDir(cfg)
+		if err != nil {
+			return err
+		}
+		return xdp.RemovePins(dir)
+	})
 }
 
 // Status returns host i's status.
