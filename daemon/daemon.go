@@ -296,13 +296,11 @@ func (d *Daemon) frameLoop(ctx context.Context) {
 	for ctx.Err() == nil {
 		n, err := d.conn.ReadFrames(b.msgs)
 		now := time.Now()
-		timeout := errors.Is(err, os.ErrDeadlineExceeded)
-		if err != nil && !timeout {
-			if ctx.Err() != nil || errors.Is(err, net.ErrClosed) {
-				return
-			}
-			d.metrics.readErrors.Inc()
-			time.Sleep(time.Millisecond)
+		timeout, stop, retry := d.waitOutcome(ctx, err)
+		if stop {
+			return
+		}
+		if retry {
 			continue
 		}
 		d.core.Lock()
@@ -389,6 +387,23 @@ func (d *Daemon) catchUpClock(now time.Time, loop bool) {
 	}
 	d.tickAt = d.tickAt.Add(time.Duration(used) * tick)
 	d.metrics.ticks.Add(float64(apply))
+}
+
+// waitOutcome sorts the error of the protocol loop's wait for frames (or
+// records): its deadline (timeout), the end of the loop (stop: cancelled,
+// or the conn closed), or a read error, counted and retried after a
+// millisecond (retry).
+func (d *Daemon) waitOutcome(ctx context.Context, err error) (timeout, stop, retry bool) {
+	timeout = errors.Is(err, os.ErrDeadlineExceeded)
+	if err == nil || timeout {
+		return timeout, false, false
+	}
+	if ctx.Err() != nil || errors.Is(err, net.ErrClosed) {
+		return false, true, false
+	}
+	d.metrics.readErrors.Inc()
+	time.Sleep(time.Millisecond)
+	return false, false, true
 }
 
 // lateAfter is how far past its deadline the frame loop may wake before

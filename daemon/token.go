@@ -3,9 +3,7 @@ package daemon
 import (
 	"context"
 	"encoding/binary"
-	"errors"
 	"fmt"
-	"net"
 	"os"
 	"time"
 
@@ -145,13 +143,11 @@ func (d *Daemon) tokenLoop(ctx context.Context) {
 		d.core.Unlock()
 		err := d.tp.Wait(wake)
 		now := time.Now()
-		timeout := errors.Is(err, os.ErrDeadlineExceeded)
-		if err != nil && !timeout {
-			if ctx.Err() != nil || errors.Is(err, net.ErrClosed) {
-				return
-			}
-			d.metrics.readErrors.Inc()
-			time.Sleep(time.Millisecond)
+		timeout, stop, retry := d.waitOutcome(ctx, err)
+		if stop {
+			return
+		}
+		if retry {
 			continue
 		}
 		d.core.Lock()

@@ -202,17 +202,7 @@ func (p *Program) ctl(op uint32, expect uint64, st *exoExoState) (ctlCmd, error)
 // and the MAC).
 func engineOf(v *exoExoState) exo.Engine {
 	return exo.Engine{
-		Pointers: exo.Pointers{
-			Group:      v.Group,
-			Hosts:      v.Hosts,
-			Epoch:      v.Epoch,
-			Halted:     v.Halted != 0,
-			Window:     v.Window,
-			Append:     v.Append,
-			Agreed:     v.Agreed,
-			EpochStart: v.EpochStart,
-			History:    v.History,
-		},
+		Pointers: pointersOf(v),
 		Tx: exo.Tx{
 			On:       v.TxOn != 0,
 			Me:       v.Me,

@@ -428,6 +428,11 @@ func (p *Program) State() (exo.Pointers, error) {
 	if err := p.objs.ExoStateMap.LookupWithFlags(uint32(0), &v, ebpf.LookupLock); err != nil {
 		return exo.Pointers{}, fmt.Errorf("xdp: read state: %w", err)
 	}
+	return pointersOf(&v), nil
+}
+
+// pointersOf is the receive side of the program's state.
+func pointersOf(v *exoExoState) exo.Pointers {
 	return exo.Pointers{
 		Group:      v.Group,
 		Hosts:      v.Hosts,
@@ -438,7 +443,7 @@ func (p *Program) State() (exo.Pointers, error) {
 		Agreed:     v.Agreed,
 		EpochStart: v.EpochStart,
 		History:    v.History,
-	}, nil
+	}
 }
 
 // Counters returns the number of Exo frames per verdict, summed over CPUs.
