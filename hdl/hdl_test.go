@@ -19,7 +19,7 @@ import (
 )
 
 var rtl = []string{"rtl/exo_rx_parser.v", "rtl/exo_check.v", "rtl/exo_pointers.v",
-	"rtl/exo_siphash.v", "rtl/exo_tag.v", "rtl/exo_engine.v"}
+	"rtl/exo_siphash.v", "rtl/exo_tag.v", "rtl/exo_tx_body.v", "rtl/exo_tx.v", "rtl/exo_engine.v"}
 
 const (
 	tb = "tb/exo_engine_tb.v"

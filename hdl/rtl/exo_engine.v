@@ -56,7 +56,10 @@ module exo_engine #(
     parameter MAX_HOSTS = 64,
     parameter MAX_HISTORY = MAX_HOSTS/2,
     // 1: instantiate the roster MAC table (ctrl.mac_check)
-    parameter ROSTER_MAC = 1
+    parameter ROSTER_MAC = 1,
+    // the transmit queue (exo_tx): slots of SLOT_WORDS 64-bit words
+    parameter QUEUE_SLOTS = 4,
+    parameter SLOT_WORDS = 512
 ) (
     input  wire                   clk,
     input  wire                   rst,
@@ -72,6 +75,31 @@ module exo_engine #(
     output wire                   verdict_slow_path,
     output wire [7:0]             verdict_sender,
     output wire [63:0]            verdict_seq,
+    // token mode (exo_tx), with the verdict: the control plane's record
+    output wire                   verdict_record,
+    output wire                   verdict_armed,
+    output wire                   verdict_sent,
+    output wire                   verdict_popped,
+    output wire                   verdict_handoff,
+    output wire                   verdict_halt,
+    output wire [63:0]            verdict_kseq,
+    output wire [63:0]            verdict_qhead,
+
+    // TX port: this host's frames (token mode)
+    output wire [63:0]            m_axis_tx_tdata,
+    output wire [7:0]             m_axis_tx_tkeep,
+    output wire                   m_axis_tx_tvalid,
+    input  wire                   m_axis_tx_tready,
+    output wire                   m_axis_tx_tlast,
+
+    // transmit queue stream port: one batch per packet, tuser = its
+    // record count on the last beat
+    input  wire [63:0]            s_axis_q_tdata,
+    input  wire [7:0]             s_axis_q_tkeep,
+    input  wire                   s_axis_q_tvalid,
+    output wire                   s_axis_q_tready,
+    input  wire                   s_axis_q_tlast,
+    input  wire [15:0]            s_axis_q_tuser,
 
     input  wire                   csr_valid,
     input  wire                   csr_we,
@@ -113,6 +141,7 @@ wire [7:0]               pf_sender;
 wire [7:0]               pf_hist_len;
 wire [31:0]              pf_epoch;
 wire [63:0]              pf_seq;
+wire [15:0]              pf_count;
 wire [8*MAX_HISTORY-1:0] pf_history;
 
 exo_rx_parser #(
@@ -137,6 +166,7 @@ exo_rx_parser #(
     .f_hist_len(pf_hist_len),
     .f_epoch(pf_epoch),
     .f_seq(pf_seq),
+    .f_count(pf_count),
     .f_history(pf_history)
 );
 
@@ -199,6 +229,15 @@ reg  [7:0] reason;
 wire       accept;
 wire [7:0] d_sender;
 wire [63:0] d_seq;
+wire [15:0] d_count;
+wire       tx_halt_set, tx_own_accept;
+wire [7:0] tx_own_sender;
+// the pointers take a received frame's ACCEPT in its verdict cycle and the
+// own frame's (token mode) in the cycle after: never both (two verdicts
+// are at least 6 cycles apart)
+wire       ptr_accept = accept || tx_own_accept;
+wire [7:0] ptr_sender = tx_own_accept ? tx_own_sender : d_sender;
+wire [63:0] ptr_seq   = tx_own_accept ? st_append : d_seq;
 
 exo_pointers #(
     .MAX_HISTORY(MAX_HISTORY)
@@ -208,9 +247,10 @@ exo_pointers #(
     .csr_wr_en(csr_wr),
     .csr_wr_addr(csr_addr),
     .csr_wr_data(csr_wdata),
-    .accept(accept),
-    .accept_sender(d_sender),
-    .accept_seq(d_seq),
+    .accept(ptr_accept),
+    .accept_sender(ptr_sender),
+    .accept_seq(ptr_seq),
+    .halt_set(tx_halt_set),
     .group(st_group),
     .hosts(st_hosts),
     .epoch(st_epoch),
@@ -260,11 +300,11 @@ endgenerate
 // group, sender, hist_len, epoch, seq). f_history is read from the
 // capture registers in T+4 (see the timing note above).
 localparam VD = 3;
-localparam PW = 1 + 8 + 16 + 8 + 8 + 32 + 64 + 1;
+localparam PW = 1 + 8 + 16 + 8 + 8 + 32 + 64 + 16 + 1;
 
 reg  [VD*PW-1:0] delay_reg = {VD*PW{1'b0}};
 wire [PW-1:0]    delay_in = {pf_valid, pf_codec_reason, pf_group, pf_sender, pf_hist_len,
-                             pf_epoch, pf_seq, mac_ok};
+                             pf_epoch, pf_seq, pf_count, mac_ok};
 wire             d_valid;
 wire [7:0]       d_codec_reason;
 wire [15:0]      d_group;
@@ -273,7 +313,7 @@ wire [31:0]      d_epoch;
 wire             d_mac_ok;
 reg  [VD-1:0]    delay_valid;
 
-assign {d_valid, d_codec_reason, d_group, d_sender, d_hist_len, d_epoch, d_seq, d_mac_ok} =
+assign {d_valid, d_codec_reason, d_group, d_sender, d_hist_len, d_epoch, d_seq, d_count, d_mac_ok} =
     delay_reg[VD*PW-1 -: PW];
 
 integer dv, dr;
@@ -321,6 +361,62 @@ exo_check #(
 always @* begin
     reason = check_reason;
 end
+
+// ---------------------------------------------------------------- transmit side
+wire        tx_rsel;
+wire [31:0] tx_rdata;
+wire        clear_counters = csr_wr && csr_addr == EXO_REG_CTRL && csr_wdata[EXO_REG_CTRL_CLEAR_COUNTERS_LSB];
+
+exo_tx #(
+    .MAX_HISTORY(MAX_HISTORY),
+    .QUEUE_SLOTS(QUEUE_SLOTS),
+    .SLOT_WORDS(SLOT_WORDS)
+) tx_inst (
+    .clk(clk),
+    .rst(rst),
+    .csr_wr(csr_wr),
+    .csr_rd(csr_rd),
+    .csr_addr(csr_addr),
+    .csr_wdata(csr_wdata),
+    .clear_counters(clear_counters),
+    .rsel(tx_rsel),
+    .rdata(tx_rdata),
+    .key0(key0_reg),
+    .key1(key1_reg),
+    .st_group(st_group),
+    .st_hosts(st_hosts),
+    .st_epoch(st_epoch),
+    .st_halted(st_halted || cfg_err),
+    .st_append(st_append),
+    .st_history(st_history),
+    .d_valid(d_valid),
+    .d_reason(reason),
+    .d_sender(d_sender),
+    .d_count(d_count),
+    .d_epoch(d_epoch),
+    .halt_set(tx_halt_set),
+    .own_accept(tx_own_accept),
+    .own_sender(tx_own_sender),
+    .v_record(verdict_record),
+    .v_armed(verdict_armed),
+    .v_sent(verdict_sent),
+    .v_popped(verdict_popped),
+    .v_handoff(verdict_handoff),
+    .v_halt(verdict_halt),
+    .v_kseq(verdict_kseq),
+    .v_qhead(verdict_qhead),
+    .m_axis_tdata(m_axis_tx_tdata),
+    .m_axis_tkeep(m_axis_tx_tkeep),
+    .m_axis_tvalid(m_axis_tx_tvalid),
+    .m_axis_tready(m_axis_tx_tready),
+    .m_axis_tlast(m_axis_tx_tlast),
+    .s_axis_q_tdata(s_axis_q_tdata),
+    .s_axis_q_tkeep(s_axis_q_tkeep),
+    .s_axis_q_tvalid(s_axis_q_tvalid),
+    .s_axis_q_tready(s_axis_q_tready),
+    .s_axis_q_tlast(s_axis_q_tlast),
+    .s_axis_q_tuser(s_axis_q_tuser)
+);
 
 // ---------------------------------------------------------------- verdict, counters
 reg         verdict_valid_reg = 1'b0, verdict_valid_next;
@@ -435,6 +531,8 @@ always @* begin
                     for (i = 0; i < NR; i = i + 1)
                         if (cnt_roff[11:2] == i[9:0])
                             rdata_next = counter_reg[32*i +: 32];
+                if (tx_rsel)
+                    rdata_next = tx_rdata;
             end
         endcase
     end

@@ -36,6 +36,8 @@ module exo_pointers #(
     input  wire                      accept,
     input  wire [7:0]                accept_sender,
     input  wire [63:0]               accept_seq,
+    // the transmit side halts the engine (token mode: a hand-off, the slow path)
+    input  wire                      halt_set,
 
     output wire [15:0]               group,
     output wire [15:0]               hosts,
@@ -116,6 +118,9 @@ always @* begin
         if (agree_move)
             agree_next = agree_cand;
     end
+
+    if (halt_set)
+        halted_next = 1'b1;
 
     // CSR writes win
     if (csr_wr_en) begin

@@ -72,6 +72,7 @@ module exo_rx_parser #(
     output wire [7:0]                f_hist_len,
     output wire [31:0]               f_epoch,
     output wire [63:0]               f_seq,
+    output wire [15:0]               f_count,
     output wire [8*MAX_HISTORY-1:0]  f_history
 );
 
@@ -133,6 +134,7 @@ assign f_sender           = `EXO_HDR_FIELD(hdr_reg, EXO_OFF_SENDER, EXO_SIZE_SEN
 assign f_hist_len         = `EXO_HDR_FIELD(hdr_reg, EXO_OFF_HIST_LEN, EXO_SIZE_HIST_LEN);
 assign f_epoch            = `EXO_HDR_FIELD(hdr_reg, EXO_OFF_EPOCH, EXO_SIZE_EPOCH);
 assign f_seq              = `EXO_HDR_FIELD(hdr_reg, EXO_OFF_SEQ, EXO_SIZE_SEQ);
+assign f_count            = `EXO_HDR_FIELD(hdr_reg, EXO_OFF_COUNT, EXO_SIZE_COUNT);
 assign f_history          = hist_reg;
 
 // registered fields used while the history and payload stream past

@@ -101,7 +101,27 @@ exo_engine #(
     .csr_addr(csr_addr),
     .csr_wdata(csr_wdata),
     .csr_rdata(csr_rdata),
-    .csr_rvalid(csr_rvalid)
+    .csr_rvalid(csr_rvalid),
+    // the transmit side stays off here (tb/exo_tx_tb.v runs it)
+    .verdict_record(),
+    .verdict_armed(),
+    .verdict_sent(),
+    .verdict_popped(),
+    .verdict_handoff(),
+    .verdict_halt(),
+    .verdict_kseq(),
+    .verdict_qhead(),
+    .m_axis_tx_tdata(),
+    .m_axis_tx_tkeep(),
+    .m_axis_tx_tvalid(),
+    .m_axis_tx_tready(1'b1),
+    .m_axis_tx_tlast(),
+    .s_axis_q_tdata(64'd0),
+    .s_axis_q_tkeep(8'd0),
+    .s_axis_q_tvalid(1'b0),
+    .s_axis_q_tready(),
+    .s_axis_q_tlast(1'b0),
+    .s_axis_q_tuser(16'd0)
 );
 
 reg [63:0] mem [0:N*W-1];

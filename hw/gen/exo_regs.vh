@@ -23,15 +23,17 @@ localparam EXO_REG_MAP_VERSION = 1;
 
 // Register block type of the Exo engine (ASCII "EXO\0"), read at rb_type.
 localparam [31:0] EXO_REG_RB_TYPE_EXO = 32'h45584F00;
-// Register block version 1.2 (major in bits 15:8, minor in bits 7:0), read
+// Register block version 1.3 (major in bits 15:8, minor in bits 7:0), read
 // at rb_version. 1.1: the key array is used, every frame's tag is checked
 // (BAD_TAG); same registers as 1.0. 1.2: key rotation: two key slots (key
 // = slot 0, key1 = slot 1) and key_valid; the frame's key phase bit (flags
 // 0x4000) picks the slot, an invalid slot is BAD_TAG; the codec accepts
 // the phase bit. At reset slot 0 is valid (zeros) and slot 1 is not, so a
 // 1.1 driver that writes only key sees the 1.1 behaviour for phase-0
-// frames.
-localparam [31:0] EXO_REG_RB_VERSION_EXO = 32'h00000102;
+// frames. 1.3: the transmit side (token mode, docs/hardware.md section
+// 10): the tx_* registers, the transmit queue, the TX port; a 1.2 driver
+// never sets tx_ctrl.on and sees the 1.2 behaviour.
+localparam [31:0] EXO_REG_RB_VERSION_EXO = 32'h00000103;
 // Words of the history array: 4 ids per word, 128 ids (EXO_MAX_HISTORY).
 localparam EXO_REG_MAX_HISTORY_WORDS = 32;
 // Words of the counter array: one per reason code 0..31 (19 used by layout
@@ -44,7 +46,7 @@ localparam EXO_REG_ROSTER_ENTRIES = 256;
 localparam [11:0] EXO_REG_RB_TYPE = 12'h000; // ro
 localparam [31:0] EXO_REG_RB_TYPE_RESET = 32'h45584F00;
 localparam [11:0] EXO_REG_RB_VERSION = 12'h004; // ro
-localparam [31:0] EXO_REG_RB_VERSION_RESET = 32'h00000102;
+localparam [31:0] EXO_REG_RB_VERSION_RESET = 32'h00000103;
 localparam [11:0] EXO_REG_RB_NEXT_PTR = 12'h008; // ro
 localparam [31:0] EXO_REG_RB_NEXT_PTR_RESET = 32'h00000000;
 localparam [11:0] EXO_REG_CAPS = 12'h00C; // ro
@@ -102,6 +104,85 @@ localparam EXO_REG_KEY_VALID_SLOT0_LSB = 0;
 localparam EXO_REG_KEY_VALID_SLOT0_WIDTH = 1;
 localparam EXO_REG_KEY_VALID_SLOT1_LSB = 1;
 localparam EXO_REG_KEY_VALID_SLOT1_WIDTH = 1;
+localparam [11:0] EXO_REG_TX_CTRL = 12'h300; // rw
+localparam [31:0] EXO_REG_TX_CTRL_RESET = 32'h00000002;
+localparam EXO_REG_TX_CTRL_ON_LSB = 0;
+localparam EXO_REG_TX_CTRL_ON_WIDTH = 1;
+localparam EXO_REG_TX_CTRL_SPEC_LSB = 1;
+localparam EXO_REG_TX_CTRL_SPEC_WIDTH = 1;
+localparam [11:0] EXO_REG_TX_CFG = 12'h304; // rw
+localparam [31:0] EXO_REG_TX_CFG_RESET = 32'h00000000;
+localparam EXO_REG_TX_CFG_ME_LSB = 0;
+localparam EXO_REG_TX_CFG_ME_WIDTH = 8;
+localparam EXO_REG_TX_CFG_PRED_LSB = 8;
+localparam EXO_REG_TX_CFG_PRED_WIDTH = 8;
+localparam EXO_REG_TX_CFG_PHASE_LSB = 16;
+localparam EXO_REG_TX_CFG_PHASE_WIDTH = 1;
+localparam [11:0] EXO_REG_TX_EMPTY_RUN = 12'h308; // rw
+localparam [31:0] EXO_REG_TX_EMPTY_RUN_RESET = 32'h00000000;
+localparam [11:0] EXO_REG_TX_IDLE_RUN = 12'h30C; // rw
+localparam [31:0] EXO_REG_TX_IDLE_RUN_RESET = 32'hFFFFFFFF;
+localparam [11:0] EXO_REG_TX_KSEQ_LO = 12'h310; // rw
+localparam [31:0] EXO_REG_TX_KSEQ_LO_RESET = 32'h00000000;
+localparam [11:0] EXO_REG_TX_KSEQ_HI = 12'h314; // rw
+localparam [31:0] EXO_REG_TX_KSEQ_HI_RESET = 32'h00000000;
+localparam [11:0] EXO_REG_TX_QHEAD_LO = 12'h318; // rw
+localparam [31:0] EXO_REG_TX_QHEAD_LO_RESET = 32'h00000000;
+localparam [11:0] EXO_REG_TX_QHEAD_HI = 12'h31C; // rw
+localparam [31:0] EXO_REG_TX_QHEAD_HI_RESET = 32'h00000000;
+localparam [11:0] EXO_REG_TX_QTAIL_LO = 12'h320; // rw
+localparam [31:0] EXO_REG_TX_QTAIL_LO_RESET = 32'h00000000;
+localparam [11:0] EXO_REG_TX_QTAIL_HI = 12'h324; // rw
+localparam [31:0] EXO_REG_TX_QTAIL_HI_RESET = 32'h00000000;
+localparam [11:0] EXO_REG_TX_QWADDR = 12'h328; // rw
+localparam [31:0] EXO_REG_TX_QWADDR_RESET = 32'h00000000;
+localparam [11:0] EXO_REG_TX_QWDATA_LO = 12'h32C; // wo
+localparam [11:0] EXO_REG_TX_QWDATA_HI = 12'h330; // wo
+localparam [11:0] EXO_REG_TX_PUSH = 12'h334; // wo
+localparam EXO_REG_TX_PUSH_COUNT_LSB = 0;
+localparam EXO_REG_TX_PUSH_COUNT_WIDTH = 16;
+localparam EXO_REG_TX_PUSH_LEN_LSB = 16;
+localparam EXO_REG_TX_PUSH_LEN_WIDTH = 16;
+localparam [11:0] EXO_REG_TX_SRC_MAC_LO = 12'h338; // rw
+localparam [31:0] EXO_REG_TX_SRC_MAC_LO_RESET = 32'h00000000;
+localparam [11:0] EXO_REG_TX_SRC_MAC_HI = 12'h33C; // rw
+localparam [31:0] EXO_REG_TX_SRC_MAC_HI_RESET = 32'h00000000;
+localparam [11:0] EXO_REG_TX_DST_MAC_LO = 12'h340; // rw
+localparam [31:0] EXO_REG_TX_DST_MAC_LO_RESET = 32'hFFFFFFFF;
+localparam [11:0] EXO_REG_TX_DST_MAC_HI = 12'h344; // rw
+localparam [31:0] EXO_REG_TX_DST_MAC_HI_RESET = 32'h0000FFFF;
+localparam [11:0] EXO_REG_TX_CAPS = 12'h348; // ro
+localparam EXO_REG_TX_CAPS_QUEUE_SLOTS_LSB = 0;
+localparam EXO_REG_TX_CAPS_QUEUE_SLOTS_WIDTH = 16;
+localparam EXO_REG_TX_CAPS_SLOT_WORDS_LSB = 16;
+localparam EXO_REG_TX_CAPS_SLOT_WORDS_WIDTH = 16;
+localparam [11:0] EXO_REG_TX_STATUS = 12'h34C; // ro
+localparam EXO_REG_TX_STATUS_SENDING_LSB = 0;
+localparam EXO_REG_TX_STATUS_SENDING_WIDTH = 1;
+localparam EXO_REG_TX_STATUS_SPEC_READY_LSB = 1;
+localparam EXO_REG_TX_STATUS_SPEC_READY_WIDTH = 1;
+localparam EXO_REG_TX_STATUS_FULL_LSB = 2;
+localparam EXO_REG_TX_STATUS_FULL_WIDTH = 1;
+localparam [11:0] EXO_REG_TX_SENT = 12'h350; // ro
+localparam [31:0] EXO_REG_TX_SENT_RESET = 32'h00000000;
+localparam [11:0] EXO_REG_TX_EMPTY = 12'h354; // ro
+localparam [31:0] EXO_REG_TX_EMPTY_RESET = 32'h00000000;
+localparam [11:0] EXO_REG_TX_UNDERRUN = 12'h358; // ro
+localparam [31:0] EXO_REG_TX_UNDERRUN_RESET = 32'h00000000;
+localparam [11:0] EXO_REG_TX_HANDOFF = 12'h35C; // ro
+localparam [31:0] EXO_REG_TX_HANDOFF_RESET = 32'h00000000;
+localparam [11:0] EXO_REG_TX_HALTS = 12'h360; // ro
+localparam [31:0] EXO_REG_TX_HALTS_RESET = 32'h00000000;
+localparam [11:0] EXO_REG_TX_SPEC_MISS = 12'h364; // ro
+localparam [31:0] EXO_REG_TX_SPEC_MISS_RESET = 32'h00000000;
+localparam [11:0] EXO_REG_TX_BUSY_DROP = 12'h368; // ro
+localparam [31:0] EXO_REG_TX_BUSY_DROP_RESET = 32'h00000000;
+localparam [11:0] EXO_REG_TX_PUSH_FULL = 12'h36C; // ro
+localparam [31:0] EXO_REG_TX_PUSH_FULL_RESET = 32'h00000000;
+localparam [11:0] EXO_REG_TX_TURNAROUND_LAST = 12'h370; // ro
+localparam [31:0] EXO_REG_TX_TURNAROUND_LAST_RESET = 32'h00000000;
+localparam [11:0] EXO_REG_TX_TURNAROUND_MAX = 12'h374; // ro
+localparam [31:0] EXO_REG_TX_TURNAROUND_MAX_RESET = 32'h00000000;
 
 // Register arrays: element i at BASE + i*STRIDE.
 localparam [11:0] EXO_REG_KEY_BASE = 12'h060; // wo

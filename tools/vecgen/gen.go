@@ -31,7 +31,8 @@ type vector struct {
 	// streams): the exo.Tx before, the transmit queue, and the turn it was
 	// built to exercise. nil: token mode off, as in every case before
 	// format 5 (the case has no "tx" in the JSON form). A case with a Tx
-	// is JSON-only: the hex form stays the receive side of format 4.
+	// is not in vectors.hex, which stays the receive side of format 4: it
+	// has a record of its own in vectors_tx.hex (txhex.go).
 	Tx *txCase
 }
 

@@ -5,7 +5,9 @@
 // FPGA engine (Verilog) must reproduce every verdict and state update.
 // Since format 5 the JSON form also holds the transmit side, (state, tx,
 // queue, frame) -> (reason, state, tx, turn and the frame sent) cases of
-// exo.Engine.Step (token.go; JSON only, the hex form is format 4's).
+// exo.Engine.Step (token.go); vectors.hex stays format 4's receive side,
+// and vectors_tx.hex holds the transmit cases in records of their own
+// (txhex.go).
 //
 // Usage, from the repository root:
 //
@@ -17,9 +19,11 @@
 //
 //	vectors.json  every vector and stream, readable (the full form)
 //	vectors.hex   fixed-size records of 64-bit words for $readmemh / C
-//	vectors.meta  the hex record layout, the count and the reason counts
+//	vectors.meta  the hex record layout, the counts and the reason counts
 //	vectors.h     the same layout as C defines
 //	vectors.vh    the same layout as Verilog defines
+//	vectors_tx.hex  the transmit cases, variable-length records of 64-bit words
+//	vectors_tx.vh   their count, size and layout as Verilog defines
 //
 // Output is deterministic (fixed seed, fixed order): the same Go core
 // always yields the same bytes, so -check can compare them byte for byte.
@@ -63,12 +67,18 @@ func build() (*gen, []outFile, error) {
 			total++
 		}
 	}
+	if err := checkTxHex(g); err != nil {
+		return g, nil, err
+	}
+	txHex, txSt := txHexFile(all)
 	return g, []outFile{
 		{"vectors.json", jsonFile(g, total)},
 		{"vectors.hex", hexFile(all, total)},
-		{"vectors.meta", metaFile(all, total, len(g.streams)-g.txStreams())},
+		{"vectors.meta", metaFile(all, total, len(g.streams)-g.txStreams(), txSt.Count)},
 		{"vectors.h", headerFile("c", all, total)},
 		{"vectors.vh", headerFile("v", all, total)},
+		{"vectors_tx.hex", txHex},
+		{"vectors_tx.vh", txHeaderFile(txSt)},
 	}, nil
 }
 
@@ -188,7 +198,7 @@ func printCoverage(w io.Writer, g *gen) {
 	}
 	tw.Flush()
 	t := txCoverage(g)
-	fmt.Fprintf(w, "vecgen: transmit side (exo.Engine.Step, JSON only): %d cases (%d in %d streams, %d re-armed steps), token on in %d: %d recorded, %d dropped; %d sent (%d with the head batch, %d empty passes, %d in key phase 1, %d shorter than the Ethernet minimum), %d hand-offs, %d halts\n",
+	fmt.Fprintf(w, "vecgen: transmit side (exo.Engine.Step, vectors.json and vectors_tx.hex): %d cases (%d in %d streams, %d re-armed steps), token on in %d: %d recorded, %d dropped; %d sent (%d with the head batch, %d empty passes, %d in key phase 1, %d shorter than the Ethernet minimum), %d hand-offs, %d halts\n",
 		t.Cases, t.Cases-countTxVectors(g), t.Streams, t.Armed, t.TokenOn, t.Record, t.Dropped, t.Sent, t.Popped, t.Pass, t.SentPhase1, t.SentShort, t.Handoff, t.Halt)
 }
 

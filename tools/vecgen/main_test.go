@@ -44,7 +44,7 @@ func TestCheckReportsStale(t *testing.T) {
 	if rc := run([]string{"-out", dir, "-check", "-q"}, &out, &errb); rc != 1 {
 		t.Fatalf("-check on an empty dir: rc %d, want 1", rc)
 	}
-	for _, f := range []string{"vectors.json", "vectors.hex", "vectors.meta", "vectors.h", "vectors.vh"} {
+	for _, f := range []string{"vectors.json", "vectors.hex", "vectors.meta", "vectors.h", "vectors.vh", "vectors_tx.hex", "vectors_tx.vh"} {
 		if !strings.Contains(errb.String(), f) {
 			t.Errorf("-check output does not list %s:\n%s", f, errb.String())
 		}
@@ -186,10 +186,11 @@ func TestHexReaderVerilog(t *testing.T) {
 	}
 }
 
-// TestTransmitJSONOnly: the transmit cases (format 5) stay out of the hex
-// form, which is format 4's receive side: no record, the token streams
-// after every receive-side stream (so no record's stream number moved),
-// and the manifest counts the receive-side streams only.
+// TestTransmitJSONOnly: the transmit cases (format 5) stay out of
+// vectors.hex, which is format 4's receive side: no record, the token
+// streams after every receive-side stream (so no record's stream number
+// moved), and the manifest counts the receive-side streams only. (They
+// are in vectors_tx.hex: txhex_test.go.)
 func TestTransmitJSONOnly(t *testing.T) {
 	g, files, err := build()
 	if err != nil {

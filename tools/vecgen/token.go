@@ -21,8 +21,9 @@ import (
 // The pipeline of a case, as the fast path runs it: UnmarshalBinary (a
 // codec error is a drop: nothing recorded, nothing changed), the group
 // and then the tag under the slot the frame's key phase names (BAD_TAG is
-// a drop), then Step(f, head, key of slot Tx.Phase). These cases are
-// JSON-only: the hex form stays the receive side of format 4.
+// a drop), then Step(f, head, key of slot Tx.Phase). These cases are not
+// in vectors.hex, which stays the receive side of format 4; vectors_tx.hex
+// holds them in records of their own (txhex.go).
 
 // slotMax is the payload room of one transmit queue slot (struct exo_slot,
 // docs/token.md section 2): a batch is at most this many bytes.

@@ -22,15 +22,17 @@ const MapVersion = 1
 const (
 	// Register block type of the Exo engine (ASCII "EXO\0"), read at rb_type.
 	RbTypeExo = 0x45584F00
-	// Register block version 1.2 (major in bits 15:8, minor in bits 7:0), read
+	// Register block version 1.3 (major in bits 15:8, minor in bits 7:0), read
 	// at rb_version. 1.1: the key array is used, every frame's tag is checked
 	// (BAD_TAG); same registers as 1.0. 1.2: key rotation: two key slots (key
 	// = slot 0, key1 = slot 1) and key_valid; the frame's key phase bit (flags
 	// 0x4000) picks the slot, an invalid slot is BAD_TAG; the codec accepts
 	// the phase bit. At reset slot 0 is valid (zeros) and slot 1 is not, so a
 	// 1.1 driver that writes only key sees the 1.1 behaviour for phase-0
-	// frames.
-	RbVersionExo = 0x00000102
+	// frames. 1.3: the transmit side (token mode, docs/hardware.md section
+	// 10): the tx_* registers, the transmit queue, the TX port; a 1.2 driver
+	// never sets tx_ctrl.on and sees the 1.2 behaviour.
+	RbVersionExo = 0x00000103
 	// Words of the history array: 4 ids per word, 128 ids (EXO_MAX_HISTORY).
 	MaxHistoryWords = 32
 	// Words of the counter array: one per reason code 0..31 (19 used by layout
@@ -100,29 +102,144 @@ const (
 	// only) behaves as 1.1 for phase-0 frames. Sampled with the key at a
 	// frame's fourth beat.
 	KeyValid = 0x080
+	// tx_ctrl (rw): Transmit side (exo.Tx.On and the engine's own switches).
+	TxCtrl = 0x300
+	// tx_cfg (rw): Who sends and under which key.
+	TxCfg = 0x304
+	// tx_empty_run (rw): exo.Tx.EmptyRun: accepted entries without records at
+	// the end of the log (saturating at 2^32-1); moves on every ACCEPT,
+	// received or sent, token mode on or off.
+	TxEmptyRun = 0x308
+	// tx_idle_run (rw): exo.Tx.IdleRun: with the queue empty and tx_empty_run
+	// >= tx_idle_run after the token, the engine halts and hands the token to
+	// the control plane; 0xFFFFFFFF (exo.NoIdleRun): never.
+	TxIdleRun = 0x30C
+	// tx_kseq_lo (rw): exo.Tx.Kseq bits 31:0: records handed to the control
+	// plane (one per verdict_record).
+	TxKseqLo = 0x310
+	// tx_kseq_hi (rw): exo.Tx.Kseq bits 63:32.
+	TxKseqHi = 0x314
+	// tx_qhead_lo (rw): exo.Tx.QHead bits 31:0: batches taken from the queue;
+	// the head batch is in slot qhead mod QUEUE_SLOTS.
+	TxQheadLo = 0x318
+	// tx_qhead_hi (rw): exo.Tx.QHead bits 63:32.
+	TxQheadHi = 0x31C
+	// tx_qtail_lo (rw): Queue tail bits 31:0: batches pushed (tx_push or the
+	// s_axis_q port); the queue holds tail - qhead batches, at most
+	// QUEUE_SLOTS. Written by the control plane to take batches back (tail =
+	// qhead) while halted.
+	TxQtailLo = 0x320
+	// tx_qtail_hi (rw): Queue tail bits 63:32.
+	TxQtailHi = 0x324
+	// tx_qwaddr (rw): Queue RAM word address (64-bit words; slot s starts at s
+	// * SLOT_WORDS) of the next tx_qwdata_lo write; moves on by one with each.
+	TxQwaddr = 0x328
+	// tx_qwdata_lo (wo): Write: queue RAM word tx_qwaddr = {last tx_qwdata_hi,
+	// this}, payload byte 8w+k in bits 8k+7:8k (little-endian, AXI-Stream lane
+	// order); tx_qwaddr moves on. Reads 0.
+	TxQwdataLo = 0x32C
+	// tx_qwdata_hi (wo): Bits 63:32 of the next tx_qwdata_lo write. Reads 0.
+	TxQwdataHi = 0x330
+	// tx_push (wo): Publish the batch written in slot tail mod QUEUE_SLOTS:
+	// its record count and payload length (framed records, [len u16][bytes]
+	// each); tail moves on. Ignored, and counted in tx_push_full, when the
+	// queue holds QUEUE_SLOTS batches or len > SLOT_WORDS*8. Reads 0.
+	TxPush = 0x334
+	// tx_src_mac_lo (rw): Ethernet source MAC of the frames sent, bits 31:0
+	// (MAC byte 2 in bits 31:24 .. byte 5 in bits 7:0, as roster_mac_lo).
+	TxSrcMACLo = 0x338
+	// tx_src_mac_hi (rw): Source MAC bits 47:32 in bits 15:0 (MAC byte 0 in
+	// bits 15:8).
+	TxSrcMACHi = 0x33C
+	// tx_dst_mac_lo (rw): Ethernet destination MAC of the frames sent, bits
+	// 31:0 (broadcast at reset).
+	TxDstMACLo = 0x340
+	// tx_dst_mac_hi (rw): Destination MAC bits 47:32 in bits 15:0.
+	TxDstMACHi = 0x344
+	// tx_caps (ro): Build parameters of the transmit side.
+	TxCaps = 0x348
+	// tx_status (ro): Transmit status.
+	TxStatus = 0x34C
+	// tx_sent (ro): Frames sent (tokens answered), wrapping;
+	// ctrl.clear_counters zeroes every tx counter.
+	TxSent = 0x350
+	// tx_empty (ro): Of them, empty passes (no batch).
+	TxEmpty = 0x354
+	// tx_underrun (ro): Tokens that found the queue empty (an empty pass or a
+	// hand-off).
+	TxUnderrun = 0x358
+	// tx_handoff (ro): Tokens handed to the control plane (idle rack, or a
+	// batch too long for a fast frame).
+	TxHandoff = 0x35C
+	// tx_halts (ro): Times the engine halted itself (hand-offs and slow-path
+	// verdicts).
+	TxHalts = 0x360
+	// tx_spec_miss (ro): Frames sent whose tag was not ready at the verdict
+	// (the state or the queue changed too late, or tx_ctrl.spec is 0): they
+	// waited for it.
+	TxSpecMiss = 0x364
+	// tx_busy_drop (ro): Tokens that came while the TX port was still busy
+	// with the last frame: not sent, the engine halted (the control plane
+	// sends).
+	TxBusyDrop = 0x368
+	// tx_push_full (ro): Pushes refused (queue full, or a length above the
+	// slot).
+	TxPushFull = 0x36C
+	// tx_turnaround_last (ro): Cycles from the verdict of the last token to
+	// its frame's first beat on the TX port (0: the next cycle). The
+	// turnaround from the token's last beat is this + 6.
+	TxTurnaroundLast = 0x370
+	// tx_turnaround_max (ro): The largest tx_turnaround_last since the
+	// counters were cleared.
+	TxTurnaroundMax = 0x374
 )
 
 // Reset values of the registers that have a plain one.
 const (
-	RbTypeReset         = 0x45584F00
-	RbVersionReset      = 0x00000102
-	RbNextPtrReset      = 0x00000000
-	CtrlReset           = 0x00000000
-	GroupReset          = 0x00000000
-	HostsReset          = 0x00000000
-	EpochReset          = 0x00000000
-	HaltedReset         = 0x00000001
-	WindowLoReset       = 0x00000000
-	WindowHiReset       = 0x00000000
-	AppendLoReset       = 0x00000000
-	AppendHiReset       = 0x00000000
-	AgreedLoReset       = 0x00000000
-	AgreedHiReset       = 0x00000000
-	EpochStartLoReset   = 0x00000000
-	EpochStartHiReset   = 0x00000000
-	FramesInReset       = 0x00000000
-	FramesAcceptedReset = 0x00000000
-	KeyValidReset       = 0x00000001
+	RbTypeReset           = 0x45584F00
+	RbVersionReset        = 0x00000103
+	RbNextPtrReset        = 0x00000000
+	CtrlReset             = 0x00000000
+	GroupReset            = 0x00000000
+	HostsReset            = 0x00000000
+	EpochReset            = 0x00000000
+	HaltedReset           = 0x00000001
+	WindowLoReset         = 0x00000000
+	WindowHiReset         = 0x00000000
+	AppendLoReset         = 0x00000000
+	AppendHiReset         = 0x00000000
+	AgreedLoReset         = 0x00000000
+	AgreedHiReset         = 0x00000000
+	EpochStartLoReset     = 0x00000000
+	EpochStartHiReset     = 0x00000000
+	FramesInReset         = 0x00000000
+	FramesAcceptedReset   = 0x00000000
+	KeyValidReset         = 0x00000001
+	TxCtrlReset           = 0x00000002
+	TxCfgReset            = 0x00000000
+	TxEmptyRunReset       = 0x00000000
+	TxIdleRunReset        = 0xFFFFFFFF
+	TxKseqLoReset         = 0x00000000
+	TxKseqHiReset         = 0x00000000
+	TxQheadLoReset        = 0x00000000
+	TxQheadHiReset        = 0x00000000
+	TxQtailLoReset        = 0x00000000
+	TxQtailHiReset        = 0x00000000
+	TxQwaddrReset         = 0x00000000
+	TxSrcMACLoReset       = 0x00000000
+	TxSrcMACHiReset       = 0x00000000
+	TxDstMACLoReset       = 0xFFFFFFFF
+	TxDstMACHiReset       = 0x0000FFFF
+	TxSentReset           = 0x00000000
+	TxEmptyReset          = 0x00000000
+	TxUnderrunReset       = 0x00000000
+	TxHandoffReset        = 0x00000000
+	TxHaltsReset          = 0x00000000
+	TxSpecMissReset       = 0x00000000
+	TxBusyDropReset       = 0x00000000
+	TxPushFullReset       = 0x00000000
+	TxTurnaroundLastReset = 0x00000000
+	TxTurnaroundMaxReset  = 0x00000000
 )
 
 // Fields: value = (word & Mask) >> Shift.
@@ -165,6 +282,55 @@ const (
 	// key_valid.slot1: Slot 1 (key1, phase 1) is valid.
 	KeyValidSlot1Shift = 1
 	KeyValidSlot1Mask  = 0x00000002
+	// tx_ctrl.on: exo.Tx.On: token mode. On an ACCEPT of tx_cfg.pred's frame
+	// the engine sends this host's next frame on the TX port
+	// (exo.Engine.Step); the verdicts of the control plane's records (ACCEPT,
+	// the slow path, a later epoch's roster refusals) move tx_kseq, a
+	// slow-path verdict other than HALTED sets halted. 0: receive only (1.2
+	// behaviour).
+	TxCtrlOnShift = 0
+	TxCtrlOnMask  = 0x00000001
+	// tx_ctrl.spec: 1 (reset): the tag of the frame the next token would send
+	// is computed ahead, whenever the state changes, so a token sends its
+	// first beat one cycle after its verdict; 0: the tag is computed after the
+	// verdict (store-and-forward, for measurement).
+	TxCtrlSpecShift = 1
+	TxCtrlSpecMask  = 0x00000002
+	// tx_cfg.me: exo.Tx.Me: this host's position, the sender of the frames
+	// sent.
+	TxCfgMeShift = 0
+	TxCfgMeMask  = 0x000000FF
+	// tx_cfg.pred: exo.Tx.Pred: the position whose accepted frame is the
+	// token.
+	TxCfgPredShift = 8
+	TxCfgPredMask  = 0x0000FF00
+	// tx_cfg.phase: exo.Tx.Phase: the key slot of the frames sent (flags
+	// 0x4000 set for 1); the tag is computed under key (0) or key1 (1).
+	TxCfgPhaseShift = 16
+	TxCfgPhaseMask  = 0x00010000
+	// tx_push.count: Records in the batch (the frame's count).
+	TxPushCountShift = 0
+	TxPushCountMask  = 0x0000FFFF
+	// tx_push.len: Payload bytes.
+	TxPushLenShift = 16
+	TxPushLenMask  = 0xFFFF0000
+	// tx_caps.queue_slots: QUEUE_SLOTS: batches the queue holds.
+	TxCapsQueueSlotsShift = 0
+	TxCapsQueueSlotsMask  = 0x0000FFFF
+	// tx_caps.slot_words: SLOT_WORDS: 64-bit words of one slot (the largest
+	// batch is SLOT_WORDS*8 bytes).
+	TxCapsSlotWordsShift = 16
+	TxCapsSlotWordsMask  = 0xFFFF0000
+	// tx_status.sending: A frame is waiting for its tag or on the TX port.
+	TxStatusSendingShift = 0
+	TxStatusSendingMask  = 0x00000001
+	// tx_status.spec_ready: The tag of the frame the next token would send is
+	// ready.
+	TxStatusSpecReadyShift = 1
+	TxStatusSpecReadyMask  = 0x00000002
+	// tx_status.full: The queue holds QUEUE_SLOTS batches.
+	TxStatusFullShift = 2
+	TxStatusFullMask  = 0x00000004
 )
 
 // Register arrays: element i is at Base + i*Stride.
