@@ -40,10 +40,42 @@ type Verdict struct {
 	Seq    uint64
 
 	// Simulation only: Cycle is the clock cycle at which the verdict was
-	// valid, Latency the cycles from the tlast beat to it (2 for the RTL
+	// valid, Latency the cycles from the tlast beat to it (5 for the RTL
 	// of docs/hardware.md).
 	Cycle   uint64
 	Latency int
+
+	// Token is the token-mode sideband (register map 1.3, verdict_record
+	// ... verdict_qhead), set by FrameEngine.Process.
+	Token TokenVerdict
+	// TX is the frame the engine sent on its TX port for this frame
+	// (Token.Sent): a whole Ethernet frame, header included, no padding;
+	// nil when it sent none. TxLatency is the cycles from the received
+	// frame's tlast beat to the TX frame's first beat, counted as Latency
+	// is. Simulation only.
+	TX        []byte
+	TxLatency int
+}
+
+// TokenVerdict is what the engine did with a frame in token mode
+// (exo.Turn, and the record the control plane reads: token.Record).
+type TokenVerdict struct {
+	// Record: the frame goes to the control plane (verdict_record): it
+	// moved tx_kseq.
+	Record bool
+	// Armed: the engine was not halted when it classified the frame.
+	Armed bool
+	// Sent: it answered the frame with this host's next frame; Popped:
+	// that frame carried the head batch of the queue.
+	Sent, Popped bool
+	// Handoff: it handed the token to the control plane (an idle rack, or
+	// a batch too long for a fast frame); Halt: it halted itself after
+	// the frame (a hand-off, a slow-path verdict other than HALTED, a
+	// token that came while the TX port was busy).
+	Handoff, Halt bool
+	// Kseq is tx_kseq before the record (the record's number); QHead is
+	// tx_qhead after it.
+	Kseq, QHead uint64
 }
 
 func (v Verdict) String() string {
@@ -76,10 +108,16 @@ type Info struct {
 	NextPtr    uint32 // rb_next_ptr: the next register block, 0 = last
 	MaxHosts   int    // caps.max_hosts: the largest roster n
 	MaxHistory int    // caps.max_history: history slots held, floor(MaxHosts/2)
+	// Tx is the transmit side's tx_caps (register map 1.3; zero before).
+	Tx TxInfo
 }
 
 func (i Info) String() string {
-	return fmt.Sprintf("Exo engine v%d.%d, max_hosts %d, max_history %d", i.Major, i.Minor, i.MaxHosts, i.MaxHistory)
+	s := fmt.Sprintf("Exo engine v%d.%d, max_hosts %d, max_history %d", i.Major, i.Minor, i.MaxHosts, i.MaxHistory)
+	if i.Tx.QueueSlots > 0 {
+		s += fmt.Sprintf(", transmit queue %d slots of %d bytes", i.Tx.QueueSlots, i.Tx.SlotBytes())
+	}
+	return s
 }
 
 // ReadInfo reads the register block header and caps at offset 0 of r and
@@ -114,7 +152,8 @@ func ReadInfo(r Regs) (Info, error) {
 	if i.MaxHosts < 1 || i.MaxHosts > regs.RosterEntries || i.MaxHistory < i.MaxHosts/2 || i.MaxHistory > 4*regs.HistoryCount {
 		return i, fmt.Errorf("fpga: caps 0x%08x: max_hosts %d, max_history %d are inconsistent", caps, i.MaxHosts, i.MaxHistory)
 	}
-	return i, nil
+	i.Tx, err = readTxInfo(r, i)
+	return i, err
 }
 
 func fourCC(v uint32) string {
@@ -223,6 +262,16 @@ func (e *Engine) historyWords() int { return (e.info.MaxHistory + 3) / 4 }
 // above caps.max_hosts, or a history slot from caps.max_history on that is
 // not exo.HistoryNone).
 func (e *Engine) SetState(s exo.Pointers) error {
+	if err := e.checkState(s); err != nil {
+		return err
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.writeState(s)
+}
+
+// checkState refuses a state the engine cannot hold.
+func (e *Engine) checkState(s exo.Pointers) error {
 	if int(s.Hosts) > e.info.MaxHosts {
 		return fmt.Errorf("fpga: set state: %d hosts, the engine holds at most %d (caps.max_hosts)", s.Hosts, e.info.MaxHosts)
 	}
@@ -231,8 +280,11 @@ func (e *Engine) SetState(s exo.Pointers) error {
 			return fmt.Errorf("fpga: set state: history slot %d is %d, the engine holds %d slots (caps.max_history)", i, s.History[i], e.info.MaxHistory)
 		}
 	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
+	return nil
+}
+
+// writeState is SetState's register sequence (mu held).
+func (e *Engine) writeState(s exo.Pointers) error {
 	if err := e.write("halted", regs.Halted, 1); err != nil {
 		return err
 	}

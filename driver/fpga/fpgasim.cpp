@@ -16,6 +16,7 @@
 #include <deque>
 #include <memory>
 #include <new>
+#include <vector>
 
 #include "Vexo_engine.h"
 #include "verilated.h"
@@ -44,6 +45,14 @@ static void idle_inputs(Vexo_engine *m) {
 	m->csr_we = 0;
 	m->csr_addr = 0;
 	m->csr_wdata = 0;
+	// the TX port: always taken (a MAC that never back-pressures); the
+	// queue's stream port: idle (the queue is written through the CSRs)
+	m->m_axis_tx_tready = 1;
+	m->s_axis_q_tdata = 0;
+	m->s_axis_q_tkeep = 0;
+	m->s_axis_q_tvalid = 0;
+	m->s_axis_q_tlast = 0;
+	m->s_axis_q_tuser = 0;
 }
 
 extern "C" exo_sim *exo_sim_new(uint32_t reset_cycles) {
@@ -102,40 +111,84 @@ extern "C" int exo_sim_csr_read(exo_sim *s, uint32_t addr, uint32_t *data) {
 
 extern "C" int exo_sim_frames(exo_sim *s, const uint8_t *buf, const uint32_t *lens, uint32_t n,
 			      uint32_t gap, uint32_t timeout, exo_sim_verdict *out, uint32_t *nout,
-			      uint64_t *stalls) {
+			      uint64_t *stalls, uint8_t *txbuf, uint32_t txcap, uint32_t *txused) {
 	Vexo_engine *m = s->m.get();
-	std::deque<uint64_t> tlast; // edge of each tlast handshake, oldest first
-	uint32_t got = 0;
-	bool extra = false;
+	std::deque<uint64_t> tlast;   // edge of each tlast handshake, oldest first
+	std::deque<uint32_t> waiting; // verdicts with verdict_sent whose TX frame has not started
+	std::vector<uint64_t> tlast_of(n, 0); // the tlast edge of each verdict's frame
+	int64_t cur = -1;             // the verdict whose TX frame is on the port now
+	uint32_t got = 0, used = 0;
+	int err = EXO_SIM_OK;
 	*stalls = 0;
+	*txused = 0;
 
 	for (uint32_t i = 0; i < n; i++)
 		if (lens[i] == 0)
 			return EXO_SIM_EMPTY_FRAME;
 
-	// after every rising edge: collect a verdict
+	// after every rising edge: collect a verdict, then a TX beat
 	auto monitor = [&]() {
-		if (!m->verdict_valid)
-			return;
-		if (got >= n) {
-			extra = true;
-			return;
+		if (m->verdict_valid) {
+			if (got >= n) {
+				if (!err)
+					err = EXO_SIM_EXTRA;
+			} else {
+				exo_sim_verdict &v = out[got];
+				v.seq = m->verdict_seq;
+				v.cycle = s->cycles;
+				v.kseq = m->verdict_kseq;
+				v.qhead = m->verdict_qhead;
+				v.reason = m->verdict_reason;
+				v.slow_path = m->verdict_slow_path;
+				v.sender = m->verdict_sender;
+				v.flags = (m->verdict_record ? EXO_SIM_V_RECORD : 0) | (m->verdict_armed ? EXO_SIM_V_ARMED : 0) |
+					  (m->verdict_sent ? EXO_SIM_V_SENT : 0) | (m->verdict_popped ? EXO_SIM_V_POPPED : 0) |
+					  (m->verdict_handoff ? EXO_SIM_V_HANDOFF : 0) | (m->verdict_halt ? EXO_SIM_V_HALT : 0);
+				v.latency = 0;
+				v.tx_off = 0;
+				v.tx_len = 0;
+				v.tx_latency = 0;
+				if (!tlast.empty()) {
+					// tlast taken at edge E, verdict_valid high after edge E+1
+					// (pointers updated at that edge): 2 cycles as the bench counts
+					v.latency = (uint32_t)(s->cycles - tlast.front() + 1);
+					tlast_of[got] = tlast.front();
+					tlast.pop_front();
+				}
+				if (m->verdict_sent)
+					waiting.push_back(got);
+				got++;
+			}
 		}
-		exo_sim_verdict &v = out[got];
-		v.seq = m->verdict_seq;
-		v.cycle = s->cycles;
-		v.reason = m->verdict_reason;
-		v.slow_path = m->verdict_slow_path;
-		v.sender = m->verdict_sender;
-		v.pad = 0;
-		v.latency = 0;
-		if (!tlast.empty()) {
-			// tlast taken at edge E, verdict_valid high after edge E+1
-			// (pointers updated at that edge): 2 cycles as the bench counts
-			v.latency = (uint32_t)(s->cycles - tlast.front() + 1);
-			tlast.pop_front();
+		if (!m->m_axis_tx_tvalid)
+			return;
+		if (cur < 0) {
+			// a first beat: the frame of the oldest verdict that sent
+			if (waiting.empty()) {
+				if (!err)
+					err = EXO_SIM_TX_EXTRA;
+				return;
+			}
+			cur = waiting.front();
+			waiting.pop_front();
+			out[cur].tx_off = used;
+			out[cur].tx_latency = (uint32_t)(s->cycles - tlast_of[cur] + 1);
 		}
-		got++;
+		uint64_t data = m->m_axis_tx_tdata;
+		uint32_t keep = m->m_axis_tx_tkeep;
+		for (uint32_t k = 0; k < 8; k++) {
+			if (!(keep & (1u << k)))
+				continue;
+			if (used >= txcap) {
+				if (!err)
+					err = EXO_SIM_TX_OVERFLOW;
+				break;
+			}
+			txbuf[used++] = (uint8_t)(data >> (8 * k));
+			out[cur].tx_len++;
+		}
+		if (m->m_axis_tx_tlast)
+			cur = -1;
 	};
 
 	const uint8_t *p = buf;
@@ -183,13 +236,39 @@ extern "C" int exo_sim_frames(exo_sim *s, const uint8_t *buf, const uint32_t *le
 		tick(s);
 		monitor();
 	}
+	// the TX frames of the last verdicts
+	for (uint32_t w = 0; w < timeout && (!waiting.empty() || cur >= 0); w++) {
+		tick(s);
+		monitor();
+	}
 	// one more cycle: a second verdict for the last frame would show here
 	tick(s);
 	monitor();
 	*nout = got;
-	if (extra)
-		return EXO_SIM_EXTRA;
+	*txused = used;
+	if (err)
+		return err;
 	if (got < n)
 		return EXO_SIM_TIMEOUT;
+	if (!waiting.empty() || cur >= 0)
+		return EXO_SIM_TX_TIMEOUT;
 	return EXO_SIM_OK;
+}
+
+extern "C" int exo_sim_settle(exo_sim *s, uint32_t status_addr, uint32_t busy_mask, uint32_t ready_mask,
+			      uint32_t max, uint32_t *cycles) {
+	Vexo_engine *m = s->m.get();
+	uint32_t c = 0;
+	int err = EXO_SIM_OK;
+	while (c < max) {
+		uint32_t v = 0;
+		bool ok = exo_sim_csr_read(s, status_addr, &v) == 0;
+		c++;
+		if (m->verdict_valid || m->m_axis_tx_tvalid)
+			err = EXO_SIM_UNEXPECTED;
+		if (ok && (v & busy_mask) == 0 && (v & ready_mask) == ready_mask)
+			break;
+	}
+	*cycles = c;
+	return err;
 }

@@ -56,6 +56,7 @@ type Sim struct {
 	p      *C.exo_sim
 	opts   SimOptions
 	stalls uint64
+	txbuf  []byte // the TX frames of one ProcessBatch
 }
 
 func (s *Sim) check() error {
@@ -157,7 +158,8 @@ func (s *Sim) Process(frame []byte) (Verdict, error) {
 
 // ProcessBatch streams frames with gap idle cycles between them (0: back
 // to back, as a MAC delivers them at line rate) and returns their
-// verdicts in order.
+// verdicts in order, each with the frame the engine sent for it on its TX
+// port (Verdict.TX, token mode), which it waits for.
 func (s *Sim) ProcessBatch(frames [][]byte, gap int) ([]Verdict, error) {
 	if len(frames) == 0 {
 		return nil, nil
@@ -179,7 +181,7 @@ func (s *Sim) ProcessBatch(frames [][]byte, gap int) ([]Verdict, error) {
 		buf = append(buf, f...)
 	}
 	out := make([]C.exo_sim_verdict, len(frames))
-	var nout C.uint32_t
+	var nout, txused C.uint32_t
 	var stalls C.uint64_t
 
 	s.mu.Lock()
@@ -187,8 +189,14 @@ func (s *Sim) ProcessBatch(frames [][]byte, gap int) ([]Verdict, error) {
 	if err := s.check(); err != nil {
 		return nil, err
 	}
+	// Room for a TX frame per received frame: the longest a fast path
+	// sends (exo.MaxFastFrame after the Ethernet header).
+	if need := len(frames) * (exo.EthHeaderLen + exo.MaxFastFrame); len(s.txbuf) < need {
+		s.txbuf = make([]byte, need)
+	}
 	rc := C.exo_sim_frames(s.p, (*C.uint8_t)(unsafe.Pointer(&buf[0])), &lens[0], C.uint32_t(len(frames)),
-		C.uint32_t(gap), C.uint32_t(s.opts.Timeout), &out[0], &nout, &stalls)
+		C.uint32_t(gap), C.uint32_t(s.opts.Timeout), &out[0], &nout, &stalls,
+		(*C.uint8_t)(unsafe.Pointer(&s.txbuf[0])), C.uint32_t(len(s.txbuf)), &txused)
 	s.stalls += uint64(stalls)
 	switch rc {
 	case C.EXO_SIM_OK:
@@ -196,11 +204,18 @@ func (s *Sim) ProcessBatch(frames [][]byte, gap int) ([]Verdict, error) {
 		return nil, fmt.Errorf("fpga: sim: %d verdicts for %d frames within %d cycles", nout, len(frames), s.opts.Timeout)
 	case C.EXO_SIM_EXTRA:
 		return nil, fmt.Errorf("fpga: sim: more verdicts than the %d frames", len(frames))
+	case C.EXO_SIM_TX_OVERFLOW:
+		return nil, fmt.Errorf("fpga: sim: the TX frames of %d frames exceed %d bytes", len(frames), len(s.txbuf))
+	case C.EXO_SIM_TX_EXTRA:
+		return nil, errors.New("fpga: sim: a frame on the TX port with no verdict_sent before it")
+	case C.EXO_SIM_TX_TIMEOUT:
+		return nil, fmt.Errorf("fpga: sim: a verdict_sent whose TX frame did not end within %d cycles", s.opts.Timeout)
 	default:
 		return nil, fmt.Errorf("fpga: sim: exo_sim_frames returned %d", rc)
 	}
 	vs := make([]Verdict, len(frames))
 	for i, o := range out {
+		fl := uint8(o.flags)
 		vs[i] = Verdict{
 			Reason:   exo.Reason(o.reason),
 			SlowPath: o.slow_path != 0,
@@ -208,7 +223,43 @@ func (s *Sim) ProcessBatch(frames [][]byte, gap int) ([]Verdict, error) {
 			Seq:      uint64(o.seq),
 			Cycle:    uint64(o.cycle),
 			Latency:  int(o.latency),
+			Token: TokenVerdict{
+				Record: fl&C.EXO_SIM_V_RECORD != 0, Armed: fl&C.EXO_SIM_V_ARMED != 0,
+				Sent: fl&C.EXO_SIM_V_SENT != 0, Popped: fl&C.EXO_SIM_V_POPPED != 0,
+				Handoff: fl&C.EXO_SIM_V_HANDOFF != 0, Halt: fl&C.EXO_SIM_V_HALT != 0,
+				Kseq: uint64(o.kseq), QHead: uint64(o.qhead),
+			},
+		}
+		if o.tx_len > 0 {
+			vs[i].TX = append([]byte(nil), s.txbuf[o.tx_off:o.tx_off+o.tx_len]...)
+			vs[i].TxLatency = int(o.tx_latency)
 		}
 	}
 	return vs, nil
+}
+
+// Settle runs the clock with no frame in, as the engine's clock runs
+// between two frames on the wire (the simulation runs only while it is
+// driven), until no frame is being sent and the tag of the frame the next
+// token would send is ready (tx_status.spec_ready), or for max cycles
+// (default 1024: the candidate of the longest batch hashes in about 540).
+// It returns the cycles it ran. Without it a token that comes right after
+// a change of the state or the queue finds the tag not ready (a
+// speculation miss, tx_spec_miss) although on the wire it would be.
+func (s *Sim) Settle(max int) (int, error) {
+	if max <= 0 {
+		max = 1024
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.check(); err != nil {
+		return 0, err
+	}
+	var cycles C.uint32_t
+	rc := C.exo_sim_settle(s.p, C.uint32_t(regs.TxStatus), C.uint32_t(regs.TxStatusSendingMask),
+		C.uint32_t(regs.TxStatusSpecReadyMask), C.uint32_t(max), &cycles)
+	if rc != C.EXO_SIM_OK {
+		return int(cycles), errors.New("fpga: sim: a verdict or a TX beat while no frame was in (settle)")
+	}
+	return int(cycles), nil
 }

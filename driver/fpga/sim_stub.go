@@ -37,3 +37,6 @@ func (*Sim) Process([]byte) (Verdict, error) { return Verdict{}, ErrSimNotBuilt 
 
 // ProcessBatch returns ErrSimNotBuilt.
 func (*Sim) ProcessBatch([][]byte, int) ([]Verdict, error) { return nil, ErrSimNotBuilt }
+
+// Settle returns ErrSimNotBuilt.
+func (*Sim) Settle(int) (int, error) { return 0, ErrSimNotBuilt }
