@@ -275,14 +275,16 @@ func (c *Cluster) Stop() error {
 }
 
 // pinningHosts calls fn with the config of every host whose daemon pins
-// maps: token mode with a durable log (bpf_dir defaulted).
+// maps: token mode on the XDP program (xdp_token) with a durable log
+// (bpf_dir defaulted). The simulated FPGA engine pins nothing: it goes
+// with its daemon's process.
 func (c *Cluster) pinningHosts(fn func(i int, cfg *daemon.Config) error) error {
 	for i := range c.Rack.Hosts {
 		cfg, err := c.Config(i)
 		if err != nil {
 			return err
 		}
-		if !cfg.Token() || cfg.DataDir == "" {
+		if cfg.XDPToken != "on" || cfg.DataDir == "" {
 			continue
 		}
 		if cfg.BPFDir == "" {

@@ -171,6 +171,18 @@ func checkOffloadWorked(t *testing.T, c *Cluster, n int) {
 			if tk.Sent == 0 {
 				t.Errorf("host %d: token mode, but the fast path sent no frame", i)
 			}
+			// The FPGA engine's Go twin (fpga.Token): every frame the
+			// engine handled, and every halted state, against
+			// exo.Engine.Step on the same state.
+			if n, ok := tk.Kernel["RULE_CHECKED"]; ok {
+				if n == 0 || tk.Kernel["RULE_DIFFERS"] != 0 || tk.Kernel["STATE_DIFFERS"] != 0 {
+					t.Errorf("host %d: the engine and the Go rule differed on %d of %d frames, %d states at a halt",
+						i, tk.Kernel["RULE_DIFFERS"], n, tk.Kernel["STATE_DIFFERS"])
+				}
+				if tk.Kernel["TX"] == 0 {
+					t.Errorf("host %d: the engine sent no frame: %v", i, tk.Kernel)
+				}
+			}
 		}
 	}
 }
@@ -180,6 +192,16 @@ func checkOffloadWorked(t *testing.T, c *Cluster, n int) {
 func TestRack100kFPGASim(t *testing.T) {
 	requireFPGASim(t)
 	rack100k(t, "fpga-sim")
+}
+
+// TestRack100kFPGASimToken is TestRack100k in token mode on the
+// simulated FPGA engines (fpga_token on: each daemon's engine answers its
+// predecessor's frame with the host's next frame, docs/token.md section
+// 7): the same checks, and on every frame the engine and the Go rule
+// agreed (checkOffloadWorked).
+func TestRack100kFPGASimToken(t *testing.T) {
+	requireFPGASim(t)
+	rack100k(t, "fpga-sim-token")
 }
 
 // requireFPGASim skips, saying why, when the simulated engine is not built.

@@ -44,6 +44,15 @@ func TestRackSeedPartitionFPGASim(t *testing.T) {
 	seedPartition(t, "fpga-sim")
 }
 
+// TestRackSeedPartitionFPGASimToken is TestRackSeedPartition in token
+// mode on the simulated FPGA engines (fpga_token on): the cut comes while
+// the engines pass the token, the minority's engines hand their frames up
+// (a gap, then silence), the heal goes through the control planes.
+func TestRackSeedPartitionFPGASimToken(t *testing.T) {
+	requireFPGASim(t)
+	seedPartition(t, "fpga-sim-token")
+}
+
 func seedPartition(t *testing.T, offload string) {
 	r := rack(t, 5)
 	c := startWith(t, r, withOffload(offload))

@@ -82,6 +82,15 @@ type Config struct {
 	// batches. Needs offload "xdp" and frames of at most 4096 bytes (the
 	// daemon caps batch_bytes so).
 	XDPToken string `json:"xdp_token,omitempty"`
+	// FPGAToken ("on" or "off", default off) is token mode on the FPGA
+	// engine (docs/token.md section 7, docs/fpga.md section 5): the
+	// engine answers this host's predecessor's frame with this host's next
+	// frame on its TX port, from a transmit queue the daemon fills through
+	// its registers, and hands up what it did as records. Needs offload
+	// "fpga-sim" (the simulated engine, in a build with -tags fpgasim),
+	// where a goroutine of the daemon plays the NIC: it hands the engine
+	// every frame the interface receives and sends what the engine sends.
+	FPGAToken string `json:"fpga_token,omitempty"`
 	// BPFDir is the bpffs directory token mode pins its maps under, per
 	// data_dir (default /run/exo/bpf; mounted if it is not a bpffs): a
 	// daemon killed with records it had not logged hands them to the next
@@ -278,6 +287,10 @@ func (c *Config) Validate() error {
 		return fieldErr("xdp_token", "on needs offload \"xdp\" (offload is %q)", c.Offload)
 	case c.XDPToken == "on" && c.XDPDelivery == "afxdp":
 		return fieldErr("xdp_token", "on hands frames up in its own ring: xdp_delivery afxdp does not apply")
+	case c.FPGAToken != "" && c.FPGAToken != "on" && c.FPGAToken != "off":
+		return fieldErr("fpga_token", "%q is neither on nor off", c.FPGAToken)
+	case c.FPGAToken == "on" && c.Offload != "fpga-sim":
+		return fieldErr("fpga_token", "on needs offload \"fpga-sim\" (offload is %q): the FPGA engine sends the frames", c.Offload)
 	case c.RxPoll != "runtime" && c.RxPoll != "block" && c.RxPoll != "busy":
 		return fieldErr("rx_poll", "%q is none of runtime, block, busy", c.RxPoll)
 	case c.Procs < -1 || c.Procs > 1024:
@@ -355,7 +368,8 @@ func (c *Config) coreConfig(mtu int) exo.Config {
 	}
 	if c.Token() {
 		// The XDP program handles frames of at most TokenMaxFrame bytes,
-		// and a queued batch of at most TokenMaxBatch.
+		// and a queued batch of at most TokenMaxBatch (the FPGA engine
+		// the same: exo.MaxFastFrame, and slots of 4096 bytes).
 		batch = min(batch, TokenMaxFrame-exo.HeaderLen-exo.HistoryLen(n), TokenMaxBatch)
 	}
 	return exo.Config{
@@ -396,8 +410,9 @@ func (c *Config) idleRotations() int {
 	return exo.DefaultIdleRotations
 }
 
-// Token reports whether token mode is on (xdp_token).
-func (c *Config) Token() bool { return c.XDPToken == "on" }
+// Token reports whether token mode is on: the fast path sends this host's
+// frames (xdp_token or fpga_token).
+func (c *Config) Token() bool { return c.XDPToken == "on" || c.FPGAToken == "on" }
 
 // TokenMaxFrame and TokenMaxBatch bound token mode's frames (bytes after
 // the Ethernet header; the XDP program's linear buffer) and the batches of

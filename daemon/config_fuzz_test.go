@@ -168,6 +168,9 @@ func checkConfigInvariants(t *testing.T, in []byte, c *Config) {
 	default:
 		fail("offload %q", c.Offload)
 	}
+	if (c.XDPToken == "on" && c.Offload != "xdp") || (c.FPGAToken == "on" && c.Offload != "fpga-sim") {
+		fail("xdp_token %q, fpga_token %q with offload %q", c.XDPToken, c.FPGAToken, c.Offload)
+	}
 	switch c.XDPMode {
 	case "", "auto", "native", "generic":
 	default:

@@ -426,7 +426,12 @@ func (d *Daemon) nextWake() time.Time {
 func (d *Daemon) armTick() {
 	if w := d.nextWake(); w.Before(d.wakeAt) {
 		d.wakeAt = w
-		d.conn.SetReadDeadline(w)
+		if d.tp == nil {
+			// (In token mode the loop waits on the fast path, and the
+			// socket may be read by the fast path's own reader:
+			// fpga_token.)
+			d.conn.SetReadDeadline(w)
+		}
 	}
 }
 

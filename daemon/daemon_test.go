@@ -282,6 +282,14 @@ func TestConfigErrors(t *testing.T) {
 	if _, err := ParseConfig([]byte(good)); err != nil {
 		t.Fatalf("good config: %v", err)
 	}
+	// Token mode on the FPGA engine: fpga_token with offload fpga-sim,
+	// frames capped at the engine's 4096 bytes as with xdp_token.
+	fpgaTok := strings.Replace(good, `"group":1,`, `"group":1,"offload":"fpga-sim","fpga_token":"on","batch_bytes":9000,`, 1)
+	if c, err := ParseConfig([]byte(fpgaTok)); err != nil || !c.Token() {
+		t.Fatalf("fpga_token config: %v (token mode %v)", err, err == nil && c.Token())
+	} else if cc := c.coreConfig(9000); cc.MaxBatchBytes > TokenMaxBatch || cc.IdleRotations != 32 {
+		t.Errorf("fpga_token: batch %d (want at most %d), idle rotations %d (want 32)", cc.MaxBatchBytes, TokenMaxBatch, cc.IdleRotations)
+	}
 	for _, c := range []struct{ json, field string }{
 		{`{"group":1,"id":5,"interface":"exo0","api_socket":"/x","key_file":"/k","roster":[{"id":0,"mac":"02:00:00:00:00:01","oob":"10.0.0.1:1"}]}`, "id"},
 		{`{"group":1,"id":0,"interface":"","api_socket":"/x","key_file":"/k","roster":[{"id":0,"mac":"02:00:00:00:00:01","oob":"10.0.0.1:1"}]}`, "interface"},
@@ -297,6 +305,10 @@ func TestConfigErrors(t *testing.T) {
 		{`{"group":1,"id":0,"interface":"e","api_socket":"/x","key_file":"/k","next_key_file":"/k","roster":[{"id":0,"mac":"02:00:00:00:00:01","oob":"10.0.0.1:1"}]}`, "next_key_file"},
 		{`{"group":1,"id":0,"interface":"e","api_socket":"/x","key_file":"/k","key_grace":"-1s","roster":[{"id":0,"mac":"02:00:00:00:00:01","oob":"10.0.0.1:1"}]}`, "key_grace"},
 		{`{"group":1,"colour":"red"}`, "colour"},
+		{`{"group":1,"id":0,"interface":"e","api_socket":"/x","key_file":"/k","fpga_token":"on","roster":[{"id":0,"mac":"02:00:00:00:00:01","oob":"10.0.0.1:1"}]}`, `fpga_token: on needs offload "fpga-sim"`},
+		{`{"group":1,"id":0,"interface":"e","api_socket":"/x","key_file":"/k","offload":"xdp","fpga_token":"on","roster":[{"id":0,"mac":"02:00:00:00:00:01","oob":"10.0.0.1:1"}]}`, `fpga_token: on needs offload "fpga-sim" (offload is "xdp")`},
+		{`{"group":1,"id":0,"interface":"e","api_socket":"/x","key_file":"/k","offload":"fpga-sim","fpga_token":"yes","roster":[{"id":0,"mac":"02:00:00:00:00:01","oob":"10.0.0.1:1"}]}`, "fpga_token"},
+		{`{"group":1,"id":0,"interface":"e","api_socket":"/x","key_file":"/k","offload":"fpga-sim","xdp_token":"on","roster":[{"id":0,"mac":"02:00:00:00:00:01","oob":"10.0.0.1:1"}]}`, "xdp_token"},
 	} {
 		_, err := ParseConfig([]byte(c.json))
 		if err == nil || !bytes.Contains([]byte(err.Error()), []byte(c.field)) {

@@ -48,7 +48,7 @@ func (d *Daemon) SetToken(tp TokenPath, takeOver bool) error {
 	d.core.Lock()
 	defer d.core.Unlock()
 	if d.off == nil {
-		return fmt.Errorf("daemon: token mode needs the XDP fast path set first (SetOffload)")
+		return fmt.Errorf("daemon: token mode needs its fast path set first (SetOffload: the XDP program or the FPGA engine)")
 	}
 	d.tp = tp
 	d.tok = token.New(d.node, tp, token.Config{
@@ -84,11 +84,17 @@ func (d *Daemon) SetToken(tp TokenPath, takeOver bool) error {
 }
 
 // TokenMinFrame is the length every frame of a token-mode rack is padded
-// to on the wire (Ethernet header included): the longest frame a host
-// sends (a full batch, the longest history of the config's roster). A fast
-// path answers a frame in its buffer, which generic XDP grows by a few
-// hundred bytes at most.
+// to on the wire (Ethernet header included). With xdp_token, the longest
+// frame a host sends (a full batch, the longest history of the config's
+// roster): the XDP program answers a frame in its buffer, which generic
+// XDP grows by a few hundred bytes at most. With fpga_token, the Ethernet
+// minimum: the engine builds its frame from its own queue, whatever the
+// size of the frame it answers (a rack that mixes the two would have the
+// FPGA hosts pad as the XDP ones do; it is not supported).
 func (d *Daemon) TokenMinFrame() int {
+	if d.cfg.FPGAToken == "on" {
+		return exo.MinEthFrame
+	}
 	return max(exo.MinEthFrame, exo.EthHeaderLen+exo.HeaderLen+exo.HistoryLen(len(d.cfg.Roster))+d.node.Config().MaxBatchBytes)
 }
 
@@ -318,7 +324,7 @@ var (
 		"Token mode's control plane: records stepped, frames the fast path sent for this host, batches it took, hand-offs, self-halts, quiesces, arms, arm misses, desyncs, unlogged sends.",
 		[]string{"event"}, nil)
 	tokenFastDesc = prometheus.NewDesc("exo_token_fast_path_total",
-		"Token mode's fast path counters (the XDP program): frames sent, empty passes, hand-offs, frames dropped for a full ring, records lost.",
+		"Token mode's fast path counters (the XDP program: frames sent, empty passes, hand-offs, frames dropped for a full ring, records lost; the FPGA engine: its tx_* counters, and the frames on which it and the Go rule differed).",
 		[]string{"counter"}, nil)
 	tokenArmedDesc = prometheus.NewDesc("exo_token_armed", "1 while the fast path runs on its own (token mode).", nil, nil)
 )

@@ -38,8 +38,9 @@ step "unit, walk-through, golden-vector, simulator, exploration and lab-rack tes
 if [ "$(id -u)" != 0 ]; then echo "note: not root: the lab-rack tests will skip (they say so)"; fi
 go test -count=1 -timeout 20m ./...
 # The Verilated engine against the golden vectors, from Go (cgo), and a
-# one-host daemon/host with offload fpga-sim on it. The lab-rack tests
-# above ran the daemon with --offload=fpga-sim on it too.
+# one-host daemon/host with offload fpga-sim on it (and fpga_token). The
+# lab-rack tests above ran the daemon with --offload=fpga-sim and
+# fpga-sim-token on it too.
 CGO_ENABLED=1 go test -count=1 -tags fpgasim ./driver/fpga ./daemon/host
 
 step "the checker bites: a core with one rule broken must be caught"

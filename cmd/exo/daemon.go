@@ -43,8 +43,11 @@ docs/operator.md for every field and an example.`,
 			}
 			if offload != "" {
 				cfg.Offload = offload
-				if offload == "xdp-token" {
+				switch offload {
+				case "xdp-token":
 					cfg.Offload, cfg.XDPToken = "xdp", "on"
+				case "fpga-sim-token":
+					cfg.Offload, cfg.FPGAToken = "fpga-sim", "on"
 				}
 				if err := cfg.Validate(); err != nil {
 					return &exitError{code: 2, err: fmt.Errorf("--offload: %w", err)}
@@ -70,7 +73,7 @@ docs/operator.md for every field and an example.`,
 	}
 	cmd.Flags().StringVar(&cfgPath, "config", "", "the daemon's JSON config file")
 	cmd.Flags().BoolVar(&join, "join", false, "start as a host that lost its state and rejoin the running rack")
-	cmd.Flags().StringVar(&offload, "offload", "", "fast path, overriding the config: software, xdp (the XDP program in front of the socket), auto (xdp, else software with one log line), xdp-token (xdp with xdp_token on: the program sends this host's frames) or fpga-sim (the simulated FPGA engine)")
+	cmd.Flags().StringVar(&offload, "offload", "", "fast path, overriding the config: software, xdp (the XDP program in front of the socket), auto (xdp, else software with one log line), xdp-token (xdp with xdp_token on: the program sends this host's frames), fpga-sim (the simulated FPGA engine, in a binary built with -tags fpgasim) or fpga-sim-token (fpga-sim with fpga_token on: the engine sends this host's frames)")
 	cmd.Flags().StringVar(&level, "log-level", "info", "debug, info, warn or error")
 	cmd.Flags().StringVar(&format, "log-format", "text", "text or json")
 	cmd.Flags().StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile (pprof) of the whole run to this file, finished when the daemon stops (SIGTERM)")

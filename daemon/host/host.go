@@ -106,7 +106,7 @@ func Open(cfg *daemon.Config, log *slog.Logger) (*Host, error) {
 		stopOOB(tr)
 		return fail(err)
 	}
-	fast, detach, err := setupOffload(cfg, d, pre, log)
+	fast, detach, err := setupOffload(cfg, d, conn, pre, log)
 	if err != nil {
 		// setupOffload closed pre (or never had it).
 		stopOOB(tr)

@@ -10,17 +10,19 @@ import (
 // setupOffload builds the fast path the config asks for (or takes pre,
 // loaded already for AF_XDP delivery) and puts it in front of d: the
 // daemon writes it its pointers, roster MACs and key slots
-// (Daemon.SetOffload) before the XDP program is attached. It returns the
+// (Daemon.SetOffload) before the XDP program is attached. With
+// fpga_token the simulated engine plays the NIC on conn, the daemon's
+// socket, which the daemon does not read in token mode. It returns the
 // fast path (nil for the software path) and a function that detaches and
-// closes it, or an error that stops the host (offload "xdp" or "fpga-sim"
-// that cannot load); on error pre is closed. "auto" falls back to the
-// software path with one log line.
-func setupOffload(cfg *daemon.Config, d *daemon.Daemon, pre *xdpOffload, log *slog.Logger) (daemon.Offload, func(), error) {
+// closes it, or an error that stops the host (offload "xdp" or
+// "fpga-sim" that cannot load); on error pre is closed. "auto" falls back
+// to the software path with one log line.
+func setupOffload(cfg *daemon.Config, d *daemon.Daemon, conn daemon.FrameConn, pre *xdpOffload, log *slog.Logger) (daemon.Offload, func(), error) {
 	switch cfg.Offload {
 	case "software":
 		return nil, func() {}, nil
 	case "xdp", "auto":
-		if cfg.Token() {
+		if cfg.XDPToken == "on" {
 			return setupToken(cfg, d, log)
 		}
 		x, err := pre, error(nil)
@@ -49,6 +51,9 @@ func setupOffload(cfg *daemon.Config, d *daemon.Daemon, pre *xdpOffload, log *sl
 			}
 		}, nil
 	case "fpga-sim":
+		if cfg.FPGAToken == "on" {
+			return setupFPGAToken(cfg, d, conn, log)
+		}
 		return setupFPGASim(cfg, d, log)
 	}
 	if pre != nil {
