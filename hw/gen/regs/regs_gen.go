@@ -165,8 +165,8 @@ const (
 	TxSent = 0x350
 	// tx_empty (ro): Of them, empty passes (no batch).
 	TxEmpty = 0x354
-	// tx_underrun (ro): Tokens that found the queue empty (an empty pass or a
-	// hand-off).
+	// tx_underrun (ro): Tokens that found the queue empty (an empty pass, a
+	// hand-off, or a busy drop).
 	TxUnderrun = 0x358
 	// tx_handoff (ro): Tokens handed to the control plane (idle rack, or a
 	// batch too long for a fast frame).
@@ -186,8 +186,8 @@ const (
 	// slot).
 	TxPushFull = 0x36C
 	// tx_turnaround_last (ro): Cycles from the verdict of the last token to
-	// its frame's first beat on the TX port (0: the next cycle). The
-	// turnaround from the token's last beat is this + 6.
+	// its frame's first beat on the TX port (0: the first beat comes with
+	// verdict_valid). The turnaround from the token's last beat is this + 5.
 	TxTurnaroundLast = 0x370
 	// tx_turnaround_max (ro): The largest tx_turnaround_last since the
 	// counters were cleared.
