@@ -62,6 +62,8 @@ reg  [31:0] csr_wdata = 0;
 wire [31:0] csr_rdata;
 wire        csr_rvalid;
 wire        q_tready;
+reg  [63:0] q_tdata = 0;
+reg         q_tvalid = 1'b0;
 
 exo_engine #(
     .MAX_HOSTS(MAX_HOSTS),
@@ -99,12 +101,12 @@ exo_engine #(
     .m_axis_tx_tvalid(tx_tvalid),
     .m_axis_tx_tready(1'b1),
     .m_axis_tx_tlast(tx_tlast),
-    .s_axis_q_tdata(64'd0),
-    .s_axis_q_tkeep(8'd0),
-    .s_axis_q_tvalid(1'b0),
+    .s_axis_q_tdata(q_tdata),
+    .s_axis_q_tkeep(8'hFF),
+    .s_axis_q_tvalid(q_tvalid),
     .s_axis_q_tready(q_tready),
-    .s_axis_q_tlast(1'b0),
-    .s_axis_q_tuser(16'd0)
+    .s_axis_q_tlast(1'b1),
+    .s_axis_q_tuser(16'd1)
 );
 
 reg [63:0] mem [0:NW-1];
@@ -395,6 +397,75 @@ task run_record(input integer idx, input integer r);
     end
 endtask
 
+// ---------------------------------------------------------------- a push racing the token
+// Record 0's state (host 2, the token in host 1's frame) with the queue
+// empty; while host 1's frame streams in, a one-beat batch (one 6-byte
+// record) arrives on the s_axis_q port at beat j of the frame. The rule
+// takes the queue as it is in the verdict cycle: the frame sent carries
+// the batch (popped, count 1, payload_len 8, its bytes) or is an empty
+// pass (not popped, count 0), never a mix, whatever the cycle the push
+// lands in, the one right before the verdict included (the candidate
+// hashed for an empty queue must not go out then). Each frame sent is
+// given back to the engine: DUPLICATE (its tag verifies), not BAD_TAG.
+integer race_pop = 0, race_pass = 0, race_switch = 0;
+integer q_at = -1;
+// the one-beat batch [00 06] 00 02 03 04 05 06 07 (bytes LSB first) in cycle q_at
+always @(negedge clk) begin
+    q_tvalid <= cycle == q_at;
+    q_tdata <= 64'h0706050403020600;
+end
+task push_race;
+    integer j, i, flen, popped_prev;
+    reg [7:0] cnt_lo, plen_lo;
+    begin
+        popped_prev = -1;
+        flen = mem[4][63:48];
+        for (j = 0; j < 14; j = j + 1) begin
+            spec = 1;
+            arm(0);
+            for (i = 0; i < 6; i = i + 1) pkt[i] = 8'hFF;
+            for (i = 0; i < 6; i = i + 1) pkt[6 + i] = 8'h10 + i[7:0];
+            pkt[12] = 8'h88; pkt[13] = 8'hB5;
+            for (i = 0; i < flen; i = i + 1) pkt[14 + i] = byte_at(`VEC_TX_DATA_WORD, i);
+            repeat (200) @(negedge clk);          // the empty pass's tag is ready
+            tx_len = 0; tx_beats = 0;
+            vseen = 1'b0;
+            q_at = cycle + 1 + j;              // the frame's beat j (send_frame starts at the next negedge)
+            send_frame(14 + flen);
+            i = 0;
+            while (!(vseen && !tx_in_frame && tx_len > 0) && i < 300) begin @(negedge clk); i = i + 1; end
+            if (!vsent || tx_len == 0) $fatal(1, "push race %0d: no frame sent (verdict seen %b, reason %0d, sent %b, %0d bytes)", j, vseen, vreason, vsent, tx_len);
+            cnt_lo = txbuf[14 + 13];
+            plen_lo = txbuf[14 + 7];
+            if (vpop) begin
+                race_pop = race_pop + 1;
+                if (cnt_lo != 1 || plen_lo != 8 || tx_len != 14 + 32 + 2 + 8 || txbuf[14 + 34] != 8'h00 ||
+                    txbuf[14 + 35] != 8'h06 || txbuf[14 + 41] != 8'h07)
+                    $fatal(1, "push race %0d: popped, but the frame has count %0d payload_len %0d (%0d bytes)", j, cnt_lo, plen_lo, tx_len);
+            end else begin
+                race_pass = race_pass + 1;
+                if (cnt_lo != 0 || plen_lo != 0 || tx_len != 14 + 32 + 2)
+                    $fatal(1, "push race %0d: not popped, but the frame has count %0d payload_len %0d", j, cnt_lo, plen_lo);
+            end
+            if (popped_prev != -1 && popped_prev != vpop) race_switch = race_switch + 1;
+            popped_prev = vpop;
+            // the frame sent, back to the engine: its tag verifies
+            for (i = 0; i < tx_len; i = i + 1) pkt[i] = txbuf[i];
+            vseen = 1'b0;
+            send_frame(tx_len);
+            i = 0;
+            while (!vseen && i < 40) begin @(negedge clk); i = i + 1; end
+            if (vreason !== EXO_REASON_DUPLICATE)
+                $fatal(1, "push race %0d: the frame sent, given back, is %0d (want DUPLICATE: its tag verifies)", j, vreason);
+        end
+        if (race_pop == 0 || race_pass == 0 || race_switch != 1)
+            $fatal(1, "push race: %0d frames with the batch, %0d empty passes, %0d switches (want both, one switch)",
+                   race_pop, race_pass, race_switch);
+        $display("exo_tx_tb: a push racing the token (s_axis_q, beats 0..13 of the token's frame): %0d frames carry the batch, %0d empty passes, one switch, every frame consistent with its record and its tag verified",
+                 race_pop, race_pass);
+    end
+endtask
+
 // ---------------------------------------------------------------- main
 integer idx, r, pass_n, miss0, miss1, sent0, sent1;
 reg [31:0] x;
@@ -428,6 +499,7 @@ initial begin
                  spec, `VEC_TX_COUNT, `VEC_TX_COUNT, n_rec, n_sent, n_sent - x, ta_min, ta_max,
                  ta_n == 0 ? 0.0 : (1.0 * ta_sum) / ta_n);
     end
+    push_race;
     $display("exo_tx_tb: PASS %0d/%0d transmit records x 2 (tag ahead, tag after the verdict), %0d cycles",
              `VEC_TX_COUNT, `VEC_TX_COUNT, cycle);
     $finish;
