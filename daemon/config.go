@@ -114,11 +114,16 @@ type Config struct {
 	MetricsAddr string `json:"metrics_addr,omitempty"`
 	// TickText is the protocol tick as a Go duration (default "250us"); the
 	// timeouts below count ticks.
-	TickText        string        `json:"tick,omitempty"`
-	Tick            time.Duration `json:"-"`
-	TokenTimeout    int           `json:"token_timeout_ticks,omitempty"`
-	RetransmitTicks int           `json:"retransmit_ticks,omitempty"`
-	IdleBackoffMax  int           `json:"idle_backoff_max_ticks,omitempty"`
+	TickText     string        `json:"tick,omitempty"`
+	Tick         time.Duration `json:"-"`
+	TokenTimeout int           `json:"token_timeout_ticks,omitempty"`
+	// TokenTimeoutMin is the floor of the adaptive token timeout (default
+	// 8 ticks, 2 ms): the timeout in force follows the gaps between
+	// appends this host sees, between it and token_timeout_ticks (the
+	// ceiling, default 40). Equal to token_timeout_ticks: fixed.
+	TokenTimeoutMin int `json:"token_timeout_min_ticks,omitempty"`
+	RetransmitTicks int `json:"retransmit_ticks,omitempty"`
+	IdleBackoffMax  int `json:"idle_backoff_max_ticks,omitempty"`
 	// IdleRotations is how many rotations of empty passes go at full speed
 	// before the idle back-off (default 4; in token mode 32: the kernel
 	// passes a hop in microseconds, and the rack should not go idle, and
@@ -196,6 +201,14 @@ func ParseConfig(b []byte) (*Config, error) {
 // maxTicks bounds every tick count of the config (10^6 ticks: 250 s at
 // the default tick).
 const maxTicks = 1_000_000
+
+// The token timeout's defaults, in ticks (250 us): the ceiling (the whole
+// timeout until the failure detector has samples) and the floor of the
+// adaptive timeout (docs/protocol.md section 5).
+const (
+	DefaultTokenTimeout    = 40
+	DefaultTokenTimeoutMin = 8
+)
 
 func (c *Config) defaults() {
 	if c.RxPoll == "" {
@@ -313,11 +326,14 @@ func (c *Config) Validate() error {
 	for _, t := range []struct {
 		name string
 		v    int
-	}{{"token_timeout_ticks", c.TokenTimeout}, {"retransmit_ticks", c.RetransmitTicks},
+	}{{"token_timeout_ticks", c.TokenTimeout}, {"token_timeout_min_ticks", c.TokenTimeoutMin}, {"retransmit_ticks", c.RetransmitTicks},
 		{"idle_backoff_max_ticks", c.IdleBackoffMax}, {"view_change_timeout_ticks", c.ViewChangeTimeout}, {"idle_rotations", c.IdleRotations}} {
 		if (t.v < 0 && !(t.name == "idle_backoff_max_ticks" && t.v == -1)) || t.v > maxTicks {
 			return fieldErr(t.name, "%d is outside 0..%d (0: the default)", t.v, maxTicks)
 		}
+	}
+	if lo, hi := orDefault(c.TokenTimeoutMin, DefaultTokenTimeoutMin), orDefault(c.TokenTimeout, DefaultTokenTimeout); lo > hi {
+		return fieldErr("token_timeout_min_ticks", "%d is above token_timeout_ticks (%d): it is the floor of the adaptive timeout, that its ceiling", lo, hi)
 	}
 	macs := map[string]int{}
 	ids := map[int]int{}
@@ -374,8 +390,9 @@ func (c *Config) coreConfig(mtu int) exo.Config {
 	}
 	return exo.Config{
 		ID: uint8(c.ID), Hosts: c.Hosts, Group: c.Group,
-		TokenTimeout: orDefault(c.TokenTimeout, 40), RetransmitTicks: orDefault(c.RetransmitTicks, 12),
-		IdleBackoffMax: orDefault(c.IdleBackoffMax, 256), ViewChangeTimeout: orDefault(c.ViewChangeTimeout, 800),
+		TokenTimeout: orDefault(c.TokenTimeout, DefaultTokenTimeout), TokenTimeoutMin: orDefault(c.TokenTimeoutMin, DefaultTokenTimeoutMin),
+		RetransmitTicks: orDefault(c.RetransmitTicks, 12),
+		IdleBackoffMax:  orDefault(c.IdleBackoffMax, 256), ViewChangeTimeout: orDefault(c.ViewChangeTimeout, 800),
 		IdleRotations:   c.idleRotations(),
 		TakeoverStagger: 20, RejoinTicks: 400, FetchTicks: 20,
 		MaxBatchBytes: min(batch, 65535), MaxPending: c.QueueLen,

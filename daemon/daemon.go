@@ -697,6 +697,10 @@ func (d *Daemon) ready() error {
 		case exo.EventTakeover:
 			d.metrics.takeovers.Inc()
 			d.log.Info("token taken over", "from", e.Peer, "seq", e.Seq)
+		case exo.EventSkippedAlive:
+			d.metrics.falseTakeovers.Inc()
+			d.log.Warn("a takeover passed this running host over (a false takeover: the token timeout in force was too short for a hop, or this host stalled)",
+				"by", e.Peer, "seq", e.Seq, "timeout_ticks", d.node.Detector().Timeout)
 		case exo.EventSafety:
 			d.metrics.safetyEvents.Inc()
 			d.log.Error("SAFETY: an agreed entry would change; refused", "seq", e.Seq, "epoch", e.Epoch)
@@ -734,6 +738,7 @@ func (d *Daemon) ready() error {
 		d.holdAt = time.Now()
 	}
 	d.metrics.observe(p, nd.Pending(), nd.Recovery())
+	d.metrics.tokenTimeout.Set((time.Duration(nd.Detector().Timeout) * d.cfg.Tick).Seconds())
 	if keep := uint64(d.cfg.KeepEntries); p.Agreed > nd.LogBase()+2*keep {
 		nd.Compact(p.Agreed - keep)
 		if d.disk != nil {
@@ -837,6 +842,31 @@ type Status struct {
 	Token          *TokenStatus      `json:"token,omitempty"`
 	Keys           *KeyStatus        `json:"keys"`
 	Recovery       RecoveryStatus    `json:"recovery"`
+	// Detector is the token's failure detector (exo/detector.go): the
+	// takeover timeout in force, following the gaps between appends.
+	Detector DetectorStatus `json:"detector"`
+}
+
+// DetectorStatus is the token's failure detector (exo.Detector), in ticks
+// and in milliseconds of this host's tick.
+type DetectorStatus struct {
+	TimeoutTicks int     `json:"timeout_ticks"`
+	TimeoutMs    float64 `json:"timeout_ms"`
+	StaggerTicks int     `json:"stagger_ticks"`
+	SRTTTicks    float64 `json:"srtt_ticks"`
+	RTTVarTicks  float64 `json:"rttvar_ticks"`
+	Samples      uint64  `json:"samples"`
+	MinTicks     int     `json:"min_ticks"`
+	MaxTicks     int     `json:"max_ticks"`
+	// FalseTakeovers counts the takeovers that passed this host over while
+	// it was running (with no fault, every one was false).
+	FalseTakeovers uint64 `json:"false_takeovers"`
+}
+
+func detectorStatus(x exo.Detector, tick time.Duration) DetectorStatus {
+	return DetectorStatus{TimeoutTicks: x.Timeout, TimeoutMs: float64(time.Duration(x.Timeout)*tick) / 1e6,
+		StaggerTicks: x.Stagger, SRTTTicks: x.SRTT, RTTVarTicks: x.RTTVar, Samples: x.Samples,
+		MinTicks: x.Min, MaxTicks: x.Max, FalseTakeovers: x.SkippedAlive}
 }
 
 // RecoveryStatus is what the host does to get back in step with the rack
@@ -896,7 +926,7 @@ func (d *Daemon) statusJSON() []byte {
 		Append: p.Append, Agreed: p.Agreed, LogBase: nd.LogBase(), Holder: int(nd.Holder()), Pending: nd.Pending(),
 		Delivered: d.delivCnt, Subscribers: len(d.subs), Waiting: len(d.waiters), Skipped: []int{},
 		Counters: d.metrics.counters(), Offload: d.offloadStatusLocked(), Token: d.tokenStatusLocked(), Keys: d.keyStatus(),
-		Recovery: recoveryStatus(nd.Recovery(), p)}
+		Recovery: recoveryStatus(nd.Recovery(), p), Detector: detectorStatus(nd.Detector(), d.cfg.Tick)}
 	d.mu.Unlock()
 	for i := range d.roster {
 		if nd.Skipped(uint8(i)) {

@@ -42,6 +42,11 @@ type Config struct {
 	// silent holder (rank 1; host at rank r waits TokenTimeout +
 	// (r-1)*TakeoverStagger more).
 	TokenTimeout int
+	// TokenTimeoutMin is the floor of the adaptive token timeout
+	// (detector.go): the timeout in force follows the gaps between
+	// appends between TokenTimeoutMin and TokenTimeout. 0, or equal to
+	// TokenTimeout: the timeout is TokenTimeout, fixed.
+	TokenTimeoutMin int
 	// TakeoverStagger separates the takeover deadlines of successive hosts so
 	// that two hosts rarely take over at once.
 	TakeoverStagger int
@@ -157,6 +162,8 @@ func (c Config) Validate() error {
 		return configErr("ID", "%d is reserved", c.ID)
 	case c.TokenTimeout < 1:
 		return configErr("TokenTimeout", "%d must be at least 1 (a takeover waits the holder's idle back-off and then TokenTimeout)", c.TokenTimeout)
+	case c.TokenTimeoutMin < 0 || c.TokenTimeoutMin > c.TokenTimeout:
+		return configErr("TokenTimeoutMin", "%d is outside 0..TokenTimeout (%d): the floor of the adaptive timeout", c.TokenTimeoutMin, c.TokenTimeout)
 	case c.IdleRotations < 1:
 		return configErr("IdleRotations", "%d must be at least 1", c.IdleRotations)
 	case c.PassDelay < 0:

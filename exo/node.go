@@ -27,18 +27,19 @@ type EventKind uint8
 
 // Control-plane events.
 const (
-	EventGap        EventKind = iota + 1 // a frame ahead of the append pointer: repair started
-	EventDivergence                      // a frame conflicts with the log: view change follows
-	EventTakeover                        // this host took the token over after a timeout
-	EventViewChange                      // this host started a view change (Epoch = proposed)
-	EventInstalled                       // this host moved to a new epoch (Epoch, Seq = log length)
-	EventSafety                          // an agreed entry would have changed: a bug, never expected
-	EventRetransmit                      // this host re-broadcast its newest frame
-	EventKeySwitch                       // this host sends under the staged key now (Peer = its phase)
-	EventKeyRetired                      // a key slot was emptied (Peer = its phase)
+	EventGap          EventKind = iota + 1 // a frame ahead of the append pointer: repair started
+	EventDivergence                        // a frame conflicts with the log: view change follows
+	EventTakeover                          // this host took the token over after a timeout
+	EventViewChange                        // this host started a view change (Epoch = proposed)
+	EventInstalled                         // this host moved to a new epoch (Epoch, Seq = log length)
+	EventSafety                            // an agreed entry would have changed: a bug, never expected
+	EventRetransmit                        // this host re-broadcast its newest frame
+	EventKeySwitch                         // this host sends under the staged key now (Peer = its phase)
+	EventKeyRetired                        // a key slot was emptied (Peer = its phase)
+	EventSkippedAlive                      // a takeover passed this running host over (Peer = the taker)
 )
 
-var eventNames = [...]string{"?", "gap", "divergence", "takeover", "view-change", "installed", "SAFETY", "retransmit", "key-switch", "key-retired"}
+var eventNames = [...]string{"?", "gap", "divergence", "takeover", "view-change", "installed", "SAFETY", "retransmit", "key-switch", "key-retired", "skipped-alive"}
 
 func (k EventKind) String() string {
 	if int(k) < len(eventNames) {
@@ -137,6 +138,8 @@ type Node struct {
 	pendHead int
 
 	idle         int // ticks since the last append (or install)
+	det          detector
+	skippedAlive uint64 // EventSkippedAlive so far
 	haltedTicks  int
 	skippedTicks int
 	maxEpochSeen uint32
@@ -564,7 +567,7 @@ func (nd *Node) step(f *Frame) Reason {
 	}
 	switch r {
 	case ReasonAccept:
-		nd.appendEntry(entryOf(f))
+		nd.appendHeard(entryOf(f))
 		nd.drainHeld()
 		nd.maybeSend(false)
 	case ReasonGap:
@@ -679,7 +682,22 @@ func idlePass(e *Entry) bool {
 	return ann && e.Count == 1
 }
 
+// appendHeard appends an entry heard on the wire (a frame accepted now,
+// or held for a gap): if it passes this host over, a takeover did so
+// while this host was running (EventSkippedAlive; an entry fetched or
+// installed after a restart may skip it too, for the time it was down,
+// and is not counted).
+func (nd *Node) appendHeard(e Entry) {
+	wasSkipped := nd.skipped[nd.id]
+	nd.appendEntry(e)
+	if !wasSkipped && nd.skipped[nd.id] {
+		nd.skippedAlive++
+		nd.event(EventSkippedAlive, e.Epoch, e.Seq, e.Sender)
+	}
+}
+
 func (nd *Node) appendEntry(e Entry) {
+	nd.sampleGap()
 	nd.pushEntry(e)
 	nd.rd.Appended = append(nd.rd.Appended, nd.log[len(nd.log)-1])
 	nd.idle = 0
@@ -757,7 +775,7 @@ func (nd *Node) drainHeld() {
 		f := e.Frame(nd.p.Group)
 		switch r := nd.p.Classify(&f); r {
 		case ReasonAccept:
-			nd.appendEntry(e)
+			nd.appendHeard(e)
 		case ReasonDivergence:
 			nd.event(EventDivergence, e.Epoch, e.Seq, e.Sender)
 			nd.diverged()
@@ -824,10 +842,12 @@ func (nd *Node) backoff() int {
 }
 
 // retransmitEvery is how often the sender of the newest entry sends it
-// again while nobody follows it: RetransmitTicks after the successor's
-// back-off (before it, the successor is only waiting).
+// again while nobody follows it: after the successor's back-off (before
+// it, the successor is only waiting), RetransmitTicks, or half the token
+// timeout in force if that is shorter: a lost frame goes again before its
+// successor's successor takes the token over.
 func (nd *Node) retransmitEvery() int {
-	return nd.cfg.RetransmitTicks + nd.backoff() - nd.cfg.PassDelay
+	return min(nd.cfg.RetransmitTicks, max(1, nd.tokenTimeout()/2)) + nd.backoff() - nd.cfg.PassDelay
 }
 
 // wake asks the other members to pass the token at once (MsgWake): a
@@ -1003,11 +1023,12 @@ func (nd *Node) Tick() {
 
 // takeoverAfter is how many ticks without an append the host at rank
 // after the holder waits before it takes the token over: the holder's
-// back-off, then TokenTimeout, then TakeoverStagger per rank. The back-off
+// back-off, then the token timeout in force (the failure detector's,
+// detector.go), then its stagger per rank. The back-off
 // is the log's, without a wake's hurry: a holder that missed the wake
 // still passes within it.
 func (nd *Node) takeoverAfter(rank int) int {
-	return nd.backoff() - nd.cfg.PassDelay + nd.cfg.TokenTimeout + (rank-1)*nd.cfg.TakeoverStagger
+	return nd.backoff() - nd.cfg.PassDelay + nd.tokenTimeout() + (rank-1)*nd.takeoverStagger()
 }
 
 // rank is this host's place in the takeover order after holder: live hosts

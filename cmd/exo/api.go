@@ -393,6 +393,10 @@ func newStatusCmd() *cobra.Command {
 			if rs, ok := st["recovery"].(map[string]any); ok {
 				fmt.Fprintf(out, "%-20s %s\n", "recovery", recoveryLine(rs))
 			}
+			if ds, ok := st["detector"].(map[string]any); ok {
+				fmt.Fprintf(out, "%-20s %v ms (%v ticks, between %v and %v; smoothed gap %.2f ticks, deviation %.2f, %v samples); false takeovers %v\n",
+					"token_timeout", ds["timeout_ms"], ds["timeout_ticks"], ds["min_ticks"], ds["max_ticks"], ds["srtt_ticks"], ds["rttvar_ticks"], ds["samples"], ds["false_takeovers"])
+			}
 			if cs, ok := st["counters"].(map[string]any); ok {
 				var parts []string
 				for k, v := range cs {

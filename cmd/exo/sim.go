@@ -42,6 +42,7 @@ type simOptions struct {
 	Token      bool
 	TokenLag   int
 	IdleRot    int
+	TimeoutMin int
 	Workers    int
 	JSON       bool
 	Verbose    bool
@@ -163,6 +164,7 @@ is agreed once) and liveness (after the faults stop the rack converges within
 	f.IntVar(&o.Backoff, "idle-backoff", exo.DefaultIdleBackoffMax, "the idle back-off's cap in ticks (the daemon's idle_backoff_max_ticks is 256; -1: none): an idle rack's passes slow down to it, a proposal wakes the rack")
 	f.BoolVar(&o.Token, "token", false, "every host runs a fast path that sends (xdp_token: the rule of exo.Engine, the daemon's control plane exo/token) in front of its core, which reads the fast path's records late (docs/token.md)")
 	f.IntVar(&o.TokenLag, "token-lag", 4, "with --token: network steps the control plane may take to read its fast path's records (now and then up to 4 ticks more)")
+	f.IntVar(&o.TimeoutMin, "token-timeout-min", def.Config.TokenTimeoutMin, "the floor of the adaptive token timeout, in ticks (the ceiling is the core's TokenTimeout, 16; equal to it or 0: a fixed timeout); the daemon's token_timeout_min_ticks")
 	f.IntVar(&o.IdleRot, "idle-rotations", exo.DefaultIdleRotations, "rotations of empty passes at full speed before the idle back-off (the daemon's idle_rotations: 4, 32 in token mode)")
 	f.IntVar(&o.Workers, "workers", runtime.GOMAXPROCS(0), "seeds run in parallel")
 	f.BoolVar(&o.JSON, "json", false, "print one JSON report per rack size")
@@ -187,6 +189,8 @@ func (o *simOptions) validate() error {
 		return fmt.Errorf("--delay: %d must not be negative", o.Delay)
 	case o.Workers < 1:
 		return fmt.Errorf("--workers: %d must be at least 1", o.Workers)
+	case o.TimeoutMin < 0 || o.TimeoutMin > exo.DefaultTokenTimeout:
+		return fmt.Errorf("--token-timeout-min: %d is outside 0..%d (the token timeout)", o.TimeoutMin, exo.DefaultTokenTimeout)
 	case o.IdleRot < 1:
 		return fmt.Errorf("--idle-rotations: %d must be at least 1", o.IdleRot)
 	case o.TokenLag < 0:
@@ -214,6 +218,7 @@ func (o *simOptions) options(hosts int, seed uint64) sim.Options {
 	s.OOBEntriesPerStep = o.OOBRate
 	s.Token, s.TokenLag = o.Token, o.TokenLag
 	s.Config.IdleRotations = o.IdleRot
+	s.Config.TokenTimeoutMin = o.TimeoutMin
 	return s
 }
 
@@ -242,6 +247,7 @@ func (o *simOptions) replay(hosts int, seed uint64) string {
 	add(o.OOBRate != def.OOBEntriesPerStep, fmt.Sprintf("--oob-bandwidth %d", o.OOBRate))
 	add(o.Token, "--token")
 	add(o.IdleRot != exo.DefaultIdleRotations, fmt.Sprintf("--idle-rotations %d", o.IdleRot))
+	add(o.TimeoutMin != sim.DefaultOptions(5, 1).Config.TokenTimeoutMin, fmt.Sprintf("--token-timeout-min %d", o.TimeoutMin))
 	add(o.Token && o.TokenLag != 4, fmt.Sprintf("--token-lag %d", o.TokenLag))
 	add(o.Ticks != def.Ticks, fmt.Sprintf("--ticks %d", o.Ticks))
 	add(o.Quiet != def.Quiet, fmt.Sprintf("--quiet %d", o.Quiet))

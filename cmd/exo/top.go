@@ -137,11 +137,13 @@ type topHost struct {
 	// Key is the key slot this host sends under, with the rotation in
 	// flight: "1", "0>1" (slot 1 staged, waiting for announcements), "1+0"
 	// (switched, the old key still valid); "" when the status has none.
-	Key        string      `json:"key,omitempty"`
-	Append     uint64      `json:"append_pointer"`
-	Agreed     uint64      `json:"agreement_pointer"`
-	Lag        uint64      `json:"lag"`
-	QueueDepth int         `json:"queue_depth"`
+	Key        string `json:"key,omitempty"`
+	Append     uint64 `json:"append_pointer"`
+	Agreed     uint64 `json:"agreement_pointer"`
+	Lag        uint64 `json:"lag"`
+	QueueDepth int    `json:"queue_depth"`
+	// TimeoutMs is the token timeout in force (the failure detector's).
+	TimeoutMs  float64     `json:"token_timeout_ms"`
 	Rates      bool        `json:"rates"` // false: no earlier sample yet (rates are 0)
 	FramesIn   float64     `json:"frames_in_per_second"`
 	FramesOut  float64     `json:"frames_out_per_second"`
@@ -233,6 +235,7 @@ func topBuild(targets []topTarget, prev map[string]topSample, cur []topSample, n
 			}
 		}
 		h.Append, h.Agreed, h.QueueDepth = st.Append, st.Agreed, st.Pending
+		h.TimeoutMs = st.Detector.TimeoutMs
 		h.Lag = s.Totals.MaxAppend - st.Append
 		h.Role = "member"
 		if f := cur[fresh].St; f.Holder == st.ID {
@@ -331,12 +334,12 @@ func renderTop(s topSnapshot) string {
 	for _, h := range s.Hosts {
 		nw = max(nw, len(h.Name))
 	}
-	const format = "%-*s %3s  %-8s %5s %4s %4s %11s %11s %7s %6s %8s %8s %9s %7s  %-17s %s"
+	const format = "%-*s %3s  %-8s %5s %4s %4s %11s %11s %7s %6s %7s %8s %8s %9s %7s  %-17s %s"
 	line := func(cells ...any) {
 		fmt.Fprintf(&b, format, append([]any{nw}, cells...)...)
 		b.WriteByte('\n')
 	}
-	line("HOST", "ID", "ROLE", "EPOCH", "HALT", "KEY", "APPEND", "AGREED", "LAG", "QUEUE", "IN/s", "OUT/s", "AGREED/s", "REJ/s", "TOP REJECT", "OFFLOAD")
+	line("HOST", "ID", "ROLE", "EPOCH", "HALT", "KEY", "APPEND", "AGREED", "LAG", "QUEUE", "TIMEOUT", "IN/s", "OUT/s", "AGREED/s", "REJ/s", "TOP REJECT", "OFFLOAD")
 	for _, h := range s.Hosts {
 		if !h.Up {
 			fmt.Fprintf(&b, "%-*s %3s  %-8s %s\n", nw, h.Name, "-", "down", h.Error)
@@ -359,10 +362,18 @@ func renderTop(s topSnapshot) string {
 			key = "-"
 		}
 		line(h.Name, fmt.Sprint(h.ID), role, fmt.Sprint(h.Epoch), halt, key, fmt.Sprint(h.Append), fmt.Sprint(h.Agreed),
-			fmt.Sprint(h.Lag), fmt.Sprint(h.QueueDepth), topRate(h.FramesIn, h.Rates), topRate(h.FramesOut, h.Rates),
+			fmt.Sprint(h.Lag), fmt.Sprint(h.QueueDepth), topTimeout(h.TimeoutMs), topRate(h.FramesIn, h.Rates), topRate(h.FramesOut, h.Rates),
 			topRate(h.AgreedRate, h.Rates), topRate(h.Rejects, h.Rates), top, topOffloadCell(h.Offload))
 	}
 	return b.String()
+}
+
+// topTimeout is the token timeout cell: "-" when the status has none.
+func topTimeout(ms float64) string {
+	if ms <= 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.1fms", ms)
 }
 
 func topRate(v float64, ok bool) string {

@@ -28,6 +28,9 @@ func topFixture() ([]topTarget, map[string]topSample, []topSample, time.Time) {
 	st := func(id int, app, agr uint64, holder int, in, out, deliv uint64, rejects map[string]uint64) *daemon.Status {
 		s := &daemon.Status{ID: id, Hosts: 4, Epoch: 3, Append: app, Agreed: agr, Holder: holder, Delivered: deliv,
 			Skipped: []int{}, Counters: map[string]uint64{"frames_in": in, "frames_out": out}}
+		if id != 2 { // C's status has no detector (an older daemon): "-"
+			s.Detector = daemon.DetectorStatus{TimeoutTicks: 4 + 2*id, TimeoutMs: float64(4+2*id) / 4}
+		}
 		for r, v := range rejects {
 			s.Counters["rejects."+r] = v
 		}
@@ -63,10 +66,10 @@ func TestTopRender(t *testing.T) {
 	got := renderTop(snap)
 	want := `exo top  2026-03-14 15:09:26  hosts 3/4 up  token at B  epoch 3  every 500ms
 rack: agreed 4000 msgs/s  slowest lag 402 (C)  append 1502  rejects 126/s
-HOST  ID  ROLE     EPOCH HALT  KEY      APPEND      AGREED     LAG  QUEUE     IN/s    OUT/s  AGREED/s   REJ/s  TOP REJECT        OFFLOAD
-A      0   member      3   no    0        1500        1490       2      0     2000      500      4000     4.0  DUPLICATE         -
-B      1  *holder      3   no  0>1        1502        1490       0     17     2000      504      4000       0  -                 xdp dropped 49 (BAD_GROUP) writes 640
-C      2   member      2  YES    -        1100        1080     402      0      800      100      1000     122  GAP               -
+HOST  ID  ROLE     EPOCH HALT  KEY      APPEND      AGREED     LAG  QUEUE TIMEOUT     IN/s    OUT/s  AGREED/s   REJ/s  TOP REJECT        OFFLOAD
+A      0   member      3   no    0        1500        1490       2      0   1.0ms     2000      500      4000     4.0  DUPLICATE         -
+B      1  *holder      3   no  0>1        1502        1490       0     17   1.5ms     2000      504      4000       0  -                 xdp dropped 49 (BAD_GROUP) writes 640
+C      2   member      2  YES    -        1100        1080     402      0       -      800      100      1000     122  GAP               -
 D      -  down     connection refused (daemon not running)
 `
 	if got != want {
@@ -95,7 +98,7 @@ func TestTopFirstSample(t *testing.T) {
 			t.Errorf("host %s has rates without an earlier sample: %+v", h.Name, h)
 		}
 	}
-	if out := renderTop(snap); !strings.Contains(out, "rack: agreed 0 msgs/s") || !strings.Contains(out, "\nA      0   member      3   no    0        1500        1490       2      0        -        -         -       -") {
+	if out := renderTop(snap); !strings.Contains(out, "rack: agreed 0 msgs/s") || !strings.Contains(out, "\nA      0   member      3   no    0        1500        1490       2      0   1.0ms        -        -         -       -") {
 		t.Errorf("first frame:\n%s", out)
 	}
 	prev["/r/A.sock"].St.Counters["frames_in"] = 1 << 40 // as if A restarted
