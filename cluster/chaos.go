@@ -35,8 +35,72 @@ type ChaosOptions struct {
 	// HoldMin is the shortest stall of the rack's agreement pointer that
 	// the report explains (default 1s).
 	HoldMin time.Duration
+	// Only restricts the nemesis to these of ChaosActions (nil: all but
+	// none). "wipe" needs Wipes; "none" is an action without a fault (a
+	// probe of the measurement itself: its figures are the floor of the
+	// others').
+	Only []string
+	// Count ends the run after this many actions (0: no bound). With Count
+	// set, a zero Duration is no bound either.
+	Count int
+	// Spacing, if set, paces the nemesis: an action every Spacing, each
+	// measured until agreement moves again at every host that must (at
+	// most 10 s), then after Spacing undone (a heal; the killed host
+	// restarted) and measured again, and Spacing more before the next
+	// action. heal and heal-kill are not actions of their own then. 0: the
+	// random schedule (a mean of Every between actions, faults that stack
+	// up until a heal, killed hosts back after 1-4 s).
+	Spacing time.Duration
 	// Log receives one line per action (may be nil).
 	Log func(string)
+}
+
+// ChaosActions are the nemesis' actions, for ChaosOptions.Only.
+var ChaosActions = []string{"partition", "seed-split", "one-way", "host-cut", "heal", "kill", "heal-kill", "loss", "wipe", "none"}
+
+// moveLimit bounds the measurement of one action.
+const moveLimit = 10 * time.Second
+
+// CheckChaosOptions reports options Chaos would refuse (before a rack is
+// built for them).
+func CheckChaosOptions(o ChaosOptions) error {
+	if o.Duration <= 0 && o.Count <= 0 {
+		return fmt.Errorf("chaos: neither a duration nor a count of actions")
+	}
+	_, err := chaosActions(o)
+	return err
+}
+
+// chaosActions returns the actions the nemesis draws from, in the order
+// of the unrestricted schedule (so that a seed keeps its schedule).
+func chaosActions(o ChaosOptions) ([]string, error) {
+	all := []string{"partition", "seed-split", "one-way", "host-cut", "heal", "kill", "heal-kill", "loss"}
+	if o.Wipes > 0 {
+		all = append(all, "wipe")
+	}
+	if o.Spacing > 0 { // paced: every fault is healed after it
+		all = slices.DeleteFunc(all, func(a string) bool { return a == "heal" || a == "heal-kill" })
+	}
+	if len(o.Only) == 0 {
+		return all, nil
+	}
+	var out []string
+	for _, a := range o.Only {
+		switch {
+		case !slices.Contains(ChaosActions, a):
+			return nil, fmt.Errorf("chaos: unknown action %q (actions: %s)", a, strings.Join(ChaosActions, ", "))
+		case a == "wipe" && o.Wipes == 0:
+			return nil, fmt.Errorf("chaos: action wipe needs a number of wipes (Wipes, --wipes)")
+		case (a == "heal" || a == "heal-kill") && o.Spacing > 0:
+			return nil, fmt.Errorf("chaos: %s is no action of its own when paced (every fault is healed Spacing after it)", a)
+		}
+	}
+	for _, a := range append(all, "none") {
+		if slices.Contains(o.Only, a) {
+			out = append(out, a)
+		}
+	}
+	return out, nil
 }
 
 // ChaosReport is what a nemesis run found and measured.
@@ -59,6 +123,29 @@ type ChaosReport struct {
 	// ChaosOptions.HoldMin, each with its cause.
 	Holds []Hold `json:"holds"`
 	Epoch uint32 `json:"final_epoch"`
+	// Mode is the schedule: random (Every) or paced (Spacing), and Only.
+	Mode string `json:"mode"`
+	// Recovery: per kind of action (kill, heal-kill: a kill 100-350 ms
+	// after a heal, restart: a killed host back from its log, wipe,
+	// rejoin: a wiped host back with --join, partition, seed-split,
+	// one-way, host-cut-ingress, host-cut-egress, loss, heal, none), the
+	// time from the action, once it had taken effect, until agreement
+	// moved again at every host that must move: the hosts in every largest
+	// set of live hosts that reach each other both ways, if that set is a
+	// majority. A host moves again when its subscriber delivers an entry
+	// Resolution.MarginEntries past the rack's agreement pointer at the
+	// action.
+	Recovery map[string]KindFigures `json:"recovery"`
+	// ViewChangeHolds: the stalls of the rack's agreement pointer (the
+	// furthest of any host, from the subscribers) during which an epoch was
+	// installed, each once; EpochsInstalled counts the installs the
+	// watcher saw, UnheldViewChanges those that overlapped no stall of
+	// 1 ms or more.
+	ViewChangeHolds   Figures        `json:"view_change_holds"`
+	EpochsInstalled   int            `json:"epochs_installed"`
+	UnheldViewChanges int            `json:"view_changes_without_a_stall"`
+	Resolution        Resolution     `json:"resolution"`
+	Counters          TakeoverCounts `json:"counters"`
 }
 
 // Summary is the human-readable form of a report.
@@ -82,7 +169,7 @@ func (r ChaosReport) Summary() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "chaos seed %d, %d hosts, %.0fs, actions %v\n%d acknowledged, %d delivered at every host: %s; %d SAFETY events\n"+
 		"heal -> agreement moving at every host (ms): %s\ncatch-up of a restarted host (entries/s): %s\n"+
-		"view-change hold of the agreement pointer (ms): %s\nfinal heal -> every host caught up (ms): %s\nfinal epoch %d",
+		"a host halted (promised a view change; 20 ms samples) (ms): %s\nfinal heal -> every host caught up (ms): %s\nfinal epoch %d",
 		r.Seed, r.Hosts, r.Seconds, r.Actions, r.Acked, r.Delivered, verdict, r.SafetyEvents,
 		q(r.HealToMoveMs), q(r.CatchUp), q(r.HaltedMs), q(fin), r.Epoch)
 	var majority int
@@ -95,6 +182,23 @@ func (r ChaosReport) Summary() string {
 	for _, h := range r.Holds {
 		fmt.Fprintf(&b, "\n  t=%.1fs %.1fs at %d (majority %.1fs): %s", h.StartS, h.Seconds, h.Agreed, h.Majority, h.Cause)
 	}
+	fmt.Fprintf(&b, "\nschedule: %s", r.Mode)
+	fmt.Fprintf(&b, "\nrecovery: action (once in effect) -> agreement moving again at every host that must move (ms):\n%s", recoveryTable(r.Recovery))
+	fmt.Fprintf(&b, "\nview-change holds of the rack's agreement pointer (ms): %s (%d epochs installed, %d without a stall over 1 ms)",
+		r.ViewChangeHolds, r.EpochsInstalled, r.UnheldViewChanges)
+	ct := r.Counters
+	fals := "n/a (the daemons do not report it)"
+	if ct.FalseTakeovers != nil {
+		fals = fmt.Sprintf("%d (%.2f per minute)", *ct.FalseTakeovers, ct.PerMinute(*ct.FalseTakeovers))
+	}
+	fmt.Fprintf(&b, "\ndaemons' counters over %.0fs, summed over the hosts: takeovers %d (%.2f per minute), view changes started %d (%.2f per minute), false takeovers %s",
+		ct.Seconds, ct.Takeovers, ct.PerMinute(ct.Takeovers), ct.ViewChanges, ct.PerMinute(ct.ViewChanges), fals)
+	if r.Actions["none"] > 0 && len(r.Actions) == 1 {
+		fmt.Fprintf(&b, "\n  (no fault in this run: every takeover and view change in it was a false one)")
+	}
+	rs := r.Resolution
+	fmt.Fprintf(&b, "\nresolution: a host's agreement pointer seen advancing every %.2f ms p50, %.2f ms p99 while moving (subscriber per host); moving = %d entries past the rack's pointer at the action; a status read costs %.2f ms (new connection), %.2f ms (open one); %d resubscriptions",
+		rs.AdvanceP50Ms, rs.AdvanceP99Ms, rs.MarginEntries, rs.StatusDialMs, rs.StatusConnMs, rs.Resubscribes)
 	return b.String()
 }
 
@@ -105,15 +209,24 @@ type nemesis struct {
 	rng   *rand.Rand
 	start time.Time
 	say   func(string, ...any)
+	paced bool
+	tr    *tracker
 
-	mu      sync.Mutex
-	dead    map[int]bool
-	restart map[int]time.Time // dead hosts and when they come back
-	join    map[int]bool      // ... with --join (their disk was wiped)
-	spans   []faultSpan
-	samples []sample
-	safety  map[int]uint64 // SAFETY events counted by each host's daemons that were stopped
-	rep     *ChaosReport
+	// pending are the measurements of the random schedule still running
+	// (the nemesis' goroutine only).
+	pending []*moveWait
+
+	mu       sync.Mutex
+	dead     map[int]bool
+	restart  map[int]time.Time // dead hosts and when they come back
+	join     map[int]bool      // ... with --join (their disk was wiped)
+	spans    []faultSpan
+	samples  []sample
+	installs [][2]time.Duration // epochs installed: the previous sample of the host that showed it first, and that sample
+	safety   map[int]uint64     // SAFETY events counted by each host's daemons that were stopped
+	lost     counterSet         // the counters of daemons that were killed, read before
+	raw      map[string]*kindRaw
+	rep      *ChaosReport
 }
 
 // Chaos runs a seeded nemesis on the rack while clients publish from every
@@ -121,12 +234,16 @@ type nemesis struct {
 // cuts on the bridge and on a host's own interface (ingress or egress),
 // heals, kill -9 of daemons (also 100-350 ms after a heal, during the
 // reconciliation it starts) restarted from their durable logs after 1-4 s,
-// optionally wiped disks (Wipes), and frame loss at one host. At the end it
-// heals everything, restarts the dead, and checks: every host reaches the
+// optionally wiped disks (Wipes), and frame loss at one host (Only: some
+// of them; Spacing: one at a time, each undone before the next). At the end
+// it heals everything, restarts the dead, and checks: every host reaches the
 // furthest agreement pointer within CatchUp, a last round is agreed, every
 // host's agreed stream is the same and holds every acknowledged message
 // once at its position, and no daemon reported a SAFETY event. It explains
-// every stall of the rack's agreement pointer longer than HoldMin.
+// every stall of the rack's agreement pointer longer than HoldMin, and
+// measures, per kind of action, the time until agreement moves again at
+// every host that must move (ChaosReport.Recovery), from a subscriber on
+// every host.
 func (c *Cluster) Chaos(ctx context.Context, o ChaosOptions) (ChaosReport, error) {
 	if o.Every == 0 {
 		o.Every = 700 * time.Millisecond
@@ -139,8 +256,22 @@ func (c *Cluster) Chaos(ctx context.Context, o ChaosOptions) (ChaosReport, error
 	}
 	n := len(c.Rack.Hosts)
 	rep := ChaosReport{Seed: o.Seed, Hosts: n, Actions: map[string]int{}, FinalCatchUpMs: map[string]float64{}}
-	m := &nemesis{c: c, rng: rand.New(rand.NewPCG(o.Seed, o.Seed^0xc4a05)), start: time.Now(), rep: &rep,
-		dead: map[int]bool{}, restart: map[int]time.Time{}, join: map[int]bool{}, safety: map[int]uint64{}}
+	if err := CheckChaosOptions(o); err != nil {
+		return rep, err
+	}
+	actions, _ := chaosActions(o)
+	rep.Mode = fmt.Sprintf("random, an action every %v on average", o.Every)
+	if o.Spacing > 0 {
+		rep.Mode = fmt.Sprintf("paced, an action every %v, each undone %v after it", o.Spacing, o.Spacing)
+	}
+	if len(o.Only) > 0 {
+		rep.Mode += ", only " + strings.Join(actions, ",")
+	}
+	if o.Count > 0 {
+		rep.Mode += fmt.Sprintf(", %d actions", o.Count)
+	}
+	m := &nemesis{c: c, rng: rand.New(rand.NewPCG(o.Seed, o.Seed^0xc4a05)), start: time.Now(), rep: &rep, paced: o.Spacing > 0,
+		dead: map[int]bool{}, restart: map[int]time.Time{}, join: map[int]bool{}, safety: map[int]uint64{}, raw: map[string]*kindRaw{}}
 	m.say = func(format string, args ...any) {
 		if o.Log != nil {
 			o.Log(fmt.Sprintf("t=%6.2fs ", time.Since(m.start).Seconds()) + fmt.Sprintf(format, args...))
@@ -170,23 +301,47 @@ func (c *Cluster) Chaos(ctx context.Context, o ChaosOptions) (ChaosReport, error
 	wctx, stopWatch := context.WithCancel(ctx)
 	defer stopWatch()
 	var watchWG sync.WaitGroup
-	watchWG.Add(1)
+	watchWG.Add(2)
 	go func() { defer watchWG.Done(); m.watch(wctx) }()
+	m.tr = newTracker(c, m.start, m.isDead)
+	go func() { defer watchWG.Done(); m.tr.run(wctx) }()
 	stop := func() { stopLoad(); stopWatch(); loadWG.Wait(); watchWG.Wait() }
+
+	// What a status read costs (the clock the tracker replaces), and the
+	// counters at the start.
+	rep.Resolution.StatusDialMs, rep.Resolution.StatusConnMs = c.statusCost(ctx, 0)
+	var counted0 counterSet
+	for i := 0; i < n; i++ {
+		if _, cs, err := c.statusFull(ctx, i); err == nil {
+			counted0.add(cs)
+		}
+	}
+	countFrom := time.Now()
 
 	faulty := false
 	wipes := o.Wipes
-	for time.Since(m.start) < o.Duration && ctx.Err() == nil {
-		if err := m.sleep(ctx, time.Duration(float64(o.Every)*(0.5+m.rng.Float64()))); err != nil {
+	done := 0
+	for (o.Duration <= 0 || time.Since(m.start) < o.Duration) && (o.Count <= 0 || done < o.Count) && ctx.Err() == nil {
+		gap := o.Spacing
+		if !m.paced {
+			gap = time.Duration(float64(o.Every) * (0.5 + m.rng.Float64()))
+		}
+		if err := m.sleep(ctx, gap); err != nil {
 			stop()
 			return rep, err
 		}
-		actions := []string{"partition", "seed-split", "one-way", "host-cut", "heal", "kill", "heal-kill", "loss"}
-		if wipes > 0 {
-			actions = append(actions, "wipe")
+		avail := actions
+		if wipes == 0 {
+			avail = slices.DeleteFunc(slices.Clone(actions), func(a string) bool { return a == "wipe" })
 		}
-		action := actions[m.rng.IntN(len(actions))]
+		if len(avail) == 0 {
+			break
+		}
+		action := avail[m.rng.IntN(len(avail))]
+		killed := -1
 		var err error
+		m.settle()
+		t1 := time.Now()
 		switch action {
 		case "partition":
 			side := [][]int{{}, {}}
@@ -198,75 +353,98 @@ func (c *Cluster) Chaos(ctx context.Context, o ChaosOptions) (ChaosReport, error
 				continue
 			}
 			err = c.Rack.Partition(ctx, side)
+			w := m.after("partition")
 			m.act("partition %s / %s", m.names(side[0]), m.names(side[1]))
+			m.measure(ctx, w, t1, w.t0, m.paced)
 			faulty = true
 		case "seed-split":
 			perm := m.rng.Perm(n)
 			k := n / 2
 			err = c.Rack.Partition(ctx, [][]int{perm[:k], perm[k:]})
+			w := m.after("seed-split")
 			m.act("minority split %s / %s", m.names(perm[:k]), m.names(perm[k:]))
+			m.measure(ctx, w, t1, w.t0, m.paced)
 			faulty = true
 		case "one-way":
 			perm := m.rng.Perm(n)
 			k := 1 + m.rng.IntN(n-1)
 			err = c.Rack.PartitionOneWay(ctx, perm[:k], perm[k:])
+			w := m.after("one-way")
 			m.act("one-way cut on the bridge %s -> %s", m.names(perm[:k]), m.names(perm[k:]))
+			m.measure(ctx, w, t1, w.t0, m.paced)
 			faulty = true
 		case "host-cut":
 			h := m.rng.IntN(n)
 			dir := []string{lab.CutIngress, lab.CutEgress}[m.rng.IntN(2)]
 			err = c.Rack.CutHost(ctx, h, dir)
+			w := m.after("host-cut-" + dir)
 			m.act("one-way cut on %s's own interface: %s dropped", c.Rack.Hosts[h].Name, dir)
+			m.measure(ctx, w, t1, w.t0, m.paced)
 			faulty = true
 		case "loss":
 			h := m.rng.IntN(n)
 			f := 0.05 + 0.15*m.rng.Float64()
 			err = c.Rack.DropRate(ctx, h, f)
+			w := m.after("loss")
 			m.act("loss %.0f%% at %s", 100*f, c.Rack.Hosts[h].Name)
+			m.measure(ctx, w, t1, w.t0, m.paced)
 			faulty = true
+		case "none":
+			w := m.after("none")
+			m.act("no fault (a probe of the measurement)")
+			m.measure(ctx, w, t1, w.t0, m.paced)
 		case "heal", "heal-kill":
 			if !faulty {
 				continue
 			}
 			err = c.Rack.Heal(ctx)
+			w := m.after("heal")
 			faulty = false
 			if err != nil {
 				break
 			}
+			m.act("heal")
 			if action == "heal-kill" {
 				// A kill during the reconciliation the heal starts.
-				m.act("heal")
+				m.measure(ctx, w, t1, w.t0, false)
 				if err = m.sleep(ctx, time.Duration(100+m.rng.IntN(250))*time.Millisecond); err == nil {
-					err = m.kill(ctx, -1, false)
+					_, err = m.kill(ctx, -1, false, "heal-kill")
 				}
 				break
 			}
-			m.act("heal")
-			if ms, ok := c.untilAllMove(ctx, m.deadSet(), 10*time.Second); ok {
-				rep.HealToMoveMs = append(rep.HealToMoveMs, ms)
-			} else {
-				rep.Violations = append(rep.Violations, fmt.Sprintf("agreement did not move at every live host within 10s of a heal (t=%.1fs)", time.Since(m.start).Seconds()))
+			if ok, still := m.measure(ctx, w, t1, w.t0, true); !ok && len(still) > 0 {
+				rep.Violations = append(rep.Violations, fmt.Sprintf("agreement did not move at every live host within 10s of a heal (t=%.1fs; not at %s)",
+					time.Since(m.start).Seconds(), m.names(still)))
 			}
 		case "kill":
-			err = m.kill(ctx, -1, false)
+			killed, err = m.kill(ctx, -1, false, "kill")
 		case "wipe":
-			if err = m.kill(ctx, -1, true); err == nil {
+			if killed, err = m.kill(ctx, -1, true, "wipe"); err == nil {
 				wipes--
 			}
 		}
 		rep.Actions[action]++
+		done++
 		if err != nil {
 			stop()
 			return rep, fmt.Errorf("chaos: %s: %w", action, err)
 		}
+		if m.paced {
+			if err := m.undo(ctx, action, killed, o.Spacing); err != nil {
+				stop()
+				return rep, fmt.Errorf("chaos: undoing %s: %w", action, err)
+			}
+			faulty = false
+		}
 	}
+	m.settle()
 	// The final heal: no fault, every host up.
 	if err := c.Rack.Heal(ctx); err != nil {
 		stop()
 		return rep, err
 	}
 	for _, h := range m.deadList() {
-		if err := m.bringBack(ctx, h); err != nil {
+		if err := m.bringBack(ctx, h, false); err != nil {
 			stop()
 			return rep, err
 		}
@@ -276,9 +454,27 @@ func (c *Cluster) Chaos(ctx context.Context, o ChaosOptions) (ChaosReport, error
 	stopLoad()
 	loadWG.Wait()
 	m.finalCatchUp(ctx, healed, o.CatchUp)
+	var counted counterSet
+	for i := 0; i < n; i++ {
+		if _, cs, err := c.statusFull(ctx, i); err == nil {
+			counted.add(cs)
+		}
+	}
+	m.mu.Lock()
+	counted.add(m.lost)
+	m.mu.Unlock()
+	rep.Counters = TakeoverCounts{Seconds: time.Since(countFrom).Seconds(), Takeovers: counted.takeovers - min(counted.takeovers, counted0.takeovers),
+		ViewChanges: counted.viewChanges - min(counted.viewChanges, counted0.viewChanges)}
+	if counted.hasFalse {
+		f := counted.falseTakeovers - min(counted.falseTakeovers, counted0.falseTakeovers)
+		rep.Counters.FalseTakeovers = &f
+	}
 	stopWatch()
 	watchWG.Wait()
 	watched := time.Since(m.start)
+	res := m.tr.resolution()
+	res.StatusDialMs, res.StatusConnMs = rep.Resolution.StatusDialMs, rep.Resolution.StatusConnMs
+	rep.Resolution = res
 	// A last round with everything healed: it must be agreed within a
 	// bounded time (liveness with a connected majority).
 	all := make([]int, n)
@@ -305,8 +501,162 @@ func (c *Cluster) Chaos(ctx context.Context, o ChaosOptions) (ChaosReport, error
 		names[i] = h.Name
 	}
 	rep.Holds = holds(m.samples, m.spans, watched, names, o.HoldMin)
+	rep.Recovery = map[string]KindFigures{}
+	for k, r := range m.raw {
+		rep.Recovery[k] = r.figures()
+	}
+	if h, ok := rep.Recovery["heal"]; ok {
+		rep.HealToMoveMs = h.Moving.Samples
+	}
+	var vc []float64
+	vc, rep.UnheldViewChanges = viewChangeHolds(m.tr.gaps, m.installs)
+	rep.ViewChangeHolds, rep.EpochsInstalled = FiguresOf(vc), len(m.installs)
 	m.mu.Unlock()
 	return rep, nil
+}
+
+// undo takes back, in the paced schedule, the fault of action (killed:
+// the host it killed) spacing after it: a heal, or the restart of the
+// killed host; each is measured as an action of its own.
+func (m *nemesis) undo(ctx context.Context, action string, killed int, spacing time.Duration) error {
+	switch action {
+	case "none":
+		return nil
+	case "kill", "wipe":
+		if killed < 0 {
+			return nil
+		}
+		if err := m.sleep(ctx, spacing); err != nil {
+			return err
+		}
+		return m.bringBack(ctx, killed, true)
+	}
+	if err := m.sleep(ctx, spacing); err != nil {
+		return err
+	}
+	t1 := time.Now()
+	if err := m.c.Rack.Heal(ctx); err != nil {
+		return err
+	}
+	w := m.after("heal")
+	m.act("heal")
+	if ok, still := m.measure(ctx, w, t1, w.t0, true); !ok && len(still) > 0 {
+		m.mu.Lock()
+		m.rep.Violations = append(m.rep.Violations, fmt.Sprintf("agreement did not move at every live host within 10s of a heal (t=%.1fs; not at %s)",
+			time.Since(m.start).Seconds(), m.names(still)))
+		m.mu.Unlock()
+	}
+	return nil
+}
+
+// measure goes on with measurement w (begun when its action took effect),
+// the action applied from t1 to applied: the faults and the hosts down in
+// force now decide which hosts must move. When block it waits, at most
+// moveLimit from the action, and returns whether agreement moved again at
+// every host that must and, if not, those that did not move at all;
+// otherwise the measurement runs until the next action (settle).
+func (m *nemesis) measure(ctx context.Context, w *moveWait, t1, applied time.Time, block bool) (bool, []int) {
+	n := len(m.c.Rack.Hosts)
+	m.mu.Lock()
+	k := m.raw[w.kind]
+	if k == nil {
+		k = &kindRaw{}
+		m.raw[w.kind] = k
+	}
+	k.apply = append(k.apply, ms(applied.Sub(t1)))
+	conn := connected(n, m.c.Rack.Faults, m.dead)
+	m.mu.Unlock()
+	must := mustMove(conn)
+	m.tr.commit(w, must)
+	if must == nil {
+		m.mu.Lock()
+		k.noMajority++
+		m.mu.Unlock()
+		m.say("  no connected majority of live hosts: nothing must move")
+		return true, nil
+	}
+	if !block {
+		m.pending = append(m.pending, w)
+		return true, nil
+	}
+	t := time.NewTimer(moveLimit - time.Since(w.t0))
+	defer t.Stop()
+	select {
+	case <-w.done:
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	return m.finish(w, false)
+}
+
+// after begins the measurement of an action of kind that took effect when
+// the call applying it returned (now).
+func (m *nemesis) after(kind string) *moveWait { return m.tr.begin(kind, time.Now()) }
+
+// finish ends measurement w: cut short by the next action (cut) unless it
+// completed or ran out of time.
+func (m *nemesis) finish(w *moveWait, cut bool) (bool, []int) {
+	d, ok, still := m.tr.end(w)
+	elapsed := time.Since(w.t0)
+	m.mu.Lock()
+	k := m.raw[w.kind]
+	switch {
+	case ok:
+		k.moving = append(k.moving, d)
+	case cut && elapsed < moveLimit:
+		k.cut = append(k.cut, ms(elapsed))
+	default:
+		k.timedOut++
+	}
+	m.mu.Unlock()
+	switch {
+	case ok:
+		m.say("  %s: agreement moving again at %s %.1f ms after it", w.kind, m.names(w.must), d)
+	case cut && elapsed < moveLimit:
+		m.say("  %s: cut short by the next action %.0f ms after it (not moving at all yet: %s)", w.kind, ms(elapsed), m.names(still))
+	default:
+		m.say("  %s: agreement not moving again at every one of %s within %v (not moving at all: %s)", w.kind, m.names(w.must), moveLimit, m.names(still))
+	}
+	return ok, still
+}
+
+// settle ends the measurements still running before the next action:
+// those complete count, the others were cut short.
+func (m *nemesis) settle() {
+	for _, w := range m.pending {
+		m.finish(w, true)
+	}
+	m.pending = nil
+}
+
+// awaitPending waits for the running measurements (each at most
+// moveLimit from its action) and ends them.
+func (m *nemesis) awaitPending(ctx context.Context) {
+	for _, w := range m.pending {
+		t := time.NewTimer(max(moveLimit-time.Since(w.t0), 0))
+		select {
+		case <-w.done:
+		case <-t.C:
+		case <-ctx.Done():
+		}
+		t.Stop()
+		m.finish(w, false)
+	}
+	m.pending = nil
+}
+
+// reap ends the running measurements that are complete.
+func (m *nemesis) reap() {
+	keep := m.pending[:0]
+	for _, w := range m.pending {
+		select {
+		case <-w.done:
+			m.finish(w, false)
+		default:
+			keep = append(keep, w)
+		}
+	}
+	m.pending = keep
 }
 
 // act records a nemesis action: a new stretch of faults begins.
@@ -339,16 +689,6 @@ func (m *nemesis) isDead(h int) bool {
 	return m.dead[h]
 }
 
-func (m *nemesis) deadSet() map[int]bool {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	d := make(map[int]bool, len(m.dead))
-	for h := range m.dead {
-		d[h] = true
-	}
-	return d
-}
-
 func (m *nemesis) deadList() []int {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -362,70 +702,105 @@ func (m *nemesis) deadList() []int {
 
 // kill kills host h (-1: a random live host, at most floor(n/2)-1 down at
 // once so that a majority can stay up) with SIGKILL, wiping its durable
-// log if wipe, and schedules its restart 1-4 s later.
-func (m *nemesis) kill(ctx context.Context, h int, wipe bool) error {
+// log if wipe, and schedules its restart 1-4 s later (paced: undo restarts
+// it). The kill is measured as an action of kind. It returns the host
+// killed, -1 if none.
+func (m *nemesis) kill(ctx context.Context, h int, wipe bool, kind string) (int, error) {
 	n := len(m.c.Rack.Hosts)
 	if h < 0 {
 		h = m.rng.IntN(n)
 	}
 	if m.isDead(h) || len(m.deadList()) >= max(n/2-1, 1) {
-		return nil
+		return -1, nil
 	}
-	st, err := m.c.Status(ctx, h)
-	if err == nil {
+	if st, cs, err := m.c.statusFull(ctx, h); err == nil {
 		m.mu.Lock()
 		m.safety[h] += st.Counters["safety_events"]
+		m.lost.add(cs)
 		m.mu.Unlock()
 	}
+	m.settle()
+	// The kill takes effect when Kill sends the signal, first thing: the
+	// measurement begins then; the wait for the exit is the apply time.
+	w := m.tr.begin(kind, time.Now())
 	if err := m.c.Kill(h); err != nil {
-		return err
+		m.tr.commit(w, nil)
+		return -1, err
 	}
+	killed := time.Now()
 	back := time.Duration(1000+m.rng.IntN(3000)) * time.Millisecond
 	m.mu.Lock()
-	m.dead[h], m.restart[h], m.join[h] = true, time.Now().Add(back), wipe
+	m.dead[h], m.join[h] = true, wipe
+	if !m.paced {
+		m.restart[h] = time.Now().Add(back)
+	}
 	m.mu.Unlock()
 	what := "kill -9 %s, restart from its log after %v"
 	if wipe {
 		cfg, err := m.c.Config(h)
 		if err != nil {
-			return err
+			return h, err
 		}
 		if cfg.DataDir == "" {
-			return fmt.Errorf("wipe %s: it has no data_dir", m.c.Rack.Hosts[h].Name)
+			return h, fmt.Errorf("wipe %s: it has no data_dir", m.c.Rack.Hosts[h].Name)
 		}
 		if err := os.RemoveAll(cfg.DataDir); err != nil {
-			return err
+			return h, err
 		}
 		what = "kill -9 %s, wipe its durable log, restart with --join after %v"
 	}
-	m.act(what, m.c.Rack.Hosts[h].Name, back.Round(time.Millisecond))
-	return nil
+	if m.paced {
+		what = strings.Replace(what, "after %v", "after the spacing", 1)
+		m.act(what, m.c.Rack.Hosts[h].Name)
+	} else {
+		m.act(what, m.c.Rack.Hosts[h].Name, back.Round(time.Millisecond))
+	}
+	m.measure(ctx, w, w.t0, killed, m.paced)
+	return h, nil
 }
 
-// bringBack restarts dead host h and measures how fast it catches up.
-func (m *nemesis) bringBack(ctx context.Context, h int) error {
+// bringBack restarts dead host h and measures how fast it catches up (and,
+// if measure, the time until agreement moves again at every host that
+// must, this one included, as an action "restart" or "rejoin").
+func (m *nemesis) bringBack(ctx context.Context, h int, measure bool) error {
 	m.mu.Lock()
 	join := m.join[h]
 	m.mu.Unlock()
-	var rate float64
-	var err error
-	if join {
-		err = m.c.StartHost(ctx, h, true)
-	} else {
-		rate, err = m.c.restartAndCatchUp(ctx, h)
-	}
-	if err != nil {
+	m.settle()
+	t1 := time.Now()
+	if err := m.c.StartHost(ctx, h, join); err != nil {
 		return err
 	}
+	kind := "restart"
+	if join {
+		kind = "rejoin"
+	}
+	w := m.after(kind)
 	m.mu.Lock()
 	delete(m.dead, h)
 	delete(m.restart, h)
 	delete(m.join, h)
-	if rate > 0 {
-		m.rep.CatchUp = append(m.rep.CatchUp, rate)
-	}
 	m.mu.Unlock()
-	m.act("%s restarted (join %v, catch-up %.0f entries/s)", m.c.Rack.Hosts[h].Name, join, rate)
+	m.tr.wake(h)
+	m.act("%s back (%s)", m.c.Rack.Hosts[h].Name, kind)
+	if measure {
+		m.measure(ctx, w, t1, w.t0, false)
+	} else {
+		m.tr.commit(w, nil)
+	}
+	var rate float64
+	if !join {
+		rate = m.c.catchUpRate(ctx, h)
+	}
+	if rate > 0 {
+		m.mu.Lock()
+		m.rep.CatchUp = append(m.rep.CatchUp, rate)
+		m.mu.Unlock()
+	}
+	m.say("%s caught up (join %v, catch-up %.0f entries/s)", m.c.Rack.Hosts[h].Name, join, rate)
+	if m.paced {
+		m.awaitPending(ctx)
+	}
 	return nil
 }
 
@@ -443,7 +818,7 @@ func (m *nemesis) sleep(ctx context.Context, d time.Duration) error {
 		m.mu.Unlock()
 		slices.Sort(due)
 		for _, h := range due {
-			if err := m.bringBack(ctx, h); err != nil {
+			if err := m.bringBack(ctx, h, true); err != nil {
 				// A daemon that does not come back is a finding, not the
 				// end of the run: the final restart tries again.
 				m.mu.Lock()
@@ -452,6 +827,7 @@ func (m *nemesis) sleep(ctx context.Context, d time.Duration) error {
 				m.mu.Unlock()
 			}
 		}
+		m.reap()
 		left := time.Until(until)
 		if left <= 0 {
 			return ctx.Err()
@@ -465,10 +841,14 @@ func (m *nemesis) sleep(ctx context.Context, d time.Duration) error {
 }
 
 // watch samples every live host's status every 20 ms, for the halted
-// figures and the explanation of stalls.
+// figures, the explanation of stalls and the epochs installed (the
+// view-change holds).
 func (m *nemesis) watch(ctx context.Context) {
 	n := len(m.c.Rack.Hosts)
 	haltedSince := make([]time.Time, n)
+	prevAt := make([]time.Duration, n)
+	var rackEpoch uint32
+	first := true
 	for ctx.Err() == nil {
 		for i := 0; i < n; i++ {
 			if m.isDead(i) {
@@ -479,8 +859,20 @@ func (m *nemesis) watch(ctx context.Context) {
 				continue
 			}
 			m.mu.Lock()
-			m.samples = append(m.samples, sample{at: time.Since(m.start), host: i, agreed: st.Agreed, epoch: st.Epoch,
+			at := time.Since(m.start)
+			m.samples = append(m.samples, sample{at: at, host: i, agreed: st.Agreed, epoch: st.Epoch,
 				halted: st.Halted, rec: st.Recovery})
+			if st.Epoch > rackEpoch {
+				if !first {
+					from := prevAt[i]
+					if from == 0 {
+						from = at - 20*time.Millisecond
+					}
+					m.installs = append(m.installs, [2]time.Duration{from, at})
+				}
+				rackEpoch = st.Epoch
+			}
+			prevAt[i] = at
 			switch {
 			case st.Halted && haltedSince[i].IsZero():
 				haltedSince[i] = time.Now()
@@ -490,6 +882,7 @@ func (m *nemesis) watch(ctx context.Context) {
 			}
 			m.mu.Unlock()
 		}
+		first = false
 		select {
 		case <-ctx.Done():
 		case <-time.After(20 * time.Millisecond):
@@ -570,57 +963,30 @@ func (m *nemesis) checkSafety(ctx context.Context) {
 	}
 }
 
-// untilAllMove waits until the agreement pointer of every live host has
-// moved; it returns the time in ms.
-func (c *Cluster) untilAllMove(ctx context.Context, dead map[int]bool, limit time.Duration) (float64, bool) {
-	t0 := time.Now()
-	base := map[int]uint64{}
-	for i := range c.Rack.Hosts {
-		if st, err := c.Status(ctx, i); err == nil && !dead[i] {
-			base[i] = st.Agreed
-		}
-	}
-	for time.Since(t0) < limit {
-		moved := 0
-		for i, b := range base {
-			if st, err := c.Status(ctx, i); err == nil && st.Agreed > b {
-				moved++
-			}
-		}
-		if moved == len(base) {
-			return float64(time.Since(t0).Microseconds()) / 1000, true
-		}
-		time.Sleep(time.Millisecond)
-	}
-	return 0, false
-}
-
-// restartAndCatchUp restarts host h from its log and measures how fast it
-// catches up with host (h+1)%n's agreement pointer.
-func (c *Cluster) restartAndCatchUp(ctx context.Context, h int) (float64, error) {
-	if err := c.StartHost(ctx, h, false); err != nil {
-		return 0, err
-	}
+// catchUpRate measures how fast restarted host h catches up with host
+// (h+1)%n's agreement pointer (entries/s; 0 if it had nothing to catch up
+// or did not within 10 s).
+func (c *Cluster) catchUpRate(ctx context.Context, h int) float64 {
 	t0 := time.Now()
 	ref := (h + 1) % len(c.Rack.Hosts)
 	st0, err := c.Status(ctx, h)
 	if err != nil {
-		return 0, err
+		return 0
 	}
 	target, err := c.Status(ctx, ref)
 	if err != nil {
-		return 0, nil
+		return 0
 	}
 	for time.Since(t0) < 10*time.Second {
 		st, err := c.Status(ctx, h)
 		if err == nil && st.Agreed >= target.Agreed {
 			d := time.Since(t0).Seconds()
 			if st.Agreed > st0.Agreed && d > 0 {
-				return float64(st.Agreed-st0.Agreed) / d, nil
+				return float64(st.Agreed-st0.Agreed) / d
 			}
-			return 0, nil
+			return 0
 		}
 		time.Sleep(time.Millisecond)
 	}
-	return 0, nil
+	return 0
 }

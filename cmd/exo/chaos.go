@@ -16,8 +16,9 @@ import (
 )
 
 func newChaosCmd() *cobra.Command {
-	var hosts, wipes int
-	var dur, every, catchUp time.Duration
+	var hosts, wipes, count int
+	var dur, every, catchUp, spacing time.Duration
+	var only []string
 	var seed uint64
 	var prefix, out, offload string
 	var jsonOut bool
@@ -33,6 +34,34 @@ SIGKILL (also 100-350 ms after a heal, during the reconciliation) and restarts
 them from their logs 1-4 s later, drops a fraction of one host's frames, and
 with --wipes kills a host, wipes its durable log and restarts it with --join.
 
+--only restricts the nemesis to some actions (partition, seed-split,
+one-way, host-cut, loss, heal, kill, heal-kill, wipe, and none: no fault, a
+probe of the measurement), --count ends the run after that many actions, and
+--spacing paces it: one action every --spacing, undone --spacing after it
+(a heal; the killed host restarted from its log) and the rack given
+--spacing again before the next, so that each action's figure is its own.
+"--only kill --count 50 --spacing 1500ms" is "kill -9 of a random host, 50
+times"; "--only none --duration 10m --spacing 1s" is a steady load without
+faults (the daemons' takeovers then are all false ones).
+
+Recovery figures: a subscriber on every host sees each advance of its
+agreement pointer as the message arrives. Per kind of action (kill,
+heal-kill, restart, partition, seed-split, one-way, host-cut-ingress,
+host-cut-egress, loss, heal, none) the report gives count, p50, p90, p99 and
+max of the time from the action (once it had taken effect: a kill when
+its SIGKILL is sent, a network fault or heal when nft has loaded the rules,
+a restart when the daemon's API answers) until agreement moved again at every host
+that must move: the hosts in every largest set of live hosts that reach each
+other both ways, when that set is a majority (with a two-way partition, the
+majority side). A host moves again when it delivers an entry h+n entries
+past the rack's agreement pointer at the action (every host's turn came
+once after it). In the random schedule the next action cuts a measurement
+short (counted apart). Also: the view-change holds (stalls of the rack's
+agreement pointer in which an epoch was installed), the daemons' takeovers,
+view changes and false takeovers (n/a when the daemons do not report them),
+and the resolution (how often a moving host's pointer is seen advancing;
+what a status read costs).
+
 At the end it heals everything and checks: every host reaches, within
 --catch-up of the final heal, the furthest agreement pointer any host had
 then; a last round is agreed; every host's agreed stream is the same, with
@@ -45,7 +74,9 @@ on any violation. Needs root.`,
 		Example: `  sudo exo lab chaos --hosts 7 --duration 5m --seed 1
   sudo exo lab chaos --duration 30s --seed 7 --out /tmp/chaos.json
   sudo exo lab chaos --hosts 7 --duration 1m --wipes 1   # a lost disk too (short logs: see docs/recovery.md)
-  sudo exo lab chaos --duration 5m --offload xdp-token  # the token in the kernel`,
+  sudo exo lab chaos --duration 5m --offload xdp-token  # the token in the kernel
+  sudo exo lab chaos --only kill --count 50 --spacing 1500ms   # kill -9 of a random host, 50 times
+  sudo exo lab chaos --only none --duration 10m --spacing 1s   # no fault: false takeovers`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := lab.CheckRoot(); err != nil {
 				return &exitError{code: 2, err: fmt.Errorf("exo lab chaos needs root: run with sudo")}
@@ -57,8 +88,20 @@ on any violation. Needs root.`,
 				return &exitError{code: 2, err: fmt.Errorf("--hosts: %d, at most 16 (the checker tries every set of hosts for a connected majority)", hosts)}
 			case wipes < 0:
 				return &exitError{code: 2, err: fmt.Errorf("--wipes: %d must not be negative", wipes)}
-			case dur <= 0 || every <= 0 || catchUp <= 0:
-				return &exitError{code: 2, err: fmt.Errorf("--duration, --every and --catch-up must be positive")}
+			case count < 0 || spacing < 0:
+				return &exitError{code: 2, err: fmt.Errorf("--count and --spacing must not be negative")}
+			case count > 0 && !cmd.Flags().Changed("duration"):
+				dur = 0 // --count ends the run
+			case dur <= 0:
+				return &exitError{code: 2, err: fmt.Errorf("--duration must be positive")}
+			}
+			if every <= 0 || catchUp <= 0 {
+				return &exitError{code: 2, err: fmt.Errorf("--every and --catch-up must be positive")}
+			}
+			copts := cluster.ChaosOptions{Duration: dur, Seed: seed, Every: every, Wipes: wipes, CatchUp: catchUp,
+				Only: only, Count: count, Spacing: spacing}
+			if err := cluster.CheckChaosOptions(copts); err != nil {
+				return &exitError{code: 2, err: err}
 			}
 			setOffload, err := cluster.WithOffload(offload)
 			if err != nil {
@@ -86,9 +129,16 @@ on any violation. Needs root.`,
 			if jsonOut {
 				logw = cmd.ErrOrStderr()
 			}
-			fmt.Fprintf(logw, "chaos on %d hosts for %v, seed %d, offload %s (daemon logs in %s)\n", hosts, dur, seed, offload, dir)
-			rep, err := c.Chaos(ctx, cluster.ChaosOptions{Duration: dur, Seed: seed, Every: every, Wipes: wipes, CatchUp: catchUp,
-				Log: func(s string) { fmt.Fprintln(logw, "  "+s) }})
+			length := dur.String()
+			if count > 0 {
+				length = fmt.Sprintf("%d actions", count)
+				if dur > 0 {
+					length += " or " + dur.String()
+				}
+			}
+			fmt.Fprintf(logw, "chaos on %d hosts for %s, seed %d, offload %s (daemon logs in %s)\n", hosts, length, seed, offload, dir)
+			copts.Log = func(s string) { fmt.Fprintln(logw, "  "+s) }
+			rep, err := c.Chaos(ctx, copts)
 			if serr := c.Stop(); serr != nil && err == nil {
 				fmt.Fprintf(logw, "stopping the daemons: %v\n", serr)
 			}
@@ -113,8 +163,11 @@ on any violation. Needs root.`,
 		},
 	}
 	cmd.Flags().IntVar(&hosts, "hosts", 5, "hosts in the rack (3..16)")
-	cmd.Flags().DurationVar(&dur, "duration", time.Minute, "how long the nemesis runs")
-	cmd.Flags().DurationVar(&every, "every", 700*time.Millisecond, "mean time between nemesis actions")
+	cmd.Flags().DurationVar(&dur, "duration", time.Minute, "how long the nemesis runs (with --count: no bound unless given)")
+	cmd.Flags().StringSliceVar(&only, "only", nil, "only these actions, comma-separated: "+strings.Join(cluster.ChaosActions, ", ")+" (none: no fault, a probe of the measurement)")
+	cmd.Flags().IntVar(&count, "count", 0, "end the run after this many actions (0: --duration ends it)")
+	cmd.Flags().DurationVar(&spacing, "spacing", 0, "pace the nemesis: an action every --spacing, undone (heal, restart) --spacing after it, each measured on its own (0: random, --every)")
+	cmd.Flags().DurationVar(&every, "every", 700*time.Millisecond, "mean time between nemesis actions (random schedule)")
 	cmd.Flags().DurationVar(&catchUp, "catch-up", 5*time.Second, "every host must reach the furthest agreement pointer within this long of the final heal")
 	cmd.Flags().IntVar(&wipes, "wipes", 0, "times a host's durable log is wiped (restart with --join); long runs need state transfer (docs/recovery.md)")
 	cmd.Flags().Uint64Var(&seed, "seed", 1, "nemesis seed (the schedule of faults)")

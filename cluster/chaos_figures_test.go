@@ -1,0 +1,94 @@
+package cluster
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/exo-rack/exo/lab"
+)
+
+// TestMustMove: the hosts that must move after an action are those in
+// every largest set of live hosts that reach each other both ways, when
+// it is a majority.
+func TestMustMove(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		faults lab.Faults
+		dead   map[int]bool
+		want   []int
+	}{
+		{"no fault", lab.Faults{}, nil, []int{0, 1, 2, 3, 4}},
+		{"loss is no cut", lab.Faults{Loss: map[int]float64{2: 0.2}}, nil, []int{0, 1, 2, 3, 4}},
+		{"kill", lab.Faults{}, map[int]bool{3: true}, []int{0, 1, 2, 4}},
+		{"partition: the majority side", lab.Faults{Groups: [][]int{{0, 1}, {2, 3, 4}}}, nil, []int{2, 3, 4}},
+		{"partition and a kill on the majority side", lab.Faults{Groups: [][]int{{0, 1}, {2, 3, 4}}}, map[int]bool{4: true}, nil},
+		{"one-way cut: either end may be left out", lab.Faults{OneWay: []lab.OneWayCut{{From: []int{0}, To: []int{1}}}}, nil, []int{2, 3, 4}},
+		{"ingress cut on a host", lab.Faults{HostCuts: map[int]string{1: lab.CutIngress}}, nil, []int{0, 2, 3, 4}},
+		{"egress cut on a host", lab.Faults{HostCuts: map[int]string{1: lab.CutEgress}}, nil, []int{0, 2, 3, 4}},
+		{"one-way cut from two to three hosts", lab.Faults{OneWay: []lab.OneWayCut{{From: []int{0, 1}, To: []int{2, 3, 4}}}}, nil, []int{2, 3, 4}},
+	} {
+		got := mustMove(connected(5, tc.faults, tc.dead))
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("%s: must move %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+func TestFiguresOf(t *testing.T) {
+	var v []float64
+	for i := 100; i >= 1; i-- {
+		v = append(v, float64(i))
+	}
+	f := FiguresOf(v)
+	if f.Count != 100 || f.P50 != 50 || f.P90 != 90 || f.P99 != 99 || f.Max != 100 {
+		t.Fatalf("figures %+v", f)
+	}
+	if f := FiguresOf([]float64{7}); f.P50 != 7 || f.P99 != 7 || f.Max != 7 {
+		t.Fatalf("one sample: %+v", f)
+	}
+	if f := FiguresOf(nil); f.Count != 0 || f.String() != "n/a" {
+		t.Fatalf("none: %+v", f)
+	}
+}
+
+// TestViewChangeHolds: an install is matched with the longest stall of the
+// rack's agreement pointer around it, a stall held by several view changes
+// counts once, an install without a stall is counted apart.
+func TestViewChangeHolds(t *testing.T) {
+	ms := func(v int) time.Duration { return time.Duration(v) * time.Millisecond }
+	gaps := [][2]time.Duration{{ms(100), ms(102)}, {ms(110), ms(400)}, {ms(1000), ms(1003)}}
+	installs := [][2]time.Duration{
+		{ms(380), ms(405)},   // ends the long stall
+		{ms(200), ms(220)},   // a duel inside the same stall
+		{ms(990), ms(1010)},  // a short one
+		{ms(5000), ms(5020)}, // no stall
+	}
+	holds, unheld := viewChangeHolds(gaps, installs)
+	if !slices.Equal(holds, []float64{290, 3}) || unheld != 1 {
+		t.Fatalf("holds %v, unheld %d", holds, unheld)
+	}
+}
+
+// TestChaosActions: --only keeps the unrestricted order, refuses unknown
+// actions, wipe without wipes and heals when paced.
+func TestChaosActions(t *testing.T) {
+	got, err := chaosActions(ChaosOptions{Only: []string{"none", "kill"}})
+	if err != nil || !slices.Equal(got, []string{"kill", "none"}) {
+		t.Fatalf("got %v, %v", got, err)
+	}
+	got, err = chaosActions(ChaosOptions{Spacing: time.Second})
+	if err != nil || slices.Contains(got, "heal") || slices.Contains(got, "heal-kill") || !slices.Contains(got, "kill") {
+		t.Fatalf("paced: %v, %v", got, err)
+	}
+	for _, o := range []ChaosOptions{
+		{Duration: time.Second, Only: []string{"nap"}},
+		{Duration: time.Second, Only: []string{"wipe"}},
+		{Count: 1, Only: []string{"heal"}, Spacing: time.Second},
+		{},
+	} {
+		if err := CheckChaosOptions(o); err == nil {
+			t.Errorf("%+v: accepted", o)
+		}
+	}
+}
