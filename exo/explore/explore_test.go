@@ -235,3 +235,17 @@ func BenchmarkExplore3(b *testing.B) {
 	}
 	b.ReportMetric(float64(states), "states/op")
 }
+
+// TestExploreDetector explores a 3-host rack whose token timeout adapts
+// (exo/detector.go) between 1 and 3 ticks: every interleaving of appends
+// moves the estimate, and takeovers come at every timeout it can give.
+func TestExploreDetector(t *testing.T) {
+	o := Defaults(3)
+	o.Config.TokenTimeout, o.Config.TokenTimeoutMin = 3, 1
+	o.MaxDepth = 9
+	r := explore(t, o)
+	if !r.Complete {
+		t.Errorf("search incomplete (MaxStates %d)", o.MaxStates)
+	}
+	wantEvents(t, r, exo.EventTakeover, exo.EventViewChange, exo.EventInstalled)
+}
