@@ -596,13 +596,14 @@ func (m *nemesis) after(kind string) *moveWait { return m.tr.begin(kind, time.No
 // finish ends measurement w: cut short by the next action (cut) unless it
 // completed or ran out of time.
 func (m *nemesis) finish(w *moveWait, cut bool) (bool, []int) {
-	d, ok, still := m.tr.end(w)
+	d, stall, ok, still := m.tr.end(w)
 	elapsed := time.Since(w.t0)
 	m.mu.Lock()
 	k := m.raw[w.kind]
 	switch {
 	case ok:
 		k.moving = append(k.moving, d)
+		k.stall = append(k.stall, stall)
 	case cut && elapsed < moveLimit:
 		k.cut = append(k.cut, ms(elapsed))
 	default:
@@ -611,7 +612,7 @@ func (m *nemesis) finish(w *moveWait, cut bool) (bool, []int) {
 	m.mu.Unlock()
 	switch {
 	case ok:
-		m.say("  %s: agreement moving again at %s %.1f ms after it", w.kind, m.names(w.must), d)
+		m.say("  %s: agreement moving again at %s %.1f ms after it (longest stall %.1f ms)", w.kind, m.names(w.must), d, stall)
 	case cut && elapsed < moveLimit:
 		m.say("  %s: cut short by the next action %.0f ms after it (not moving at all yet: %s)", w.kind, ms(elapsed), m.names(still))
 	default:

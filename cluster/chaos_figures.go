@@ -53,6 +53,11 @@ func (f Figures) String() string {
 type KindFigures struct {
 	// Moving: action -> agreement moving again at every host that must.
 	Moving Figures `json:"moving"`
+	// Stall: of the same measurements, the longest a host that must move
+	// went without its agreement pointer advancing, from the action until
+	// it moved again (the hold the action caused, without the entries
+	// that "moving again" waits for).
+	Stall Figures `json:"stall"`
 	// Apply: how long applying the action took (nft run, kill and wait,
 	// daemon start); the fault took effect within it, and the action's
 	// time is taken at its end.
@@ -69,12 +74,13 @@ type KindFigures struct {
 
 // kindRaw collects a kind's times during the run.
 type kindRaw struct {
-	moving, apply, cut   []float64
+	moving, stall        []float64
+	apply, cut           []float64
 	noMajority, timedOut int
 }
 
 func (k *kindRaw) figures() KindFigures {
-	return KindFigures{Moving: FiguresOf(k.moving), Apply: FiguresOf(k.apply), CutShort: FiguresOf(k.cut),
+	return KindFigures{Moving: FiguresOf(k.moving), Stall: FiguresOf(k.stall), Apply: FiguresOf(k.apply), CutShort: FiguresOf(k.cut),
 		NoMajority: k.noMajority, TimedOut: k.timedOut}
 }
 
@@ -395,11 +401,19 @@ type moveWait struct {
 	base    map[int]uint64
 	reached map[int]time.Time
 	moved   map[int]time.Time
+	lastAt  map[int]time.Time     // each host's last advance (t0 at first)
+	stall   map[int]time.Duration // its longest time without one until it reached the target
 	done    chan struct{}
 	closed  bool
 }
 
 func (w *moveWait) seen(h int, seq uint64, now time.Time) {
+	if _, ok := w.reached[h]; !ok {
+		if d := now.Sub(w.lastAt[h]); d > w.stall[h] {
+			w.stall[h] = d
+		}
+		w.lastAt[h] = now
+	}
 	if _, ok := w.moved[h]; !ok && seq > w.base[h] {
 		w.moved[h] = now
 	}
@@ -431,9 +445,10 @@ func (t *tracker) begin(kind string, t0 time.Time) *moveWait {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	w := &moveWait{kind: kind, t0: t0, target: t.frontier + t.margin,
-		base: map[int]uint64{}, reached: map[int]time.Time{}, moved: map[int]time.Time{}, done: make(chan struct{})}
+		base: map[int]uint64{}, reached: map[int]time.Time{}, moved: map[int]time.Time{}, done: make(chan struct{}),
+		lastAt: map[int]time.Time{}, stall: map[int]time.Duration{}}
 	for h := range t.last {
-		w.base[h] = t.last[h]
+		w.base[h], w.lastAt[h] = t.last[h], t0
 	}
 	t.waits[w] = true
 	return w
@@ -453,19 +468,22 @@ func (t *tracker) commit(w *moveWait, must []int) {
 }
 
 // end stops measurement w and returns the time until every host reached
-// its target (ok) or, if not all did, the hosts that had not moved at all.
-func (t *tracker) end(w *moveWait) (float64, bool, []int) {
+// its target and the longest stall of one (ok) or, if not all did, the
+// hosts that had not moved at all.
+func (t *tracker) end(w *moveWait) (float64, float64, bool, []int) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	delete(t.waits, w)
 	if w.closed {
 		last := w.t0
+		var stall time.Duration
 		for _, h := range w.must {
 			if at := w.reached[h]; at.After(last) {
 				last = at
 			}
+			stall = max(stall, w.stall[h])
 		}
-		return ms(last.Sub(w.t0)), true, nil
+		return ms(last.Sub(w.t0)), ms(stall), true, nil
 	}
 	var still []int
 	for _, h := range w.must {
@@ -473,7 +491,7 @@ func (t *tracker) end(w *moveWait) (float64, bool, []int) {
 			still = append(still, h)
 		}
 	}
-	return 0, false, still
+	return 0, 0, false, still
 }
 
 // resolution sums up the advance intervals.
@@ -547,7 +565,7 @@ var recoveryKinds = []string{"kill", "heal-kill", "restart", "wipe", "rejoin", "
 // recoveryTable is the summary's table of the recovery figures.
 func recoveryTable(rec map[string]KindFigures) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%-17s %4s  %8s %8s %8s %8s   %s", "action", "n", "p50", "p90", "p99", "max", "not measured (cut short by the next action / no connected majority / over 10 s); applying it p50")
+	fmt.Fprintf(&b, "%-17s %4s  %8s %8s %8s %8s   %s", "action", "n", "p50", "p90", "p99", "max", "stall p50 / max; not measured (cut short by the next action / no connected majority / over 10 s); applying it p50")
 	kinds := slices.Clone(recoveryKinds)
 	for k := range rec {
 		if !slices.Contains(kinds, k) {
@@ -563,7 +581,7 @@ func recoveryTable(rec map[string]KindFigures) string {
 		if f.Moving.Count == 0 {
 			mv = fmt.Sprintf("%4d  %8s %8s %8s %8s", 0, "-", "-", "-", "-")
 		}
-		fmt.Fprintf(&b, "\n%-17s %s   %d / %d / %d; %.1f ms", k, mv, f.CutShort.Count, f.NoMajority, f.TimedOut, f.Apply.P50)
+		fmt.Fprintf(&b, "\n%-17s %s   %.1f / %.1f; %d / %d / %d; %.1f ms", k, mv, f.Stall.P50, f.Stall.Max, f.CutShort.Count, f.NoMajority, f.TimedOut, f.Apply.P50)
 	}
 	return b.String()
 }

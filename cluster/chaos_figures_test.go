@@ -92,3 +92,39 @@ func TestChaosActions(t *testing.T) {
 		}
 	}
 }
+
+// TestTrackerMoving: a host moves again once it delivers an entry h+n past
+// the rack's agreement pointer at the action; the stall is its longest
+// time without an advance until then.
+func TestTrackerMoving(t *testing.T) {
+	c := &Cluster{Rack: &lab.Rack{Hosts: make([]lab.Host, 3)}}
+	t0 := time.Now()
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	tr := newTracker(c, t0, func(int) bool { return false })
+	for h := 0; h < 3; h++ {
+		tr.seen(h, 10, t0)
+	}
+	w := tr.begin("kill", t0) // target 10 + 1 + 3 = 14
+	tr.commit(w, []int{0, 1})
+	tr.seen(0, 11, at(1))
+	tr.seen(0, 14, at(21)) // a 20 ms stall, then past the target
+	tr.seen(1, 12, at(2))
+	tr.seen(1, 13, at(3))
+	select {
+	case <-w.done:
+		t.Fatal("done before host 1 moved again")
+	default:
+	}
+	tr.seen(1, 15, at(25))
+	<-w.done
+	d, stall, ok, _ := tr.end(w)
+	if !ok || d != 25 || stall != 22 {
+		t.Fatalf("moving %v ms, stall %v ms, ok %v", d, stall, ok)
+	}
+	w = tr.begin("partition", at(30))
+	tr.commit(w, []int{0, 2})
+	tr.seen(0, 16, at(31))
+	if _, _, ok, still := tr.end(w); ok || !slices.Equal(still, []int{2}) {
+		t.Fatalf("unfinished: ok %v, not moving %v", ok, still)
+	}
+}
