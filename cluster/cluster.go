@@ -46,6 +46,10 @@ type Options struct {
 	// run to Dir/<host>.cpu.pprof (exo daemon --cpuprofile; finished when
 	// Stop stops it: a host killed meanwhile leaves none).
 	CPUProfile bool
+	// AllowDuplicateID keeps Stop from failing on a duplicate member id
+	// alarm (DuplicateIDAlarms): for the runs that put a second sender
+	// with a member's id on the segment on purpose.
+	AllowDuplicateID bool
 }
 
 // Cluster is a set of daemons on a lab rack.
@@ -213,7 +217,18 @@ func (c *Cluster) Kill(i int) error {
 // log keeps its restarts), prefixed with the host's name. The core reports
 // one when it refuses to change an agreed entry: a bug, never expected, so
 // every lab check fails on one (Stop reports them too).
-func (c *Cluster) SafetyEvents() ([]string, error) {
+func (c *Cluster) SafetyEvents() ([]string, error) { return c.logLines("SAFETY:") }
+
+// DuplicateIDAlarms returns every duplicate member id alarm the daemons
+// logged (daemon/dupid.go: another host sent frames under the daemon's
+// member id, and it stopped sending), prefixed with the host's name. No
+// lab run has two daemons for one member id unless it makes one on
+// purpose, so Stop fails on any (Options.AllowDuplicateID).
+func (c *Cluster) DuplicateIDAlarms() ([]string, error) { return c.logLines("DUPLICATE MEMBER ID") }
+
+// logLines returns the lines of the daemons' logs that hold substr,
+// prefixed with the host's name.
+func (c *Cluster) logLines(substr string) ([]string, error) {
 	var out []string
 	for i, h := range c.Rack.Hosts {
 		b, err := os.ReadFile(c.LogPath(i))
@@ -224,7 +239,7 @@ func (c *Cluster) SafetyEvents() ([]string, error) {
 			return out, fmt.Errorf("cluster: %w", err)
 		}
 		for _, line := range strings.Split(string(b), "\n") {
-			if strings.Contains(line, "SAFETY:") {
+			if strings.Contains(line, substr) {
 				out = append(out, h.Name+": "+line)
 			}
 		}
@@ -234,7 +249,8 @@ func (c *Cluster) SafetyEvents() ([]string, error) {
 
 // Stop stops every daemon with SIGTERM (SIGKILL after 5 s) and reports the
 // first daemon that did not exit cleanly, or else any SAFETY event a daemon
-// logged.
+// logged, or else any duplicate member id alarm (unless
+// Options.AllowDuplicateID).
 func (c *Cluster) Stop() error {
 	var first error
 	for i := range c.procs {
@@ -269,6 +285,15 @@ func (c *Cluster) Stop() error {
 			first = err
 		case len(ev) > 0:
 			first = fmt.Errorf("%d SAFETY events (an agreed entry would have changed), the first: %s", len(ev), ev[0])
+		}
+	}
+	if first == nil && !c.opt.AllowDuplicateID {
+		ev, err := c.DuplicateIDAlarms()
+		switch {
+		case err != nil:
+			first = err
+		case len(ev) > 0:
+			first = fmt.Errorf("%d duplicate member id alarms (a daemon took frames for another host's under its id and stopped sending), the first: %s", len(ev), ev[0])
 		}
 	}
 	return first

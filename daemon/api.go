@@ -37,9 +37,8 @@ func (d *Daemon) listenAPI() (net.Listener, error) {
 	if _, err := os.Stat(path); err == nil {
 		// A stale socket from a crashed daemon: remove it only if nobody
 		// answers on it.
-		if c, err := net.Dial("unix", path); err == nil {
-			c.Close()
-			return nil, fmt.Errorf("api socket %s: another daemon is running", path)
+		if err := checkSocket(path); err != nil {
+			return nil, err
 		}
 		os.Remove(path)
 	}

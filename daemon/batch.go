@@ -28,6 +28,9 @@ func (d *Daemon) PublishBatch(payloads [][]byte, reply func(i int, a client.Ack)
 	d.core.Lock()
 	defer d.core.Unlock()
 	d.catchUpClock(time.Now(), false)
+	if err := d.dupRefusal(); err != nil {
+		return err
+	}
 	need := 0
 	for _, p := range payloads {
 		if len(p) <= d.cfg.MaxMessage {

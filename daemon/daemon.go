@@ -52,6 +52,8 @@ type Daemon struct {
 	disk *wal.Log // the durable log, or nil
 	// restarted: the core came back from the durable log (RestartNode).
 	restarted bool
+	lock      *dirLock                   // data_dir's lock (lock.go), or nil
+	closed    bool                       // Run returned or Close was called: disk and lock released
 	macs      map[uint8]net.HardwareAddr // MAC of every known member, by member id
 	rawMACs   []net.HardwareAddr         // MAC by position in the core's current roster
 	roster    []uint8                    // the core's current roster (member ids by position)
@@ -97,6 +99,8 @@ type Daemon struct {
 	groupKeys [2][]byte
 	keyFiles  [2]string
 	keyFPs    [2]uint64 // fingerprints as of the last keysChanged (for the log of a retire)
+	// dup: another host sends as this member id (dupid.go).
+	dup dupAlarm
 
 	// Shared with API goroutines (subscribers).
 	mu       sync.Mutex
@@ -112,8 +116,8 @@ type rxBatch struct {
 	n    int
 }
 
-// New prepares a daemon on a broadcast conn and an OOB transport.
-func New(cfg *Config, conn FrameConn, o OOB, log *slog.Logger) (*Daemon, error) {
+// newDaemon is New without the data_dir lock.
+func newDaemon(cfg *Config, conn FrameConn, o OOB, log *slog.Logger) (*Daemon, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
@@ -253,6 +257,8 @@ func (d *Daemon) Run(ctx context.Context) error {
 			err = e
 		}
 	}
+	d.lock.release()
+	d.closed = true
 	d.core.Unlock()
 	wg.Wait()
 	close(errc)
@@ -481,6 +487,9 @@ func (d *Daemon) stepBatch(f *exo.Frame, b *rxBatch) {
 		if d.off != nil {
 			d.offloadShadow(f)
 		}
+		if d.claimsOwnID(f, m.Src, m.Buf[:m.N]) {
+			continue // another host sends as this member id (dupid.go): never stepped
+		}
 		// Roster enforcement: a frame of our group that names a position
 		// of the current roster must come from that member's MAC (other
 		// groups are the core's BAD_GROUP; a bad tag is the core's
@@ -545,6 +554,10 @@ func (d *Daemon) Publish(payload []byte, reply func(client.Ack)) {
 	d.core.Lock()
 	defer d.core.Unlock()
 	d.catchUpClock(time.Now(), false)
+	if err := d.dupRefusal(); err != nil {
+		reply(client.Ack{Err: err})
+		return
+	}
 	if len(payload) > d.cfg.MaxMessage {
 		reply(client.Ack{Err: &client.APIError{Code: client.CodeTooLarge,
 			Text: fmt.Sprintf("message of %d bytes, max_message_bytes is %d", len(payload), d.cfg.MaxMessage)}})
@@ -609,6 +622,9 @@ func (d *Daemon) ProposeChange(op exo.ChangeOp, member uint8) error {
 		return &client.APIError{Code: client.CodeBadChange,
 			Text: fmt.Sprintf("member %d is not in the config's roster of known members (its mac and oob address are needed): add it to every host's config first", member)}
 	}
+	if err := d.dupRefusal(); err != nil {
+		return err
+	}
 	if d.node.Removed() {
 		return &client.APIError{Code: client.CodeBadChange,
 			Text: fmt.Sprintf("this host (member %d) is not a member of the roster %v: ask a member", d.cfg.ID, d.roster)}
@@ -655,6 +671,7 @@ func (d *Daemon) ready() error {
 			return err
 		}
 	}
+	d.withholdSends(&rd) // another host sends as this member id: nothing leaves
 	if d.off != nil && d.tok == nil && len(rd.Frames) > 0 {
 		// The fast path learns of this host's own entries before they
 		// leave: the successor's reply must find them there.
@@ -845,6 +862,9 @@ type Status struct {
 	// Detector is the token's failure detector (exo/detector.go): the
 	// takeover timeout in force, following the gaps between appends.
 	Detector DetectorStatus `json:"detector"`
+	// DuplicateID: another host sends as this member id and this host
+	// stopped sending (dupid.go); absent otherwise.
+	DuplicateID *DuplicateIDStatus `json:"duplicate_id,omitempty"`
 }
 
 // DetectorStatus is the token's failure detector (exo.Detector), in ticks
@@ -926,7 +946,7 @@ func (d *Daemon) statusJSON() []byte {
 		Append: p.Append, Agreed: p.Agreed, LogBase: nd.LogBase(), Holder: int(nd.Holder()), Pending: nd.Pending(),
 		Delivered: d.delivCnt, Subscribers: len(d.subs), Waiting: len(d.waiters), Skipped: []int{},
 		Counters: d.metrics.counters(), Offload: d.offloadStatusLocked(), Token: d.tokenStatusLocked(), Keys: d.keyStatus(),
-		Recovery: recoveryStatus(nd.Recovery(), p), Detector: detectorStatus(nd.Detector(), d.cfg.Tick)}
+		Recovery: recoveryStatus(nd.Recovery(), p), Detector: detectorStatus(nd.Detector(), d.cfg.Tick), DuplicateID: d.dupStatus()}
 	d.mu.Unlock()
 	for i := range d.roster {
 		if nd.Skipped(uint8(i)) {

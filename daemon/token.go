@@ -117,6 +117,9 @@ func (d *Daemon) admitRecord(r *token.Record) bool {
 	if len(b) < exo.HeaderLen || len(r.Src) != 6 {
 		return true
 	}
+	if d.checkRecord(b, r.Src) {
+		return false // another host sends as this member id (dupid.go)
+	}
 	sender := b[exo.OffSender]
 	epoch := binary.BigEndian.Uint32(b[exo.OffEpoch:])
 	if binary.BigEndian.Uint16(b[exo.OffGroup:]) == d.cfg.Group && int(sender) < len(d.rawMACs) &&
@@ -161,6 +164,13 @@ func (d *Daemon) tokenLoop(ctx context.Context) {
 		var last time.Duration
 		n, err := d.tp.Records(func(r *token.Record) {
 			last = r.Written
+			if r.Armed && !r.Halt {
+				// Stepped by the core as the fast path decided (no
+				// admitRecord): another host under this member id
+				// raises the alarm here (dupid.go), and tokenSync
+				// halts the fast path for good.
+				d.checkRecord(r.Frame, r.Src)
+			}
 			d.tok.Step(r)
 		})
 		if n > 0 && last > 0 {
@@ -227,7 +237,11 @@ func (d *Daemon) tokenSync() {
 	if d.tok == nil {
 		return
 	}
-	if _, err := d.tok.Sync(); err != nil {
+	if d.dupStopped() {
+		// Another host sends as this member id (dupid.go): the fast
+		// path, which sends this host's frames, stays halted.
+		d.quiesce("duplicate_id")
+	} else if _, err := d.tok.Sync(); err != nil {
 		d.fail(fmt.Errorf("daemon: token mode: %w", err))
 		return
 	}

@@ -375,6 +375,11 @@ func newStatusCmd() *cobra.Command {
 			if err := json.Unmarshal(raw, &st); err != nil {
 				return err
 			}
+			if dup, ok := st["duplicate_id"].(map[string]any); ok {
+				// First: the host stopped sending (daemon/dupid.go).
+				fmt.Fprintf(out, "%-20s ALARM: %v (first seen %v at seq %v, %v frames, from %v). Check: %v. Fix: %v\n",
+					"duplicate_id", dup["message"], dup["first_seen"], dup["seq"], dup["frames"], dup["macs"], dup["check"], dup["fix"])
+			}
 			keys := []string{"id", "hosts", "roster", "epoch", "halted", "append_pointer", "agreement_pointer", "token_holder",
 				"queue_depth", "messages_delivered", "publishes_waiting", "subscribers", "skipped_hosts"}
 			for _, k := range keys {

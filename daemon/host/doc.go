@@ -46,9 +46,12 @@
 //	go func() { errc <- h.Run(ctx) }()
 //
 // A host that is opened but will not run is released with Close. Open
-// does most of what can fail at start: the socket, the key file, the OOB
-// listener, the durable log, loading and attaching the fast path; Run
-// opens the local API socket and the metrics listener.
+// does most of what can fail at start: first the check that no other exo
+// daemon holds the data_dir or answers on the API socket
+// (daemon.CheckAlone), then the socket, the key file, the OOB listener,
+// the durable log (and its lock, held until the daemon stops), loading
+// and attaching the fast path; Run opens the local API socket and the
+// metrics listener.
 //
 // # Keys
 //

@@ -48,12 +48,19 @@ func Run(ctx context.Context, cfg *daemon.Config, log *slog.Logger) error {
 // AF_PACKET socket. A nil log discards the logs. cfg.Procs > 0 sets the
 // process's GOMAXPROCS (an embedding process that wants its own sets -1).
 //
-// On error everything Open made is released again, except the durable
-// log of a daemon that was made (package daemon has no Close; the files
-// stay open until the process exits).
+// Before anything else Open makes sure no other exo daemon holds
+// cfg.DataDir or answers on cfg.APISocket (daemon.CheckAlone: the error
+// wraps daemon.ErrInUse): a second daemon started by mistake must not take
+// the interface's fast path or anything else from the first. The daemon
+// holds data_dir's lock from then on until it stops.
+//
+// On error everything Open made is released again.
 func Open(cfg *daemon.Config, log *slog.Logger) (*Host, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
+	}
+	if err := daemon.CheckAlone(cfg); err != nil {
+		return nil, err
 	}
 	if cfg.Procs > 0 {
 		runtime.GOMAXPROCS(cfg.Procs) // the process's: Config.Procs says why
@@ -111,6 +118,7 @@ func Open(cfg *daemon.Config, log *slog.Logger) (*Host, error) {
 		// setupOffload closed pre (or never had it).
 		stopOOB(tr)
 		conn.Close()
+		d.Close()
 		return nil, err
 	}
 	return &Host{conn: conn, tr: tr, d: d, fast: fast, detach: detach}, nil
@@ -184,8 +192,8 @@ func (h *Host) Run(ctx context.Context) error {
 }
 
 // Close releases a Host that is not run, in Run's order: the connection,
-// then the fast path, then the OOB listener (the durable log stays open:
-// see Open). After Run, or a first Close, it does nothing.
+// then the fast path, then the OOB listener, then the daemon's durable log
+// and data_dir lock. After Run, or a first Close, it does nothing.
 func (h *Host) Close() error {
 	if !h.spend() {
 		return nil
@@ -193,8 +201,12 @@ func (h *Host) Close() error {
 	err := h.conn.Close()
 	h.detach()
 	stopOOB(h.tr)
+	derr := h.d.Close()
 	if err != nil {
 		return fmt.Errorf("host: closing the broadcast connection: %w", err)
+	}
+	if derr != nil {
+		return fmt.Errorf("host: closing the durable log: %w", derr)
 	}
 	return nil
 }
