@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -726,7 +727,13 @@ func (m *nemesis) kill(ctx context.Context, h int, wipe bool, kind string) (int,
 	w := m.tr.begin(kind, time.Now())
 	if err := m.c.Kill(h); err != nil {
 		m.tr.commit(w, nil)
-		return -1, err
+		if !errors.Is(err, os.ErrProcessDone) {
+			return -1, err
+		}
+		// The daemon had exited by itself: a finding, and the host is
+		// down as if killed (restarted as one).
+		m.exitedAlone(h)
+		w = nil
 	}
 	killed := time.Now()
 	back := time.Duration(1000+m.rng.IntN(3000)) * time.Millisecond
@@ -756,8 +763,30 @@ func (m *nemesis) kill(ctx context.Context, h int, wipe bool, kind string) (int,
 	} else {
 		m.act(what, m.c.Rack.Hosts[h].Name, back.Round(time.Millisecond))
 	}
-	m.measure(ctx, w, w.t0, killed, m.paced)
+	if w != nil {
+		m.measure(ctx, w, w.t0, killed, m.paced)
+	}
 	return h, nil
+}
+
+// exitedAlone reports that host h's daemon had exited before the nemesis
+// killed it, with its exit status and the end of its log.
+func (m *nemesis) exitedAlone(h int) {
+	status := "unknown"
+	m.c.mu.Lock()
+	exit := m.c.exits[h]
+	m.c.mu.Unlock()
+	select {
+	case e := <-exit:
+		status = fmt.Sprint(e)
+	default:
+	}
+	log, _ := os.ReadFile(m.c.LogPath(h))
+	m.mu.Lock()
+	m.rep.Violations = append(m.rep.Violations, fmt.Sprintf("t=%.1fs the daemon of %s had exited by itself before the nemesis killed it (exit status %s); its log ends: %s",
+		time.Since(m.start).Seconds(), m.c.Rack.Hosts[h].Name, status, tail(log, 400)))
+	m.mu.Unlock()
+	m.say("the daemon of %s had exited by itself (exit status %s)", m.c.Rack.Hosts[h].Name, status)
 }
 
 // bringBack restarts dead host h and measures how fast it catches up (and,
