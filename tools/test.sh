@@ -69,6 +69,7 @@ go build -o bin/exo ./cmd/exo
 ./bin/exo sim --hosts 3,5 --seeds 200 --amnesia 0.2
 ./bin/exo sim --hosts 3,5 --seeds 200 --forge 0.05   # an attacker forging copies: every one must be BAD_TAG
 ./bin/exo sim --hosts 3,5 --seeds 300 --roster-changes 0.02   # members removed, added, replaced under faults
+./bin/exo sim --hosts 3,5,7 --seeds 300 --token-timeout-min 3   # the adaptive token timeout (exo/detector.go), between 3 and 16 ticks
 ./bin/exo sim --hosts 3,5 --seeds 300 --key-rotations 0.02   # key rotations under faults: every run ends on the newest key
 ./bin/exo sim --hosts 3,5 --seeds 200 --key-rotations 0.02 --roster-changes 0.02   # both at once
 ./bin/exo sim --hosts 3,4,5,7 --seeds 300 --token   # the token in a fast path (xdp_token's rule and control plane), records read late

@@ -164,7 +164,7 @@ is agreed once) and liveness (after the faults stop the rack converges within
 	f.IntVar(&o.Backoff, "idle-backoff", exo.DefaultIdleBackoffMax, "the idle back-off's cap in ticks (the daemon's idle_backoff_max_ticks is 256; -1: none): an idle rack's passes slow down to it, a proposal wakes the rack")
 	f.BoolVar(&o.Token, "token", false, "every host runs a fast path that sends (xdp_token: the rule of exo.Engine, the daemon's control plane exo/token) in front of its core, which reads the fast path's records late (docs/token.md)")
 	f.IntVar(&o.TokenLag, "token-lag", 4, "with --token: network steps the control plane may take to read its fast path's records (now and then up to 4 ticks more)")
-	f.IntVar(&o.TimeoutMin, "token-timeout-min", def.Config.TokenTimeoutMin, "the floor of the adaptive token timeout, in ticks (the ceiling is the core's TokenTimeout, 16; equal to it or 0: a fixed timeout); the daemon's token_timeout_min_ticks")
+	f.IntVar(&o.TimeoutMin, "token-timeout-min", def.Config.TokenTimeoutMin, "the floor of the adaptive token timeout, in ticks (the ceiling is the core's TokenTimeout, 16; 0, the default, or 16: a fixed timeout, as the daemon's default); the daemon's token_timeout_min_ticks")
 	f.IntVar(&o.IdleRot, "idle-rotations", exo.DefaultIdleRotations, "rotations of empty passes at full speed before the idle back-off (the daemon's idle_rotations: 4, 32 in token mode)")
 	f.IntVar(&o.Workers, "workers", runtime.GOMAXPROCS(0), "seeds run in parallel")
 	f.BoolVar(&o.JSON, "json", false, "print one JSON report per rack size")
