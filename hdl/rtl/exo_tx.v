@@ -346,6 +346,13 @@ exo_siphash siphash_inst (
     .out_tag(sip_tag)
 );
 
+// the hasher starts on the candidate of now: speculation (idle, the
+// candidate changed), or a token whose tag is neither ready nor being
+// computed (a miss)
+wire        hit        = spec_en_reg && match && s_done;
+wire        hash_start = (tx_state == S_IDLE && !(d_valid && send) && spec_en_reg && !match) ||
+                         (d_valid && send && !hit && !(match && hj_run));
+
 // ---------------------------------------------------------------- TX
 reg  [15:0] e_beat = 0;          // beat computed in this cycle
 reg  [63:0] e_prev = 0;          // body block k-1 (q_{k+3})
@@ -494,7 +501,7 @@ always @(posedge clk) begin
             if (q_empty)
                 c_empty <= c_empty + 1;
             ta_cnt <= 0;
-            if (spec_en_reg && match && s_done) begin
+            if (hit) begin
                 // the candidate's tag is ready: beat 0 now
                 tx_state <= S_EMIT;
                 e_beat <= 16'd1;
@@ -505,28 +512,7 @@ always @(posedge clk) begin
                 c_ta_last <= 0;
             end else begin
                 c_spec_miss <= c_spec_miss + 1;
-                tx_state <= S_WAIT;
-                if (!(match && hj_run)) begin
-                    // lock the candidate of now (the state before this
-                    // frame's update) and hash it from the next cycle
-                    hj_run <= 1'b1;
-                    hj_cnt <= 0;
-                    hj_id <= hj_id + 8'd1;
-                    s_valid <= 1'b1;
-                    s_done <= 1'b0;
-                    s_hist <= c_hist;
-                    s_seq <= c_seq;
-                    s_group <= st_group;
-                    s_epoch <= st_epoch;
-                    s_h <= h8;
-                    s_me <= me_reg;
-                    s_phase <= phase_reg;
-                    s_batch <= !q_empty;
-                    s_slot <= head_slot;
-                    s_len <= head_len;
-                    s_cnt <= head_cnt;
-                    s_key <= c_key;
-                end
+                tx_state <= S_WAIT;   // the candidate is latched below (hash_start)
             end
         end
     end
@@ -544,8 +530,9 @@ always @(posedge clk) begin
         s_done <= 1'b1;
     end
 
-    if (tx_state == S_IDLE && !(d_valid && send) && spec_en_reg && !match) begin
-        // speculation: the candidate changed, hash the new one
+    if (hash_start) begin
+        // latch the candidate of now (before this cycle's update) and
+        // hash it from the next cycle
         hj_run <= 1'b1;
         hj_cnt <= 0;
         hj_id <= hj_id + 8'd1;
