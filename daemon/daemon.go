@@ -708,7 +708,8 @@ func (d *Daemon) ready() error {
 		switch e.Kind {
 		case exo.EventViewChange:
 			d.metrics.viewChanges.Inc()
-			d.log.Info("view change started", "epoch", e.Epoch, "seq", e.Seq)
+			d.metrics.viewChangeCauses.WithLabelValues(e.Cause.String()).Inc()
+			d.log.Info("view change started", "epoch", e.Epoch, "seq", e.Seq, "cause", e.Cause)
 		case exo.EventInstalled:
 			d.log.Info("epoch installed", "epoch", e.Epoch, "log_end", e.Seq)
 		case exo.EventTakeover:

@@ -29,17 +29,25 @@ type catchUp struct {
 	epoch   uint32 // the later epoch whose log is gathered
 	start   uint64 // seq of entries[0], at most the agreement pointer when the first batch came
 	entries []Entry
+	agreed  uint64 // the furthest agreement pointer the responders of epoch reported
 }
 
 func (c *catchUp) end() uint64 { return c.start + uint64(len(c.entries)) }
 
 // catchUpLo is where a fetch towards epoch e starts: where the batches
-// gathered for e (or a later epoch) end, else the agreement pointer.
+// gathered for e (or a later epoch) end; for an epoch later than the one
+// gathered, where the part of them that is agreed ends (stepCatchUp keeps
+// it); else the agreement pointer.
 func (nd *Node) catchUpLo(e uint32) uint64 {
-	if c := nd.catchup; c != nil && c.epoch >= e {
+	c := nd.catchup
+	switch {
+	case c == nil:
+		return nd.p.Agreed
+	case c.epoch >= e:
 		return c.end()
+	default:
+		return max(nd.p.Agreed, min(c.agreed, c.end()))
 	}
-	return nd.p.Agreed
 }
 
 // stepCatchUp takes a fetch response of a later epoch than this host's.
@@ -48,6 +56,21 @@ func (nd *Node) stepCatchUp(m Message) {
 	c := nd.catchup
 	if c != nil && m.LogEpoch < c.epoch {
 		return // it gathers a later epoch's log already (answers of two epochs would undo each other)
+	}
+	if c != nil && m.LogEpoch > c.epoch {
+		// The rack moved on to yet another epoch while this host gathered
+		// one: what it gathered below that epoch's agreement pointer is
+		// agreed, so it is the same in every later log; keep it and gather
+		// the rest from the newer epoch. (Starting over from the agreement
+		// pointer cost a restarted lab host three whole catch-ups when the
+		// rack changed epochs twice during one.)
+		keep := min(c.agreed, c.end())
+		if keep > c.start && keep > nd.p.Agreed {
+			c = &catchUp{epoch: m.LogEpoch, start: c.start, entries: c.entries[:keep-c.start], agreed: keep}
+			nd.catchup = c
+		} else {
+			c, nd.catchup = nil, nil
+		}
 	}
 	switch {
 	case c != nil && c.epoch == m.LogEpoch && m.Start >= c.start && m.Start <= c.end():
@@ -89,6 +112,7 @@ func (nd *Node) stepCatchUp(m Message) {
 		nd.fetchEpoch = m.LogEpoch
 		return
 	}
+	c.agreed = max(c.agreed, m.Agreed)
 	nd.catchup = c
 	complete := c.end() >= m.Hi
 	if !complete && (len(c.entries) == 0 || c.entries[len(c.entries)-1].Epoch != c.epoch) {

@@ -146,3 +146,100 @@ func TestCatchUpWholeLog(t *testing.T) {
 		t.Fatalf("epoch %d append %d, want 5 and %d", p.Epoch, p.Append, len(later))
 	}
 }
+
+// TestCatchUpKeepsAgreedAcrossEpochs: while a host gathers epoch 5's log,
+// the rack moves on to epoch 7. What it gathered below the agreement
+// pointer epoch 5's responders reported is agreed, so it is the same in
+// epoch 7's log: it keeps it and gathers only the rest (a restarted lab
+// host used to start over from its agreement pointer at every epoch
+// change, three times in one catch-up). What it gathered beyond that
+// pointer may differ in epoch 7: it is dropped.
+func TestCatchUpKeepsAgreedAcrossEpochs(t *testing.T) {
+	const batch = 4
+	for _, tc := range []struct {
+		name   string
+		agreed func(a uint64) uint64 // the agreement pointer epoch 5's answers report
+		keep   int                   // batches kept at the switch to epoch 7 (-1: what is below the pointer)
+	}{
+		{"gathered and agreed", func(a uint64) uint64 { return a + 2*batch }, 2},
+		{"gathered, agreed in part", func(a uint64) uint64 { return a + batch + 1 }, -1},
+		{"gathered, not agreed", func(a uint64) uint64 { return a }, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newRack(t, 3, func(c *Config) { c.MaxFetchEntries = batch })
+			for k := 0; k < 30; k++ {
+				_ = r.nodes[k%3].Propose([]byte{byte(k)})
+				r.collect(k % 3)
+				r.run(1000)
+			}
+			x := r.nodes[2]
+			a := x.Pointers().Agreed
+			five := laterLog(x.Log()[:a], 4*batch, 3)
+			agreed5 := tc.agreed(a)
+			// Epoch 7's log holds epoch 5's up to its agreement pointer,
+			// then entries of its own.
+			seven := slices.Clone(five[:agreed5])
+			for s := agreed5; s < agreed5+5*batch; s++ {
+				seven = append(seven, Entry{Seq: s, Epoch: 7, Sender: uint8(s % 3), History: []uint8{uint8((s + 2) % 3)}, Payload: []byte{7}})
+			}
+			resp := func(log []Entry, epoch uint32, agreed, start uint64) Message {
+				end := min(start+batch, uint64(len(log)))
+				return Message{Type: MsgFetchResp, From: 0, To: 2, LogEpoch: epoch, Start: start, Hi: uint64(len(log)),
+					Agreed: agreed, Entries: slices.Clone(log[start:end])}
+			}
+			for k := uint64(0); k < 2; k++ {
+				x.Step(resp(five, 5, agreed5, a+k*batch))
+				x.Advance()
+			}
+			if got := x.Recovery(); got.GatherEpoch != 5 || got.Gathered != 2*batch {
+				t.Fatalf("two batches of epoch 5: gathering %+v", got)
+			}
+			// An answer of epoch 7 from where the gathering ends.
+			x.Step(resp(seven, 7, agreed5, a+2*batch))
+			rd := x.Ready()
+			switch got, next := x.Recovery(), fetchFrom(rd); tc.keep {
+			case 2:
+				// The kept batches and the answer, which ends with frames
+				// of epoch 7, are epoch 7's log up to there: adopted.
+				if p := x.Pointers(); p.Epoch != 7 || p.Append != a+3*batch || next != p.Append {
+					t.Fatalf("kept 2 batches: epoch %d append %d (want 7, %d), next fetch from %d", p.Epoch, p.Append, a+3*batch, next)
+				}
+			case -1:
+				if got.GatherEpoch != 7 || uint64(got.Gathered) != agreed5-a || next != agreed5 {
+					t.Fatalf("kept what is below %d: gathering %+v, next fetch from %d", agreed5, got, next)
+				}
+			default:
+				if got.Gathered != 0 || next != a {
+					t.Fatalf("nothing agreed gathered: gathering %+v, next fetch from %d, want %d", got, next, a)
+				}
+			}
+			x.Advance()
+			// Gather epoch 7 to its end and adopt it.
+			for i := 0; x.Epoch() != 7 && i < 20; i++ {
+				lo := a
+				if g := x.Recovery(); g.GatherEpoch == 7 {
+					lo = a + uint64(g.Gathered)
+				}
+				x.Step(resp(seven, 7, agreed5, lo))
+				x.Advance()
+			}
+			p := x.Pointers()
+			if p.Epoch != 7 || hasEvent(x.Ready(), EventSafety) {
+				t.Fatalf("epoch %d after gathering epoch 7's log", p.Epoch)
+			}
+			for s := uint64(0); s < p.Append; s++ {
+				if e, _ := x.Entry(s); !e.Equal(&seven[s]) {
+					t.Fatalf("entry %d differs from epoch 7's", s)
+				}
+			}
+		})
+	}
+}
+
+// fetchFrom is the Lo of the last fetch in rd (MaxUint64: none).
+func fetchFrom(rd Ready) uint64 {
+	if lo, ok := lastFetch(rd); ok {
+		return lo
+	}
+	return ^uint64(0)
+}

@@ -96,6 +96,13 @@ type Config struct {
 	// further behind catches up batch after batch. The simulator sets it
 	// small so that its short logs need several batches too.
 	MaxFetchEntries int
+	// FetchBytes lets a fetch response hold more than MaxFetchEntries
+	// entries while their binary size (Entry.BinarySize) stays within it
+	// (0: MaxFetchEntries, exactly). MaxFetchEntries keeps its other role,
+	// the measure of "far behind" for view changes; this one sizes a
+	// catch-up's batches by bytes, so that a host behind fetches in few
+	// round trips whatever the size of its entries.
+	FetchBytes int
 }
 
 // Defaults used by WithDefaults for fields left zero.
@@ -188,6 +195,8 @@ func (c Config) Validate() error {
 		return configErr("SeqWindow", "%d must be at least 1", c.SeqWindow)
 	case c.KeyPhase > 1:
 		return configErr("KeyPhase", "%d is neither 0 nor 1", c.KeyPhase)
+	case c.FetchBytes < 0:
+		return configErr("FetchBytes", "%d must not be negative", c.FetchBytes)
 	case c.MaxFetchEntries < 1:
 		return configErr("MaxFetchEntries", "%d must be at least 1", c.MaxFetchEntries)
 	case c.KeyGraceTicks < 1:

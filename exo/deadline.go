@@ -42,7 +42,7 @@ func (nd *Node) NextTick() int {
 		return d
 	}
 	if nd.fetching {
-		at(nd.cfg.FetchTicks - nd.fetchTicks)
+		at(nd.fetchRTO() - nd.fetchTicks)
 	}
 	if nd.skipped[nd.id] {
 		at(nd.cfg.RejoinTicks - nd.skippedTicks)

@@ -1,6 +1,10 @@
 package exo
 
-import "bytes"
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+)
 
 // Entry is one position of the log: the frame that was appended there.
 // Entries are identified by (Epoch, Seq, Sender): a host never sends two
@@ -79,4 +83,65 @@ func (a *arena) copy(b []byte) []byte {
 	start := len(a.slab)
 	a.slab = append(a.slab, b...)
 	return a.slab[start:len(a.slab):len(a.slab)]
+}
+
+// entryFixed is the size of an entry's binary form without its history and
+// payload.
+const entryFixed = 8 + 4 + 1 + 2 + 2 + 1 + 4
+
+// ErrEntryEncoding is returned for a malformed binary entry.
+var ErrEntryEncoding = errors.New("exo: malformed binary entry")
+
+// AppendBinary appends e's binary form to b: seq u64, epoch u32, sender u8,
+// flags u16, count u16, history length u8, history, payload length u32,
+// payload (integers big-endian). The durable log's records and the OOB
+// messages' entries are in it: one encoding, no reflection, about a tenth of
+// gob's cost for a log batch.
+func (e *Entry) AppendBinary(b []byte) ([]byte, error) {
+	if len(e.History) > 255 {
+		return b, ErrEntryEncoding
+	}
+	b = binary.BigEndian.AppendUint64(b, e.Seq)
+	b = binary.BigEndian.AppendUint32(b, e.Epoch)
+	b = append(b, e.Sender)
+	b = binary.BigEndian.AppendUint16(b, e.Flags)
+	b = binary.BigEndian.AppendUint16(b, e.Count)
+	b = append(b, uint8(len(e.History)))
+	b = append(b, e.History...)
+	b = binary.BigEndian.AppendUint32(b, uint32(len(e.Payload)))
+	return append(b, e.Payload...), nil
+}
+
+// BinarySize is the length of e's binary form.
+func (e *Entry) BinarySize() int { return entryFixed + len(e.History) + len(e.Payload) }
+
+// DecodeEntry decodes the entry at the front of b and returns the rest of
+// b. The entry's History and Payload alias b (nil when empty): clone them
+// if b is reused.
+func DecodeEntry(b []byte) (Entry, []byte, error) {
+	var e Entry
+	if len(b) < entryFixed {
+		return e, b, ErrEntryEncoding
+	}
+	e.Seq = binary.BigEndian.Uint64(b)
+	e.Epoch = binary.BigEndian.Uint32(b[8:])
+	e.Sender = b[12]
+	e.Flags = binary.BigEndian.Uint16(b[13:])
+	e.Count = binary.BigEndian.Uint16(b[15:])
+	hl := int(b[17])
+	if len(b) < entryFixed+hl {
+		return e, b, ErrEntryEncoding
+	}
+	if hl > 0 {
+		e.History = b[18 : 18+hl : 18+hl]
+	}
+	pl := binary.BigEndian.Uint32(b[18+hl:])
+	rest := b[entryFixed+hl:]
+	if uint64(len(rest)) < uint64(pl) {
+		return e, b, ErrEntryEncoding
+	}
+	if pl > 0 {
+		e.Payload = rest[:pl:pl]
+	}
+	return e, rest[pl:], nil
 }

@@ -54,6 +54,61 @@ type Event struct {
 	Epoch uint32
 	Seq   uint64
 	Peer  uint8
+	// Cause says why an EventViewChange started (zero for other kinds).
+	Cause Cause
+}
+
+// Cause is why a host started a view change: what the trace of a view
+// change begins with (docs/recovery.md, "Tracing view changes").
+type Cause uint8
+
+// Causes of a view change.
+const (
+	// CauseDivergence: a frame, a held frame or a fetched entry
+	// contradicted the log (two branches; a healed partition, a takeover
+	// while the holder's frame was in flight).
+	CauseDivergence Cause = iota + 1
+	// CauseRetry: the view change this host led got no install within its
+	// timeout (too few promises, or an ambiguous fork); it tries again
+	// above every epoch it has seen.
+	CauseRetry
+	// CausePromiseTimeout: this host promised a view change whose install
+	// never came (its initiator died, gave up, or its install was lost),
+	// or it restarted with a promise above its log's epoch.
+	CausePromiseTimeout
+	// CauseAmnesiac: this host lost its state; it rejoins only through a
+	// view change of its own.
+	CauseAmnesiac
+	// CauseLeadForBehind: a host far behind asked for a view change it may
+	// not lead (its promises would carry its gap); this host leads it.
+	CauseLeadForBehind
+	// CauseRosterSwitch: a roster change took effect at the end of this
+	// epoch; the next epoch has the new roster.
+	CauseRosterSwitch
+	// CauseFenced: the fast path sent frames the log may lack; the next
+	// epoch ends the fence.
+	CauseFenced
+	// CauseEpochNeverBegan: the epoch this host installed never saw a frame
+	// and this host may not send the first.
+	CauseEpochNeverBegan
+)
+
+var causeNames = [...]string{"", "divergence", "retry", "promise-timeout", "amnesiac", "lead-for-behind", "roster-switch", "fenced", "epoch-never-began"}
+
+func (c Cause) String() string {
+	if int(c) < len(causeNames) {
+		return causeNames[c]
+	}
+	return fmt.Sprintf("Cause(%d)", uint8(c))
+}
+
+// Causes lists every cause, in order (for metrics and reports).
+func Causes() []Cause {
+	out := make([]Cause, 0, len(causeNames)-1)
+	for c := CauseDivergence; int(c) < len(causeNames); c++ {
+		out = append(out, c)
+	}
+	return out
 }
 
 // Ready is what the embedder must carry out after a Step, StepFrame,
@@ -148,6 +203,7 @@ type Node struct {
 	orphans    map[uint64][]Entry // own entries view changes removed, by seq: their fate is known when the seq is agreed
 	fetching   bool
 	fetchTicks int
+	fetchEst   detector // the time fetches take to be answered (fetchRTO)
 	fetchPeer  uint8
 	fetchEpoch uint32 // the epoch the fetch under way is for (catchUpTo)
 	rackEpoch  uint32 // the newest frame heard: its epoch and seq+1 (Recovery)
@@ -742,7 +798,7 @@ func (nd *Node) hold(f *Frame) {
 // FetchTicks to answer (every frame of the later epoch would otherwise send
 // a fetch, and their answers pile up).
 func (nd *Node) catchUpTo(f *Frame) {
-	if nd.fetching && nd.fetchTicks < nd.cfg.FetchTicks && f.Epoch <= nd.fetchEpoch {
+	if nd.fetching && nd.fetchTicks < nd.fetchRTO() && f.Epoch <= nd.fetchEpoch {
 		return
 	}
 	nd.fetch(nd.catchUpPeer(f.Sender), nd.catchUpLo(f.Epoch), 0)
@@ -755,8 +811,52 @@ func (nd *Node) fetch(peer uint8, lo, hi uint64) {
 	nd.fetchTicks = 0
 	nd.fetchPeer = peer
 	nd.fetchEpoch = nd.p.Epoch
+	if nd.catchup != nil {
+		// A retry of a catch-up is for the epoch gathered (catchUpTo
+		// would otherwise take the next frame of it for a newer one).
+		nd.fetchEpoch = max(nd.fetchEpoch, nd.catchup.epoch)
+	}
 	nd.rd.Messages = append(nd.rd.Messages, Message{Type: MsgFetch, From: nd.uid, To: peer,
 		Epoch: nd.p.Epoch, Lo: lo, Hi: hi})
+}
+
+// fetchEnd is where a fetch response from start ends, given the log's end
+// (or the asked bound) end: MaxFetchEntries entries, and more while their
+// binary size stays within FetchBytes.
+func (nd *Node) fetchEnd(start, end uint64) uint64 {
+	cut := min(end, start+uint64(nd.cfg.MaxFetchEntries))
+	if nd.cfg.FetchBytes == 0 {
+		return cut
+	}
+	size := 0
+	for s := start; s < cut; s++ {
+		size += nd.log[s-nd.base].BinarySize()
+	}
+	for ; cut < end; cut++ {
+		size += nd.log[cut-nd.base].BinarySize()
+		if size > nd.cfg.FetchBytes {
+			break
+		}
+	}
+	return cut
+}
+
+// sampleFetch feeds the ticks the fetch under way took to be answered to
+// the fetch estimator (RFC 6298, as the token timeout's detector).
+func (nd *Node) sampleFetch() { nd.fetchEst.sample(nd.fetchTicks) }
+
+// fetchRTO is how long a fetch may go unanswered before it is sent again
+// (to another host, or at the next frame of a later epoch): FetchTicks, or
+// the estimator's timeout (smoothed answer time plus 4 deviations) when
+// answers take longer (large batches from a busy host), up to 16 x
+// FetchTicks. Sending again before the answer could come only multiplies
+// the work of both sides: a restarted lab host asked up to five hosts for
+// each batch of its catch-up.
+func (nd *Node) fetchRTO() int {
+	if nd.fetchEst.samples == 0 {
+		return nd.cfg.FetchTicks
+	}
+	return min(max(nd.cfg.FetchTicks, nd.fetchEst.rto()), 16*nd.cfg.FetchTicks)
 }
 
 // drainHeld appends held frames that the log has reached.
@@ -927,7 +1027,7 @@ func (nd *Node) send() {
 	last := &nd.log[len(nd.log)-1]
 	nd.rd.Frames = append(nd.rd.Frames, nd.frameOf(last))
 	if nd.switchPending() {
-		nd.startViewChange()
+		nd.startViewChange(CauseRosterSwitch)
 	}
 }
 
@@ -952,7 +1052,7 @@ func (nd *Node) Tick() {
 	if nd.fenced {
 		nd.fenceTicks++
 	}
-	if nd.fetching && nd.fetchTicks >= nd.cfg.FetchTicks {
+	if nd.fetching && nd.fetchTicks >= nd.fetchRTO() {
 		pos, _ := nd.posOf(nd.fetchPeer)
 		peer := uint8((int(pos) + 1) % nd.n)
 		if peer == nd.id {
@@ -999,7 +1099,7 @@ func (nd *Node) Tick() {
 		// even its clients' proposals: once it had a token timeout to
 		// catch up with the frames it hears, a view change moves the rack
 		// to the next epoch, where the fence ends.
-		nd.startViewChange()
+		nd.startViewChange(CauseFenced)
 	case holder == nd.id:
 		nd.maybeSend(false)
 	case nd.p.Epoch > 0 && nd.p.Append == nd.p.EpochStart && nd.p.InHistory(nd.id) && nd.vc == nil && !nd.notMember &&
@@ -1011,7 +1111,7 @@ func (nd *Node) Tick() {
 		// older epoch): two hosts of a 3-host rack in two such epochs
 		// waited for each other for ever. A view change brings the rack
 		// to one epoch, once every takeover had its turn.
-		nd.startViewChange()
+		nd.startViewChange(CauseEpochNeverBegan)
 	default:
 		rank := nd.rank(holder)
 		if nd.idle >= nd.takeoverAfter(rank) && nd.canSend() {

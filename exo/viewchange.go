@@ -44,7 +44,7 @@ func (nd *Node) nextEpoch(floor uint32) uint32 {
 	return e
 }
 
-func (nd *Node) startViewChange() {
+func (nd *Node) startViewChange(cause Cause) {
 	if nd.notMember {
 		return // out of the roster: it follows (and answers), it does not lead
 	}
@@ -67,7 +67,7 @@ func (nd *Node) startViewChange() {
 	}
 	nd.vc = &viewChange{epoch: e, lo: lo, promises: make(map[uint8]Message)}
 	nd.vc.promises[nd.uid] = nd.promise(e, lo)
-	nd.event(EventViewChange, e, nd.p.Append, nd.id)
+	nd.rd.Events = append(nd.rd.Events, Event{Kind: EventViewChange, Epoch: e, Seq: nd.p.Append, Peer: nd.id, Cause: cause})
 	for _, u := range nd.peers() {
 		nd.rd.Messages = append(nd.rd.Messages, Message{Type: MsgPrepare, From: nd.uid, To: u, Epoch: e, Lo: lo, LogEpoch: nd.p.Epoch, Amnesiac: nd.amnesiac})
 	}
@@ -80,7 +80,7 @@ func (nd *Node) diverged() {
 	if nd.deferVC > 0 {
 		return
 	}
-	nd.startViewChange()
+	nd.startViewChange(CauseDivergence)
 }
 
 // promise is an epoch promised and to whom (ok: known; after a restart the
@@ -169,14 +169,18 @@ func (nd *Node) tickHalted() {
 		nd.vc.ticks++
 		if nd.vc.ticks >= nd.vcTimeout() {
 			nd.vcFailures++
-			nd.startViewChange()
+			nd.startViewChange(CauseRetry)
 		}
 		return
 	}
 	// A promise whose install never came, or an amnesiac host: start a view
 	// change, staggered by id so that hosts rarely duel.
 	if nd.haltedTicks >= nd.vcTimeout()/2+int(nd.id)*nd.cfg.TakeoverStagger/2+1 {
-		nd.startViewChange()
+		cause := CausePromiseTimeout
+		if nd.amnesiac {
+			cause = CauseAmnesiac
+		}
+		nd.startViewChange(cause)
 	}
 }
 
@@ -192,7 +196,7 @@ func (nd *Node) Step(m Message) {
 		if m.Epoch == nd.p.Epoch && m.Hi > start && m.Hi < end {
 			end = m.Hi
 		}
-		end = min(end, start+uint64(nd.cfg.MaxFetchEntries))
+		end = nd.fetchEnd(start, end)
 		nd.rd.Messages = append(nd.rd.Messages, Message{Type: MsgFetchResp, From: nd.uid, To: m.From,
 			LogEpoch: nd.p.Epoch, Agreed: nd.p.Agreed, Start: start, Hi: nd.p.Append, Skipped: nd.skippedList(), Roster: nd.ms.roster,
 			Entries: slices.Clone(nd.log[start-nd.base : end-nd.base])})
@@ -219,7 +223,7 @@ func (nd *Node) Step(m Message) {
 				LogEpoch: nd.p.Epoch, Agreed: nd.p.Agreed})
 			if behind && m.LogEpoch == nd.p.Epoch && !nd.p.Halted && nd.vc == nil && m.Epoch > nd.promised {
 				// It needs a view change it cannot lead: lead it.
-				nd.startViewChange()
+				nd.startViewChange(CauseLeadForBehind)
 			}
 			return
 		}
@@ -262,7 +266,7 @@ func (nd *Node) Step(m Message) {
 			// the later log halted, and its next view change starts from
 			// it.
 			up := nd.giveUp(m.LogEpoch, m.From)
-			if !nd.fetching || nd.fetchTicks >= nd.cfg.FetchTicks || m.LogEpoch > nd.fetchEpoch {
+			if !nd.fetching || nd.fetchTicks >= nd.fetchRTO() || m.LogEpoch > nd.fetchEpoch {
 				nd.fetch(m.From, nd.catchUpLo(m.LogEpoch), 0)
 				nd.fetchEpoch = m.LogEpoch
 			}
@@ -307,7 +311,7 @@ func (nd *Node) Step(m Message) {
 				// host lacks what precedes it: catch up to the later epoch
 				// from its initiator now, not when one of the rack's
 				// frames comes (an idle rack sends one per back-off).
-				if !nd.fetching || nd.fetchTicks >= nd.cfg.FetchTicks || m.Epoch > nd.fetchEpoch {
+				if !nd.fetching || nd.fetchTicks >= nd.fetchRTO() || m.Epoch > nd.fetchEpoch {
 					nd.fetch(m.From, nd.catchUpLo(m.Epoch), 0)
 					nd.fetchEpoch = m.Epoch
 				}
@@ -319,6 +323,9 @@ func (nd *Node) Step(m Message) {
 func (nd *Node) stepFetchResp(m Message) {
 	if nd.amnesiac {
 		return
+	}
+	if nd.fetching && m.From == nd.fetchPeer {
+		nd.sampleFetch()
 	}
 	switch {
 	case m.LogEpoch == nd.p.Epoch && !nd.p.Halted:

@@ -257,39 +257,20 @@ func readSegment(s segment) ([]exo.Entry, []int64, int64, error) {
 }
 
 func appendEntry(b []byte, e *exo.Entry) []byte {
-	b = binary.BigEndian.AppendUint64(b, e.Seq)
-	b = binary.BigEndian.AppendUint32(b, e.Epoch)
-	b = append(b, e.Sender)
-	b = binary.BigEndian.AppendUint16(b, e.Flags)
-	b = binary.BigEndian.AppendUint16(b, e.Count)
-	b = append(b, uint8(len(e.History)))
-	b = append(b, e.History...)
-	b = binary.BigEndian.AppendUint32(b, uint32(len(e.Payload)))
-	return append(b, e.Payload...)
+	b, _ = e.AppendBinary(b) // histories are h ids, far below 256
+	return b
 }
 
 var errRecord = errors.New("malformed record")
 
+// decodeEntry decodes one record's body (exactly one entry), with its own
+// copies of the history and payload.
 func decodeEntry(b []byte) (exo.Entry, error) {
-	var e exo.Entry
-	if len(b) < 18 {
-		return e, errRecord
+	e, rest, err := exo.DecodeEntry(b)
+	if err != nil || len(rest) != 0 {
+		return exo.Entry{}, errRecord
 	}
-	e.Seq = binary.BigEndian.Uint64(b)
-	e.Epoch = binary.BigEndian.Uint32(b[8:])
-	e.Sender = b[12]
-	e.Flags = binary.BigEndian.Uint16(b[13:])
-	e.Count = binary.BigEndian.Uint16(b[15:])
-	hl := int(b[17])
-	if len(b) < 18+hl+4 {
-		return e, errRecord
-	}
-	e.History = slices.Clone(b[18 : 18+hl])
-	pl := int(binary.BigEndian.Uint32(b[18+hl:]))
-	if len(b) != 18+hl+4+pl {
-		return e, errRecord
-	}
-	e.Payload = slices.Clone(b[22+hl:])
+	e.History, e.Payload = slices.Clone(e.History), slices.Clone(e.Payload)
 	return e, nil
 }
 

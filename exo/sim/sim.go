@@ -99,9 +99,15 @@ func DefaultOptions(hosts int, seed uint64) Options {
 	// view-change timeout (here: 320 entries in the 320 steps of one).
 	// The token timeout is fixed, as the daemon's by default; exo sim
 	// --token-timeout-min makes it adapt (detector.go).
+	// Odd seeds size fetch answers by bytes as well, as the daemon does
+	// (fetch_bytes): 4 entries, and more while they fit in 300 bytes.
+	cfg := exo.Config{SeqWindow: 24, MaxHeld: 8, MaxFetchEntries: 4}
+	if seed%2 == 1 {
+		cfg.FetchBytes = 300
+	}
 	return Options{Hosts: hosts, Seed: seed, Ticks: 400, Quiet: 300, StepsPerTick: 8,
 		Drop: 0.02, Dup: 0.02, MaxDelay: 6, Partitions: true, Crashes: true, OOBEntriesPerStep: 1,
-		ProposeP: 0.3, Config: exo.Config{SeqWindow: 24, MaxHeld: 8, MaxFetchEntries: 4}}
+		ProposeP: 0.3, Config: cfg}
 }
 
 // NoFaults returns options with every fault switched off.

@@ -1,0 +1,94 @@
+package oob
+
+import (
+	"bytes"
+	"encoding/gob"
+	"reflect"
+	"testing"
+
+	"github.com/exo-rack/exo/exo"
+)
+
+// batch is a fetch response as a catch-up moves them: n entries of 11
+// 64-byte records each (the load of the lab's chaos runs).
+func batch(n int) exo.Message {
+	m := exo.Message{Type: exo.MsgFetchResp, From: 1, To: 2, LogEpoch: 9, Start: 100, Agreed: 90, Hi: 100 + uint64(n),
+		Skipped: []uint8{3}, Roster: []uint8{0, 1, 2, 3, 4}}
+	for i := 0; i < n; i++ {
+		m.Entries = append(m.Entries, exo.Entry{Seq: uint64(100 + i), Epoch: 9, Sender: uint8(i % 5), History: []uint8{byte(i+3) % 5, byte(i+4) % 5},
+			Count: 11, Flags: uint16(i % 3), Payload: bytes.Repeat([]byte{byte(i)}, 11*68)})
+	}
+	m.Entries = append(m.Entries, exo.Entry{Seq: 100 + uint64(n), Epoch: 9}) // a pass: no history, no payload
+	return m
+}
+
+func TestMessageCodec(t *testing.T) {
+	for _, m := range []exo.Message{
+		batch(7),
+		{Type: exo.MsgFetch, From: 3, To: 1, Epoch: 4, Lo: 10, Hi: 20},
+		{Type: exo.MsgPrepare, From: 3, To: 1, Epoch: 4, Amnesiac: true},
+	} {
+		b, err := encodeFrame(&m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got exo.Message
+		if err := decodeBody(b[4:], &got); err != nil {
+			t.Fatalf("%v: %v", m, err)
+		}
+		if !reflect.DeepEqual(got, m) {
+			t.Fatalf("round trip:\n got %+v\nwant %+v", got, m)
+		}
+		// Every cut of the body fails to decode (none is read as a shorter
+		// message).
+		for k := 0; k < len(b)-4; k++ {
+			var cut exo.Message
+			if decodeBody(b[4:4+k], &cut) == nil {
+				t.Fatalf("%v: a body cut to %d of %d bytes decoded", m.Type, k, len(b)-4)
+			}
+		}
+	}
+}
+
+// BenchmarkMessageCodec compares the message encoding (gob fields, binary
+// entries) with gob for the whole message, on a 1,024-entry batch.
+func BenchmarkMessageCodec(b *testing.B) {
+	m := batch(1024)
+	b.Run("encode", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			if _, err := encodeFrame(&m); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("decode", func(b *testing.B) {
+		raw, _ := encodeFrame(&m)
+		b.SetBytes(int64(len(raw)))
+		for i := 0; i < b.N; i++ {
+			var out exo.Message
+			if err := decodeBody(raw[4:], &out); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("encode-gob", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			var buf bytes.Buffer
+			if err := gob.NewEncoder(&buf).Encode(&m); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("decode-gob", func(b *testing.B) {
+		var buf bytes.Buffer
+		gob.NewEncoder(&buf).Encode(&m)
+		raw := buf.Bytes()
+		b.SetBytes(int64(len(raw)))
+		for i := 0; i < b.N; i++ {
+			var out exo.Message
+			if err := gob.NewDecoder(bytes.NewReader(raw)).Decode(&out); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
