@@ -106,17 +106,18 @@ func chaosActions(o ChaosOptions) ([]string, error) {
 
 // ChaosReport is what a nemesis run found and measured.
 type ChaosReport struct {
-	Seed         uint64         `json:"seed"`
-	Hosts        int            `json:"hosts"`
-	Seconds      float64        `json:"seconds"`
-	Actions      map[string]int `json:"actions"`
-	Acked        int            `json:"acknowledged_messages"`
-	Delivered    int            `json:"delivered_messages"`
-	Violations   []string       `json:"violations"`
-	SafetyEvents int            `json:"safety_events"`
-	HealToMoveMs []float64      `json:"heal_to_agreement_moving_ms"` // per heal: until every host's agreement pointer moved
-	CatchUp      []float64      `json:"catch_up_entries_per_sec"`    // per restart
-	HaltedMs     []float64      `json:"halted_ms"`                   // per observed view change hold
+	Seed         uint64          `json:"seed"`
+	Hosts        int             `json:"hosts"`
+	Seconds      float64         `json:"seconds"`
+	Actions      map[string]int  `json:"actions"`
+	Acked        int             `json:"acknowledged_messages"`
+	Delivered    int             `json:"delivered_messages"`
+	Violations   []string        `json:"violations"`
+	SafetyEvents int             `json:"safety_events"`
+	HealToMoveMs []float64       `json:"heal_to_agreement_moving_ms"` // per heal: until every host's agreement pointer moved
+	CatchUp      []float64       `json:"catch_up_entries_per_sec"`    // per restart from the log: RestartFigure.Rate
+	Restarts     []RestartFigure `json:"restarts"`                    // per restart from the log
+	HaltedMs     []float64       `json:"halted_ms"`                   // per observed view change hold
 	// FinalCatchUpMs: per host, from the final heal until it reached the
 	// furthest agreement pointer any host had then.
 	FinalCatchUpMs map[string]float64 `json:"final_catch_up_ms"`
@@ -169,7 +170,7 @@ func (r ChaosReport) Summary() string {
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "chaos seed %d, %d hosts, %.0fs, actions %v\n%d acknowledged, %d delivered at every host: %s; %d SAFETY events\n"+
-		"heal -> agreement moving at every host (ms): %s\ncatch-up of a restarted host (entries/s): %s\n"+
+		"heal -> agreement moving at every host (ms): %s\ncatch-up of a restarted host (entries behind / time from its restart, replay included, until it reached the rack's agreement pointer at the restart; entries/s): %s\n"+
 		"a host halted (promised a view change; 20 ms samples) (ms): %s\nfinal heal -> every host caught up (ms): %s\nfinal epoch %d",
 		r.Seed, r.Hosts, r.Seconds, r.Actions, r.Acked, r.Delivered, verdict, r.SafetyEvents,
 		q(r.HealToMoveMs), q(r.CatchUp), q(r.HaltedMs), q(fin), r.Epoch)
@@ -225,6 +226,7 @@ type nemesis struct {
 	samples  []sample
 	installs [][2]time.Duration // epochs installed: the previous sample of the host that showed it first, and that sample
 	safety   map[int]uint64     // SAFETY events counted by each host's daemons that were stopped
+	killedAt map[int]uint64     // the agreement pointer of each killed host, read before the kill
 	lost     counterSet         // the counters of daemons that were killed, read before
 	raw      map[string]*kindRaw
 	rep      *ChaosReport
@@ -272,7 +274,7 @@ func (c *Cluster) Chaos(ctx context.Context, o ChaosOptions) (ChaosReport, error
 		rep.Mode += fmt.Sprintf(", %d actions", o.Count)
 	}
 	m := &nemesis{c: c, rng: rand.New(rand.NewPCG(o.Seed, o.Seed^0xc4a05)), start: time.Now(), rep: &rep, paced: o.Spacing > 0,
-		dead: map[int]bool{}, restart: map[int]time.Time{}, join: map[int]bool{}, safety: map[int]uint64{}, raw: map[string]*kindRaw{}}
+		dead: map[int]bool{}, restart: map[int]time.Time{}, join: map[int]bool{}, safety: map[int]uint64{}, killedAt: map[int]uint64{}, raw: map[string]*kindRaw{}}
 	m.say = func(format string, args ...any) {
 		if o.Log != nil {
 			o.Log(fmt.Sprintf("t=%6.2fs ", time.Since(m.start).Seconds()) + fmt.Sprintf(format, args...))
@@ -582,10 +584,23 @@ func (m *nemesis) measure(ctx context.Context, w *moveWait, t1, applied time.Tim
 	}
 	t := time.NewTimer(moveLimit - time.Since(w.t0))
 	defer t.Stop()
-	select {
-	case <-w.done:
-	case <-t.C:
-	case <-ctx.Done():
+	// Killed hosts come back on time meanwhile: a fork only a killed
+	// host's log can decide holds the rack until it is back, and a run
+	// once kept a host down 10 s past its restart this way (and reported
+	// the heal as a violation).
+	poll := time.NewTicker(50 * time.Millisecond)
+	defer poll.Stop()
+	for done := false; !done; {
+		select {
+		case <-w.done:
+			done = true
+		case <-t.C:
+			done = true
+		case <-ctx.Done():
+			done = true
+		case <-poll.C:
+			m.restartDue(ctx)
+		}
 	}
 	return m.finish(w, false)
 }
@@ -719,6 +734,7 @@ func (m *nemesis) kill(ctx context.Context, h int, wipe bool, kind string) (int,
 		m.mu.Lock()
 		m.safety[h] += st.Counters["safety_events"]
 		m.lost.add(cs)
+		m.killedAt[h] = st.Agreed
 		m.mu.Unlock()
 	}
 	m.settle()
@@ -797,10 +813,12 @@ func (m *nemesis) bringBack(ctx context.Context, h int, measure bool) error {
 	join := m.join[h]
 	m.mu.Unlock()
 	m.settle()
+	target := m.rackAgreed(ctx)
 	t1 := time.Now()
 	if err := m.c.StartHost(ctx, h, join); err != nil {
 		return err
 	}
+	replay := time.Since(t1)
 	kind := "restart"
 	if join {
 		kind = "rejoin"
@@ -818,45 +836,56 @@ func (m *nemesis) bringBack(ctx context.Context, h int, measure bool) error {
 	} else {
 		m.tr.commit(w, nil)
 	}
-	var rate float64
 	if !join {
-		rate = m.c.catchUpRate(ctx, h)
-	}
-	if rate > 0 {
 		m.mu.Lock()
-		m.rep.CatchUp = append(m.rep.CatchUp, rate)
+		from, ok := m.killedAt[h]
 		m.mu.Unlock()
+		if r, err := m.c.catchUp(ctx, h, t1, from, target); err != nil {
+			m.say("%s did not catch up: %v", m.c.Rack.Hosts[h].Name, err)
+		} else if ok && r.Behind > 0 {
+			r.Host, r.ReplayMs = m.c.Rack.Hosts[h].Name, ms(replay)
+			m.mu.Lock()
+			m.rep.CatchUp = append(m.rep.CatchUp, r.Rate)
+			m.rep.Restarts = append(m.rep.Restarts, r)
+			m.mu.Unlock()
+			m.say("%s caught up: %d entries behind, replay %.0f ms, caught up %.0f ms after the restart began (%.0f entries/s)",
+				r.Host, r.Behind, r.ReplayMs, r.CaughtUpMs, r.Rate)
+		}
 	}
-	m.say("%s caught up (join %v, catch-up %.0f entries/s)", m.c.Rack.Hosts[h].Name, join, rate)
 	if m.paced {
 		m.awaitPending(ctx)
 	}
 	return nil
 }
 
+// restartDue restarts the killed hosts whose time has come.
+func (m *nemesis) restartDue(ctx context.Context) {
+	m.mu.Lock()
+	var due []int
+	for h, at := range m.restart {
+		if !time.Now().Before(at) {
+			due = append(due, h)
+		}
+	}
+	m.mu.Unlock()
+	slices.Sort(due)
+	for _, h := range due {
+		if err := m.bringBack(ctx, h, true); err != nil {
+			// A daemon that does not come back is a finding, not the
+			// end of the run: the final restart tries again.
+			m.mu.Lock()
+			m.rep.Violations = append(m.rep.Violations, fmt.Sprintf("t=%.1fs restart of %s failed: %v", time.Since(m.start).Seconds(), m.c.Rack.Hosts[h].Name, err))
+			m.restart[h] = time.Now().Add(time.Hour)
+			m.mu.Unlock()
+		}
+	}
+}
+
 // sleep waits d, restarting the hosts whose time has come meanwhile.
 func (m *nemesis) sleep(ctx context.Context, d time.Duration) error {
 	until := time.Now().Add(d)
 	for {
-		m.mu.Lock()
-		var due []int
-		for h, at := range m.restart {
-			if !time.Now().Before(at) {
-				due = append(due, h)
-			}
-		}
-		m.mu.Unlock()
-		slices.Sort(due)
-		for _, h := range due {
-			if err := m.bringBack(ctx, h, true); err != nil {
-				// A daemon that does not come back is a finding, not the
-				// end of the run: the final restart tries again.
-				m.mu.Lock()
-				m.rep.Violations = append(m.rep.Violations, fmt.Sprintf("t=%.1fs restart of %s failed: %v", time.Since(m.start).Seconds(), m.c.Rack.Hosts[h].Name, err))
-				m.restart[h] = time.Now().Add(time.Hour)
-				m.mu.Unlock()
-			}
-		}
+		m.restartDue(ctx)
 		m.reap()
 		left := time.Until(until)
 		if left <= 0 {
@@ -993,30 +1022,49 @@ func (m *nemesis) checkSafety(ctx context.Context) {
 	}
 }
 
-// catchUpRate measures how fast restarted host h catches up with host
-// (h+1)%n's agreement pointer (entries/s; 0 if it had nothing to catch up
-// or did not within 10 s).
-func (c *Cluster) catchUpRate(ctx context.Context, h int) float64 {
-	t0 := time.Now()
-	ref := (h + 1) % len(c.Rack.Hosts)
-	st0, err := c.Status(ctx, h)
-	if err != nil {
-		return 0
-	}
-	target, err := c.Status(ctx, ref)
-	if err != nil {
-		return 0
-	}
-	for time.Since(t0) < 10*time.Second {
+// RestartFigure is the catch-up of one restarted host: it was Behind
+// entries behind the rack (the furthest agreement pointer of the live
+// hosts just before the restart, less its own when it was killed), its
+// daemon replayed its durable log for ReplayMs (until its API answered),
+// and it reached that pointer CaughtUpMs after the restart began; Rate is
+// Behind over CaughtUpMs, in entries a second (the replay included).
+type RestartFigure struct {
+	Host       string  `json:"host"`
+	Behind     uint64  `json:"behind_entries"`
+	ReplayMs   float64 `json:"replay_ms"`
+	CaughtUpMs float64 `json:"caught_up_ms"`
+	Rate       float64 `json:"entries_per_sec"`
+}
+
+// catchUp waits (10 s at most) until host h, restarted at t1, reaches the
+// agreement pointer target, having been at from when it was killed.
+func (c *Cluster) catchUp(ctx context.Context, h int, t1 time.Time, from, target uint64) (RestartFigure, error) {
+	for time.Since(t1) < 10*time.Second {
 		st, err := c.Status(ctx, h)
-		if err == nil && st.Agreed >= target.Agreed {
-			d := time.Since(t0).Seconds()
-			if st.Agreed > st0.Agreed && d > 0 {
-				return float64(st.Agreed-st0.Agreed) / d
+		if err == nil && st.Agreed >= target {
+			d := time.Since(t1)
+			r := RestartFigure{CaughtUpMs: ms(d)}
+			if target > from {
+				r.Behind = target - from
+				r.Rate = float64(r.Behind) / d.Seconds()
 			}
-			return 0
+			return r, nil
 		}
 		time.Sleep(time.Millisecond)
 	}
-	return 0
+	return RestartFigure{}, fmt.Errorf("not at agreement pointer %d within 10 s of its restart", target)
+}
+
+// rackAgreed is the furthest agreement pointer of the live hosts.
+func (m *nemesis) rackAgreed(ctx context.Context) uint64 {
+	var top uint64
+	for i := range m.c.Rack.Hosts {
+		if m.isDead(i) {
+			continue
+		}
+		if st, err := m.c.Status(ctx, i); err == nil {
+			top = max(top, st.Agreed)
+		}
+	}
+	return top
 }

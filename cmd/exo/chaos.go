@@ -21,7 +21,7 @@ func newChaosCmd() *cobra.Command {
 	var only []string
 	var seed uint64
 	var prefix, out, offload string
-	var jsonOut bool
+	var jsonOut, cpuProfile bool
 	cmd := &cobra.Command{
 		Use:   "chaos",
 		Short: "Run a seeded nemesis on a lab rack of daemons and check what they agreed",
@@ -121,7 +121,7 @@ on any violation. Needs root.`,
 			if err != nil {
 				return err
 			}
-			c, err := cluster.Start(ctx, rack, cluster.Options{Bin: bin, Dir: dir, Config: cluster.Hooks(cluster.Durable(dir, true), setOffload)})
+			c, err := cluster.Start(ctx, rack, cluster.Options{Bin: bin, Dir: dir, CPUProfile: cpuProfile, Config: cluster.Hooks(cluster.Durable(dir, true), setOffload)})
 			if err != nil {
 				return err
 			}
@@ -175,5 +175,6 @@ on any violation. Needs root.`,
 	cmd.Flags().StringVar(&offload, "offload", "software", "the daemons' fast path: "+strings.Join(cluster.OffloadModes, ", ")+" (xdp-token: the XDP programs pass the token, docs/token.md)")
 	cmd.Flags().StringVar(&out, "out", "", "write the JSON report here")
 	cmd.Flags().BoolVar(&jsonOut, "json", false, "print the report as JSON (the actions go to stderr)")
+	cmd.Flags().BoolVar(&cpuProfile, "cpuprofile", false, "every daemon writes a CPU profile to <daemon log dir>/<host>.cpu.pprof (a killed daemon's run leaves none)")
 	return cmd
 }
