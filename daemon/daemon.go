@@ -1,7 +1,6 @@
 package daemon
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -791,7 +790,11 @@ func (d *Daemon) deliverEntry(e *exo.Entry) {
 		d.reasm[uid] = ra
 	}
 	var idx uint16
-	var msgs []client.Message
+	msgs := make([]client.Message, 0, e.Count)
+	// The entry's messages are copied out of the core's log (so that
+	// compacting the log frees that memory) into one buffer: one
+	// allocation an entry instead of one a message.
+	buf := make([]byte, 0, len(e.Payload))
 	_ = e.Records(func(rec []byte) error {
 		defer func() { idx++ }()
 		if exo.IsControlRecord(rec) {
@@ -806,9 +809,9 @@ func (d *Daemon) deliverEntry(e *exo.Entry) {
 		if !done {
 			return nil
 		}
-		// A whole-record message aliases the core's log memory: copy it, so
-		// that compacting the log frees that memory.
-		m := client.Message{Position: client.Position{Seq: e.Seq, Index: idx}, Sender: uid, Payload: bytes.Clone(msg)}
+		start := len(buf)
+		buf = append(buf, msg...)
+		m := client.Message{Position: client.Position{Seq: e.Seq, Index: idx}, Sender: uid, Payload: buf[start:len(buf):len(buf)]}
 		msgs = append(msgs, m)
 		if int(uid) == d.cfg.ID {
 			if w, ok := d.waiters[id]; ok {

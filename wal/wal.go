@@ -15,13 +15,11 @@
 package wal
 
 import (
-	"bufio"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"hash/crc32"
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -212,34 +210,35 @@ func (l *Log) dropFrom(i int) {
 // their offsets, the end of the last good record and the error that
 // stopped it (nil at a clean end).
 func readSegment(s segment) ([]exo.Entry, []int64, int64, error) {
-	f, err := os.Open(s.path)
+	// One read of the whole segment (at most segmentBytes plus a record):
+	// the entries alias it, so a restart allocates and copies the log
+	// once here (the core copies it again into its own memory), instead
+	// of a buffer per record and a copy of each history and payload.
+	buf, err := os.ReadFile(s.path)
 	if err != nil {
 		return nil, nil, 0, err
 	}
-	defer f.Close()
-	r := bufio.NewReaderSize(f, 1<<20)
 	var es []exo.Entry
 	var offs []int64
 	var off int64
 	want := s.first
 	for {
-		var hdr [8]byte
-		n, err := io.ReadFull(r, hdr[:])
-		if err == io.EOF {
+		rest := buf[off:]
+		if len(rest) == 0 {
 			return es, offs, off, nil
 		}
-		if err != nil {
-			return es, offs, off, fmt.Errorf("torn record header (%d bytes)", n)
+		if len(rest) < 8 {
+			return es, offs, off, fmt.Errorf("torn record header (%d bytes)", len(rest))
 		}
-		ln := binary.BigEndian.Uint32(hdr[:])
+		ln := binary.BigEndian.Uint32(rest)
 		if ln > maxRecord {
 			return es, offs, off, fmt.Errorf("record length %d", ln)
 		}
-		body := make([]byte, ln)
-		if _, err := io.ReadFull(r, body); err != nil {
+		if uint64(len(rest)-8) < uint64(ln) {
 			return es, offs, off, errors.New("torn record body")
 		}
-		if crc32.Checksum(body, castagnoli) != binary.BigEndian.Uint32(hdr[4:]) {
+		body := rest[8 : 8+ln : 8+ln]
+		if crc32.Checksum(body, castagnoli) != binary.BigEndian.Uint32(rest[4:]) {
 			return es, offs, off, errors.New("checksum mismatch")
 		}
 		e, err := decodeEntry(body)
@@ -263,14 +262,13 @@ func appendEntry(b []byte, e *exo.Entry) []byte {
 
 var errRecord = errors.New("malformed record")
 
-// decodeEntry decodes one record's body (exactly one entry), with its own
-// copies of the history and payload.
+// decodeEntry decodes one record's body (exactly one entry); its history
+// and payload alias b.
 func decodeEntry(b []byte) (exo.Entry, error) {
 	e, rest, err := exo.DecodeEntry(b)
 	if err != nil || len(rest) != 0 {
 		return exo.Entry{}, errRecord
 	}
-	e.History, e.Payload = slices.Clone(e.History), slices.Clone(e.Payload)
 	return e, nil
 }
 
@@ -324,28 +322,52 @@ func (l *Log) Truncate(seq uint64) error {
 
 // Append writes entries at the end of the log (their seqs must follow).
 func (l *Log) Append(es []exo.Entry) error {
+	// The records go out in writes of about 1 MiB, not one per entry: a
+	// catch-up appends thousands of entries in one batch.
+	l.buf = l.buf[:0]
+	flush := func() error {
+		if len(l.buf) == 0 {
+			return nil
+		}
+		_, err := l.f.Write(l.buf)
+		l.buf = l.buf[:0]
+		if err != nil {
+			return fmt.Errorf("wal: append: %w", err)
+		}
+		return nil
+	}
 	for i := range es {
 		e := &es[i]
 		if len(l.segs) > 0 && e.Seq != l.end {
+			if err := flush(); err != nil {
+				return err
+			}
 			return fmt.Errorf("wal: append seq %d at end %d", e.Seq, l.end)
 		}
 		if l.f == nil || l.size >= segmentBytes {
+			if err := flush(); err != nil {
+				return err
+			}
 			if err := l.roll(e.Seq); err != nil {
 				return err
 			}
 		}
-		l.buf = append(l.buf[:0], 0, 0, 0, 0, 0, 0, 0, 0)
+		at := len(l.buf)
+		l.buf = append(l.buf, 0, 0, 0, 0, 0, 0, 0, 0)
 		l.buf = appendEntry(l.buf, e)
-		binary.BigEndian.PutUint32(l.buf, uint32(len(l.buf)-8))
-		binary.BigEndian.PutUint32(l.buf[4:], crc32.Checksum(l.buf[8:], castagnoli))
-		if _, err := l.f.Write(l.buf); err != nil {
-			return fmt.Errorf("wal: append: %w", err)
-		}
+		rec := l.buf[at:]
+		binary.BigEndian.PutUint32(rec, uint32(len(rec)-8))
+		binary.BigEndian.PutUint32(rec[4:], crc32.Checksum(rec[8:], castagnoli))
 		l.offs = append(l.offs, l.size)
-		l.size += int64(len(l.buf))
+		l.size += int64(len(rec))
 		l.end = e.Seq + 1
+		if len(l.buf) >= 1<<20 {
+			if err := flush(); err != nil {
+				return err
+			}
+		}
 	}
-	return nil
+	return flush()
 }
 
 func (l *Log) roll(first uint64) error {
