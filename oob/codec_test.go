@@ -92,3 +92,26 @@ func BenchmarkMessageCodec(b *testing.B) {
 		}
 	})
 }
+
+// TestFetchAnswersOnTheirOwnLane: fetch answers (megabytes) queue on the
+// peer's bulk lane, everything else on its control lane, so that a view
+// change's messages never wait behind a catch-up's.
+func TestFetchAnswersOnTheirOwnLane(t *testing.T) {
+	tr, err := New(Config{ID: 0, Listen: "127.0.0.1:0", Peers: map[uint8]string{1: "127.0.0.1:9"}, Key: testKey})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.ln.Close()
+	resp := batch(3)
+	resp.To = 1
+	for _, m := range []exo.Message{resp, {Type: exo.MsgPrepare, To: 1, Epoch: 7}, {Type: exo.MsgInstall, To: 1, Epoch: 7}, {Type: exo.MsgFetch, To: 1}} {
+		tr.Send(m)
+	}
+	p := tr.peers[1]
+	if len(p.bulk.q) != 1 || len(p.q) != 3 {
+		t.Fatalf("bulk lane %d messages (want the fetch answer), control lane %d (want 3)", len(p.bulk.q), len(p.q))
+	}
+	if m := <-p.bulk.q; m.Type != exo.MsgFetchResp {
+		t.Fatalf("bulk lane holds a %v", m.Type)
+	}
+}

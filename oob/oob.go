@@ -120,6 +120,17 @@ type peer struct {
 	id   uint8
 	addr string
 	q    chan exo.Message
+	// bulk is the peer's second lane: fetch answers (up to fetch_bytes,
+	// megabytes) go on a connection of their own, so that a view
+	// change's Prepare, Promise or Install never waits behind them.
+	bulk *peer
+}
+
+// newPeer returns peer id at addr with its two lanes, each queueing qlen
+// messages.
+func newPeer(id uint8, addr string, qlen int) *peer {
+	return &peer{id: id, addr: addr, q: make(chan exo.Message, qlen),
+		bulk: &peer{id: id, addr: addr, q: make(chan exo.Message, qlen)}}
 }
 
 // hello opens a connection (dialer -> listener) and answers it (listener
@@ -185,7 +196,7 @@ func New(cfg Config) (*Transport, error) {
 		if id == cfg.ID {
 			continue
 		}
-		t.peers[id] = &peer{id: id, addr: addr, q: make(chan exo.Message, cfg.QueueLen)}
+		t.peers[id] = newPeer(id, addr, cfg.QueueLen)
 	}
 	return t, nil
 }
@@ -202,6 +213,9 @@ func (t *Transport) Send(m exo.Message) {
 	if !ok {
 		t.dropped.Add(1)
 		return
+	}
+	if m.Type == exo.MsgFetchResp {
+		p = p.bulk
 	}
 	select {
 	case p.q <- m:
@@ -222,8 +236,9 @@ func (t *Transport) Run(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	for _, p := range t.peers {
-		wg.Add(1)
+		wg.Add(2)
 		go func() { defer wg.Done(); t.sender(ctx, p) }()
+		go func() { defer wg.Done(); t.sender(ctx, p.bulk) }()
 	}
 	go func() { <-ctx.Done(); t.ln.Close() }()
 	var conns sync.Map

@@ -45,7 +45,7 @@ func startFuzzRack(tb testing.TB) *fuzzRack {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	a.peers[legitID] = &peer{id: legitID, addr: b.Addr().String(), q: make(chan exo.Message, 16)}
+	a.peers[legitID] = newPeer(legitID, b.Addr().String(), 16)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{}, 2)
 	go func() { a.Run(ctx); done <- struct{}{} }()

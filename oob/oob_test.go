@@ -27,7 +27,7 @@ func pairKeys(t *testing.T, group2 uint16, key2 []byte) (*Transport, *Transport)
 	if err != nil {
 		t.Fatal(err)
 	}
-	a.peers[1] = &peer{id: 1, addr: b.Addr().String(), q: make(chan exo.Message, 16)}
+	a.peers[1] = newPeer(1, b.Addr().String(), 16)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{}, 2)
 	go func() { a.Run(ctx); done <- struct{}{} }()
