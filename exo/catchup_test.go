@@ -243,3 +243,51 @@ func fetchFrom(rd Ready) uint64 {
 	}
 	return ^uint64(0)
 }
+
+// TestInstallSpareAFarBehindWitness: a witness that promised from far
+// behind (more than MaxFetchEntries below the initiator's agreement
+// pointer) is sent the install from one batch below that pointer, as a
+// host that did not answer, and fetches its gap: an install that carried
+// it (82 MB for a lab host 117,000 entries behind) was dropped by the
+// transport. A witness close behind is sent what it lacks, as before.
+func TestInstallSpareAFarBehindWitness(t *testing.T) {
+	const batch = 4
+	r := newRack(t, 5, func(c *Config) { c.MaxFetchEntries = batch })
+	for k := 0; k < 50; k++ {
+		_ = r.nodes[k%5].Propose([]byte{byte(k)})
+		r.collect(k % 5)
+		r.run(1000)
+	}
+	x := r.nodes[0]
+	lo := x.Pointers().Agreed
+	if lo < 4*batch {
+		t.Fatalf("agreement pointer %d: too little traffic", lo)
+	}
+	x.startViewChange(CauseDivergence)
+	e := x.vc.epoch
+	x.Ready()
+	x.Advance()
+	log := x.Log()
+	const farAgreed = 2
+	// Host 1 is far behind: its log ends a little after its agreement
+	// pointer. Host 2 is close: one entry behind the initiator's. With
+	// the initiator's, the three promises are a majority of 5.
+	x.Step(Message{Type: MsgPromise, From: 1, To: 0, Epoch: e, LogEpoch: 0, Agreed: farAgreed, Start: farAgreed, Entries: slices.Clone(log[farAgreed : farAgreed+2])})
+	x.Step(Message{Type: MsgPromise, From: 2, To: 0, Epoch: e, LogEpoch: 0, Agreed: lo - 1, Start: lo - 1, Entries: slices.Clone(log[lo-1:])})
+	rd := x.Ready()
+	starts := map[uint8]uint64{}
+	for _, m := range rd.Messages {
+		if m.Type == MsgInstall {
+			starts[m.To] = m.Start
+		}
+	}
+	if x.Epoch() != e || len(starts) != 4 {
+		t.Fatalf("epoch %d (want %d), installs %v", x.Epoch(), e, starts)
+	}
+	if starts[1] != lo-batch {
+		t.Fatalf("the far-behind witness's install starts at %d, want %d (one batch below %d)", starts[1], lo-batch, lo)
+	}
+	if starts[2] != lo-1 {
+		t.Fatalf("the close witness's install starts at %d, want its agreement pointer %d", starts[2], lo-1)
+	}
+}
