@@ -58,6 +58,7 @@ type Daemon struct {
 	roster    []uint8                    // the core's current roster (member ids by position)
 	pos       uint8                      // this host's position in it (exo.HistoryNone: no member)
 	tracker   *exo.RosterTracker         // the roster along the delivered stream
+	vct       vcTrace                    // view changes, for the log and the metrics
 	chunk     int                        // bytes of one payload record
 	metrics   *metrics
 
@@ -708,9 +709,17 @@ func (d *Daemon) ready() error {
 		case exo.EventViewChange:
 			d.metrics.viewChanges.Inc()
 			d.metrics.viewChangeCauses.WithLabelValues(e.Cause.String()).Inc()
+			d.vct.start(e.Epoch, e.Cause, time.Now())
 			d.log.Info("view change started", "epoch", e.Epoch, "seq", e.Seq, "cause", e.Cause)
 		case exo.EventInstalled:
-			d.log.Info("epoch installed", "epoch", e.Epoch, "log_end", e.Seq)
+			now := time.Now()
+			if s, led := d.vct.install(e.Epoch, now); led {
+				took := now.Sub(s.at)
+				d.metrics.viewChangeTime.Observe(took.Seconds())
+				d.log.Info("epoch installed", "epoch", e.Epoch, "log_end", e.Seq, "led_here", true, "cause", s.cause, "took", took)
+			} else {
+				d.log.Info("epoch installed", "epoch", e.Epoch, "log_end", e.Seq)
+			}
 		case exo.EventTakeover:
 			d.metrics.takeovers.Inc()
 			d.log.Info("token taken over", "from", e.Peer, "seq", e.Seq)
@@ -729,6 +738,11 @@ func (d *Daemon) ready() error {
 				return err
 			}
 		}
+	}
+	if f, ok := d.vct.firstFrame(rd.Appended); ok {
+		after := time.Since(d.vct.installed)
+		d.metrics.epochFirstFrame.Observe(after.Seconds())
+		d.log.Info("epoch began", "epoch", f.Epoch, "seq", f.Seq, "sender", f.Sender, "after_install", after)
 	}
 	for i := range rd.Agreed {
 		d.deliverEntry(&rd.Agreed[i])

@@ -31,6 +31,7 @@ type metrics struct {
 	viewChanges, takeovers          prometheus.Counter
 	falseTakeovers                  prometheus.Counter
 	viewChangeCauses                *prometheus.CounterVec
+	viewChangeTime, epochFirstFrame prometheus.Histogram
 	tokenTimeout                    prometheus.Gauge
 	rejects                         *prometheus.CounterVec
 	tokenHold                       prometheus.Histogram
@@ -91,13 +92,17 @@ func newMetrics() *metrics {
 		behindEpoch:   g("behind_epoch", "1 while the frames this host hears are of a later epoch than its log's (it catches up)."),
 		tokenHold: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: ns, Name: "token_hold_seconds",
 			Help: "Time from receiving the token to sending a frame.", Buckets: prometheus.ExponentialBuckets(1e-6, 4, 12)}),
+		viewChangeTime: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: ns, Name: "view_change_seconds",
+			Help: "View changes this host led, from their start to their install here.", Buckets: prometheus.ExponentialBuckets(1e-4, 2, 18)}),
+		epochFirstFrame: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: ns, Name: "epoch_first_frame_seconds",
+			Help: "From this host's install of a new epoch to the first frame of that epoch in its log (the rest of a view change's hold).", Buckets: prometheus.ExponentialBuckets(1e-4, 2, 18)}),
 		tokenWait: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: ns, Name: "token_record_wait_seconds",
 			Help:    "Token mode: how long the newest record of each batch waited in the fast path's ring before the daemon read it (the wake-up, as a rule).",
 			Buckets: prometheus.ExponentialBuckets(1e-6, 2, 22)}),
 	}
 	m.reg.MustRegister(m.info, m.appendPtr, m.agreedPtr, m.epoch, m.queueDepth, m.halted, m.framesIn, m.framesOut,
 		m.oobOut, m.readErrors, m.writeErrors, m.foreignMAC, m.badFragments, m.published, m.delivered, m.queueFull,
-		m.viewChanges, m.viewChangeCauses, m.takeovers, m.falseTakeovers, m.tokenTimeout, m.rejects, m.tokenHold, m.offloadDrops, m.offloadPushes,
+		m.viewChanges, m.viewChangeCauses, m.viewChangeTime, m.epochFirstFrame, m.takeovers, m.falseTakeovers, m.tokenTimeout, m.rejects, m.tokenHold, m.offloadDrops, m.offloadPushes,
 		m.keyPhase, m.keyEvents, m.safetyEvents, m.behindEntries, m.behindEpoch, m.ticks, m.wakeups, m.tokenWait, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	for r := exo.Reason(1); r < exo.NumReasons; r++ {
 		m.rejects.WithLabelValues(r.String())
