@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"sync"
 
@@ -269,17 +270,20 @@ func encodeFrame(typ byte, parts ...[]byte) []byte {
 func (d *Daemon) subscribe(ctx context.Context, c net.Conn, w *bufio.Writer, wmu *sync.Mutex, send func(byte, ...[]byte) error, from uint64) error {
 	s := &subscriber{ch: make(chan client.Message, subQueue)}
 	d.mu.Lock()
-	i := sort.Search(len(d.history), func(i int) bool { return d.history[i].Seq >= from })
-	if i == 0 && d.histBase > 0 && (len(d.history) == 0 || d.history[0].Seq > from) {
+	// Every message of an entry has the entry's seq.
+	i := sort.Search(len(d.history), func(i int) bool { return d.history[i][0].Seq >= from })
+	if i == 0 && d.histBase > 0 && (len(d.history) == 0 || d.history[0][0].Seq > from) {
 		oldest := uint64(0)
 		if len(d.history) > 0 {
-			oldest = d.history[0].Seq
+			oldest = d.history[0][0].Seq
 		}
 		d.mu.Unlock()
 		return send(client.TypeError, client.U64(0), client.U16(client.CodeCompacted),
 			[]byte(fmt.Sprintf("seq %d is no longer in memory; the oldest is %d", from, oldest)))
 	}
-	backlog := append([]client.Message(nil), d.history[i:]...)
+	// The entries' message slices never change once delivered: the copy
+	// of the list is enough to read them outside the lock.
+	backlog := slices.Clone(d.history[i:])
 	d.subs[s] = struct{}{}
 	d.mu.Unlock()
 	if d.tp != nil {
@@ -298,8 +302,13 @@ func (d *Daemon) subscribe(ctx context.Context, c net.Conn, w *bufio.Writer, wmu
 	}
 	wmu.Lock()
 	var err error
-	for _, m := range backlog {
-		if err = emit(m); err != nil {
+	for _, ms := range backlog {
+		for _, m := range ms {
+			if err = emit(m); err != nil {
+				break
+			}
+		}
+		if err != nil {
 			break
 		}
 	}
@@ -349,16 +358,24 @@ func (d *Daemon) fanOut(msgs []client.Message) {
 	d.delivCnt += uint64(len(msgs))
 	d.metrics.delivered.Add(float64(len(msgs)))
 	// The history of delivered messages (for subscribers that start behind)
-	// keeps the last keep_entries messages; it is trimmed when it holds
-	// twice that, so that every message is copied once by the trimming on
-	// average (a quarter's slack copied each one four times: the
-	// delivery path's largest memmove in the profiles). Payloads were
-	// copied out of the core's log when delivered, so trimming frees them.
-	d.history = append(d.history, msgs...)
-	if keep := d.cfg.KeepEntries; len(d.history) > 2*keep {
-		k := len(d.history) - keep
-		d.history = append(make([]client.Message, 0, 2*keep+len(msgs)), d.history[k:]...)
-		d.histBase += k
+	// keeps the last keep_entries messages, as the entries' own slices of
+	// messages (msgs is the caller's, never changed after): a delivery
+	// appends one slice header, not a copy of each message, and the
+	// garbage collector sees one object an entry. It is trimmed, whole
+	// entries from the front, when it holds twice keep_entries messages.
+	// Payloads were copied out of the core's log when delivered, so
+	// trimming frees them.
+	d.history = append(d.history, msgs)
+	d.histMsgs += len(msgs)
+	if keep := d.cfg.KeepEntries; d.histMsgs > 2*keep {
+		k, drop := 0, 0
+		for k < len(d.history) && d.histMsgs-drop > keep {
+			drop += len(d.history[k])
+			k++
+		}
+		d.history = append(make([][]client.Message, 0, 2*(len(d.history)-k)), d.history[k:]...)
+		d.histMsgs -= drop
+		d.histBase += drop
 	}
 	for s := range d.subs {
 		if s.closed {

@@ -492,20 +492,21 @@ func FuzzAPIRequest(f *testing.F) {
 		}
 		d.core.Lock() // deliveries finish under the core lock
 		d.mu.Lock()
+		history := d.flatHistory()
 		for _, p := range ackedExact {
 			k := 0
-			for k < len(d.history) && d.history[k].Position != p.Position {
+			for k < len(history) && history[k].Position != p.Position {
 				k++
 			}
-			if k == len(d.history) {
-				if len(d.history) > 0 && d.history[0].Seq <= p.Seq {
+			if k == len(history) {
+				if len(history) > 0 && history[0].Seq <= p.Seq {
 					d.mu.Unlock()
 					d.core.Unlock()
 					t.Fatalf("batch %d: a message acknowledged at %v: nothing delivered there", p.id, p.Position)
 				}
 				continue // compacted since
 			}
-			if m := d.history[k]; m.Sender != 0 || !bytes.Equal(m.Payload, p.payload) {
+			if m := history[k]; m.Sender != 0 || !bytes.Equal(m.Payload, p.payload) {
 				d.mu.Unlock()
 				d.core.Unlock()
 				t.Fatalf("batch %d: %d bytes acknowledged at %v, where host %d's %d bytes are", p.id, len(p.payload), p.Position, m.Sender, len(m.Payload))
@@ -513,18 +514,18 @@ func FuzzAPIRequest(f *testing.F) {
 		}
 		for _, p := range acked {
 			k := 0
-			for k < len(d.history) && d.history[k].Position != p.Position {
+			for k < len(history) && history[k].Position != p.Position {
 				k++
 			}
-			if k == len(d.history) {
-				if len(d.history) > 0 && d.history[0].Seq <= p.Seq {
+			if k == len(history) {
+				if len(history) > 0 && history[0].Seq <= p.Seq {
 					d.mu.Unlock()
 					d.core.Unlock()
 					t.Fatalf("request %d acknowledged at %v: nothing delivered there", p.id, p.Position)
 				}
 				continue // compacted since
 			}
-			m := d.history[k]
+			m := history[k]
 			okPayload := false
 			for _, pl := range payloads[p.id] {
 				okPayload = okPayload || bytes.Equal(pl, m.Payload)
@@ -558,7 +559,7 @@ func FuzzAPIRequest(f *testing.F) {
 		d.core.Lock()
 		d.mu.Lock()
 		found := false
-		for _, m := range d.history {
+		for _, m := range d.flatHistory() {
 			found = found || m.Position == p && bytes.Equal(m.Payload, payload)
 		}
 		d.mu.Unlock()
@@ -581,7 +582,7 @@ func FuzzAPIRequest(f *testing.F) {
 		d.core.Lock()
 		d.mu.Lock()
 		delivered := 0
-		for _, m := range d.history {
+		for _, m := range d.flatHistory() {
 			for j, a := range acks {
 				if m.Position == a.Pos && bytes.Equal(m.Payload, bp[j]) {
 					delivered++

@@ -104,8 +104,9 @@ type Daemon struct {
 
 	// Shared with API goroutines (subscribers).
 	mu       sync.Mutex
-	history  []client.Message // recent delivered messages, for subscribers starting behind
-	histBase int              // messages dropped from the front of history
+	history  [][]client.Message // recent delivered messages, one slice an entry, for subscribers starting behind
+	histMsgs int                // messages in history
+	histBase int                // messages dropped from the front of history
 	subs     map[*subscriber]struct{}
 	delivCnt uint64
 }
