@@ -59,6 +59,7 @@ type Daemon struct {
 	pos       uint8                      // this host's position in it (exo.HistoryNone: no member)
 	tracker   *exo.RosterTracker         // the roster along the delivered stream
 	vct       vcTrace                    // view changes, for the log and the metrics
+	replaying bool                       // the restart's first delivery (deliverAgreed)
 	chunk     int                        // bytes of one payload record
 	metrics   *metrics
 
@@ -222,6 +223,15 @@ func (d *Daemon) Restarted() bool { return d.restarted }
 func (d *Daemon) Run(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	if d.restarted {
+		// The durable log's agreed entries first: a subscriber that comes
+		// once the API answers finds the history rebuilt.
+		d.core.Lock()
+		d.replaying = true
+		d.readyLocked()
+		d.replaying = false
+		d.core.Unlock()
+	}
 	api, err := d.listenAPI()
 	if err != nil {
 		return err
@@ -745,9 +755,7 @@ func (d *Daemon) ready() error {
 		d.metrics.epochFirstFrame.Observe(after.Seconds())
 		d.log.Info("epoch began", "epoch", f.Epoch, "seq", f.Seq, "sender", f.Sender, "after_install", after)
 	}
-	for i := range rd.Agreed {
-		d.deliverEntry(&rd.Agreed[i])
-	}
+	d.deliverAgreed(rd.Agreed)
 	for i := range rd.Dropped {
 		_ = rd.Dropped[i].Records(func(rec []byte) error {
 			if id, ok := recordID(rec); ok {
@@ -790,6 +798,64 @@ func (d *Daemon) ready() error {
 
 // deliverEntry reassembles the messages of an agreed entry and hands them
 // to subscribers and to the publishers waiting for them.
+// deliverAgreed delivers newly agreed entries. The first delivery of a
+// restarted daemon (its durable log's agreed entries, before the API
+// serves: no subscriber yet) builds the subscriber history of the newest
+// keep_entries messages only: older entries go through the roster tracker
+// and the reassemblers, and count as compacted, without a copy of each
+// message that the history's trimming would drop at once.
+func (d *Daemon) deliverAgreed(es []exo.Entry) {
+	from := 0
+	if d.replaying {
+		n := 0
+		for from = len(es); from > 0 && n < d.cfg.KeepEntries; from-- {
+			n += int(es[from-1].Count)
+		}
+	}
+	skipped := 0
+	for i := range es {
+		if i < from {
+			skipped += d.passEntry(&es[i])
+		} else {
+			d.deliverEntry(&es[i])
+		}
+	}
+	if skipped > 0 {
+		d.mu.Lock()
+		d.histBase += skipped
+		d.delivCnt += uint64(skipped)
+		d.metrics.delivered.Add(float64(skipped))
+		d.mu.Unlock()
+	}
+}
+
+// passEntry takes an agreed entry that the subscriber history will not
+// hold (deliverAgreed): the roster tracker and the sender's reassembler see
+// it as in deliverEntry; it returns the messages it completes.
+func (d *Daemon) passEntry(e *exo.Entry) int {
+	roster := d.tracker.Observe(e)
+	if _, ok := exo.ParseConfigEntry(e); ok || int(e.Sender) >= len(roster) {
+		return 0
+	}
+	uid := roster[e.Sender]
+	ra := d.reasm[uid]
+	if ra == nil {
+		ra = &reassembler{}
+		d.reasm[uid] = ra
+	}
+	n := 0
+	_ = e.Records(func(rec []byte) error {
+		if exo.IsControlRecord(rec) {
+			return nil
+		}
+		if _, _, done, err := ra.add(rec, d.cfg.MaxMessage); err == nil && done {
+			n++
+		}
+		return nil
+	})
+	return n
+}
+
 func (d *Daemon) deliverEntry(e *exo.Entry) {
 	roster := d.tracker.Observe(e)
 	if _, ok := exo.ParseConfigEntry(e); ok {

@@ -1,7 +1,10 @@
 package daemon
 
 import (
+	"bytes"
 	"fmt"
+	"log/slog"
+	"slices"
 	"testing"
 
 	"github.com/exo-rack/exo/client"
@@ -51,4 +54,106 @@ func (d *Daemon) flatHistory() []client.Message {
 		out = append(out, ms...)
 	}
 	return out
+}
+
+// TestReplayKeepsNewestHistory: a restarted daemon's first delivery builds
+// the history of the newest keep_entries messages only; what it holds is
+// what a full delivery would hold at its end (positions, senders,
+// payloads), a message whose fragments straddle the cut included, and the
+// messages before it count as delivered and compacted.
+func TestReplayKeepsNewestHistory(t *testing.T) {
+	const keep, entries = 1024, 300
+	newD := func() *Daemon {
+		cfg := Config{ID: 0, MaxMessage: 1 << 20, KeepEntries: keep}
+		return &Daemon{cfg: &cfg, reasm: map[uint8]*reassembler{}, metrics: newMetrics(), log: slog.New(slog.DiscardHandler),
+			subs: map[*subscriber]struct{}{}, waiters: map[uint64]func(client.Ack){}, tracker: exo.NewRosterTracker(nil, 5)}
+	}
+	var es []exo.Entry
+	big := make([]byte, 3000) // three fragments of 1,000-odd bytes, in three entries
+	for i := range big {
+		big[i] = byte(i)
+	}
+	frags := split(999, big, 1100)
+	if len(frags) != 3 {
+		t.Fatalf("%d fragments", len(frags))
+	}
+	for i := 0; i < entries; i++ {
+		var payload []byte
+		count := uint16(0)
+		add := func(rec []byte) {
+			var err error
+			if payload, err = exo.AppendRecord(payload, rec); err != nil {
+				t.Fatal(err)
+			}
+			count++
+		}
+		// One sender's entries 204, 208 and 212 carry the fragments of a
+		// message, around the cut (the newest 1,024 messages begin in entry
+		// 207): its records are consecutive in that sender's stream.
+		switch i {
+		case 212:
+			add(frags[2])
+		case 208:
+			add(frags[1])
+		}
+		for k := 0; k < 11 && i != 208; k++ {
+			add(split(uint64(i*100+k), []byte(fmt.Sprintf("m%d.%d", i, k)), 1400)[0])
+		}
+		if i == 204 {
+			add(frags[0])
+		}
+		es = append(es, exo.Entry{Seq: uint64(i), Epoch: 1, Sender: uint8(1 + i%4), History: []uint8{0, 0}, Count: count, Payload: payload})
+	}
+	full, replay := newD(), newD()
+	full.deliverAgreed(es)
+	replay.replaying = true
+	replay.deliverAgreed(es)
+	const want = (entries-1)*11 + 1
+	if replay.delivCnt != full.delivCnt || full.delivCnt != want {
+		t.Fatalf("delivered %d (replay) and %d (full), want %d", replay.delivCnt, full.delivCnt, want)
+	}
+	got, all := replay.flatHistory(), full.flatHistory()
+	if len(got) < keep || len(got) > len(all) {
+		t.Fatalf("the replay's history holds %d messages, want %d..%d", len(got), keep, len(all))
+	}
+	tail := all[len(all)-len(got):]
+	for i := range got {
+		if got[i].Position != tail[i].Position || got[i].Sender != tail[i].Sender || !bytes.Equal(got[i].Payload, tail[i].Payload) {
+			t.Fatalf("message %d of the history: %+v, want %+v", i, got[i], tail[i])
+		}
+	}
+	if !slices.ContainsFunc(got, func(m client.Message) bool { return bytes.Equal(m.Payload, big) }) {
+		t.Fatal("the message whose fragments straddle the cut is not in the history")
+	}
+	if replay.histBase != want-len(got) {
+		t.Fatalf("histBase %d, want %d", replay.histBase, want-len(got))
+	}
+}
+
+// BenchmarkReplay delivers a restarted daemon's 100,000 agreed entries (11
+// messages of 64 bytes each) with the default keep_entries: as a restart
+// does (the newest keep_entries messages into the history), and as every
+// later delivery does (all of them, the history trimmed as it goes).
+//
+//	go test ./daemon -run '^$' -bench Replay
+func BenchmarkReplay(b *testing.B) {
+	const entries, msgs = 100_000, 11
+	var payload []byte
+	for i := 0; i < msgs; i++ {
+		payload, _ = exo.AppendRecord(payload, split(uint64(i+1), make([]byte, 64), 1400)[0])
+	}
+	es := make([]exo.Entry, entries)
+	for i := range es {
+		es[i] = exo.Entry{Seq: uint64(i), Epoch: 1, Sender: 1, History: []uint8{3, 4}, Count: msgs, Payload: payload}
+	}
+	for _, replaying := range []bool{true, false} {
+		b.Run(fmt.Sprintf("replaying=%v", replaying), func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				cfg := Config{ID: 0, MaxMessage: 1 << 20, KeepEntries: 1 << 18}
+				d := &Daemon{cfg: &cfg, reasm: map[uint8]*reassembler{}, metrics: newMetrics(), replaying: replaying,
+					subs: map[*subscriber]struct{}{}, waiters: map[uint64]func(client.Ack){}, tracker: exo.NewRosterTracker(nil, 5)}
+				d.deliverAgreed(es)
+			}
+		})
+	}
 }
