@@ -848,8 +848,8 @@ func (m *nemesis) bringBack(ctx context.Context, h int, measure bool) error {
 			m.rep.CatchUp = append(m.rep.CatchUp, r.Rate)
 			m.rep.Restarts = append(m.rep.Restarts, r)
 			m.mu.Unlock()
-			m.say("%s caught up: %d entries behind, replay %.0f ms, caught up %.0f ms after the restart began (%.0f entries/s), sent a frame again after %.0f ms",
-				r.Host, r.Behind, r.ReplayMs, r.CaughtUpMs, r.Rate, r.RejoinedMs)
+			m.say("%s caught up: %d entries behind, replay %.0f ms, caught up %.0f ms after the restart began (%.0f entries/s; %.1f MB fetched), sent a frame again after %.0f ms",
+				r.Host, r.Behind, r.ReplayMs, r.CaughtUpMs, r.Rate, r.FetchedMB, r.RejoinedMs)
 		}
 	}
 	if m.paced {
@@ -1039,6 +1039,9 @@ type RestartFigure struct {
 	CaughtUpMs float64 `json:"caught_up_ms"`
 	Rate       float64 `json:"entries_per_sec"`
 	RejoinedMs float64 `json:"rejoined_ms"`
+	// FetchedMB is what its fetches brought by the time it caught up
+	// (exo_fetched_bytes_total, duplicates included), in MB.
+	FetchedMB float64 `json:"fetched_mb"`
 }
 
 // catchUp waits (10 s at most) until host h, restarted at t1, reaches the
@@ -1050,6 +1053,7 @@ func (c *Cluster) catchUp(ctx context.Context, h int, t1 time.Time, from, target
 		if err == nil && st.Agreed >= target && r.CaughtUpMs == 0 {
 			d := time.Since(t1)
 			r.CaughtUpMs = ms(d)
+			r.FetchedMB = float64(st.Counters["fetched_bytes"]) / 1e6
 			if target > from {
 				r.Behind = target - from
 				r.Rate = float64(r.Behind) / d.Seconds()

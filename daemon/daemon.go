@@ -459,17 +459,34 @@ func (d *Daemon) oobLoop(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case m := <-d.oob.Recv():
+			d.countFetched(&m)
 			d.core.Lock()
 			d.catchUpClock(time.Now(), false)
 			d.quiesce("oob")
 			d.node.Step(m)
 			for k := 0; k < 64 && len(d.oob.Recv()) > 0; k++ {
-				d.node.Step(<-d.oob.Recv())
+				m := <-d.oob.Recv()
+				d.countFetched(&m)
+				d.node.Step(m)
 			}
 			d.readyLocked()
 			d.core.Unlock()
 		}
 	}
+}
+
+// countFetched counts the entries of a fetch answer (the catch-up's
+// progress: exo_fetched_entries_total, exo_fetched_bytes_total).
+func (d *Daemon) countFetched(m *exo.Message) {
+	if m.Type != exo.MsgFetchResp || len(m.Entries) == 0 {
+		return
+	}
+	n := 0
+	for i := range m.Entries {
+		n += m.Entries[i].BinarySize()
+	}
+	d.metrics.fetchedEntries.Add(float64(len(m.Entries)))
+	d.metrics.fetchedBytes.Add(float64(n))
 }
 
 // readyLocked carries out the core's Ready; an error stops the daemon.

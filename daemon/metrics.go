@@ -25,6 +25,7 @@ type metrics struct {
 	appendPtr, agreedPtr, epoch     prometheus.Gauge
 	queueDepth, halted              prometheus.Gauge
 	framesIn, framesOut, oobOut     prometheus.Counter
+	fetchedEntries, fetchedBytes    prometheus.Counter
 	readErrors, writeErrors         prometheus.Counter
 	foreignMAC, badFragments        prometheus.Counter
 	published, delivered, queueFull prometheus.Counter
@@ -54,25 +55,27 @@ func newMetrics() *metrics {
 		return prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: name, Help: help})
 	}
 	m := &metrics{
-		reg:          prometheus.NewPedanticRegistry(),
-		info:         prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: "info", Help: "Static facts about this host."}, []string{"id", "hosts", "offload"}),
-		appendPtr:    g("append_pointer", "Next sequence number this host expects."),
-		agreedPtr:    g("agreement_pointer", "Every entry below it is agreed."),
-		epoch:        g("epoch", "Epoch (view) of this host's log."),
-		queueDepth:   g("queue_depth", "Payload records waiting for the token."),
-		halted:       g("halted", "1 while a view change holds this host."),
-		framesIn:     c("frames_received_total", "Exo frames read from the interface."),
-		framesOut:    c("frames_sent_total", "Exo frames broadcast."),
-		oobOut:       c("oob_messages_sent_total", "OOB messages handed to the transport."),
-		readErrors:   c("read_errors_total", "Errors reading the interface."),
-		writeErrors:  c("write_errors_total", "Errors writing the interface."),
-		foreignMAC:   c("foreign_mac_frames_total", "Frames whose source MAC is not the sender's roster MAC."),
-		badFragments: c("bad_fragments_total", "Payload records that break the fragment rules."),
-		published:    c("messages_published_total", "Messages accepted for broadcast."),
-		delivered:    c("messages_delivered_total", "Agreed messages delivered in order."),
-		queueFull:    c("queue_full_total", "Publishes refused because the queue was full."),
-		viewChanges:  c("view_changes_total", "View changes started by this host."),
-		takeovers:    c("token_takeovers_total", "Token takeovers by this host."),
+		reg:            prometheus.NewPedanticRegistry(),
+		info:           prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: "info", Help: "Static facts about this host."}, []string{"id", "hosts", "offload"}),
+		appendPtr:      g("append_pointer", "Next sequence number this host expects."),
+		agreedPtr:      g("agreement_pointer", "Every entry below it is agreed."),
+		epoch:          g("epoch", "Epoch (view) of this host's log."),
+		queueDepth:     g("queue_depth", "Payload records waiting for the token."),
+		halted:         g("halted", "1 while a view change holds this host."),
+		framesIn:       c("frames_received_total", "Exo frames read from the interface."),
+		framesOut:      c("frames_sent_total", "Exo frames broadcast."),
+		oobOut:         c("oob_messages_sent_total", "OOB messages handed to the transport."),
+		fetchedEntries: c("fetched_entries_total", "Entries received in answers to this host's fetches (gap repair, catch-up; duplicates included): its rate is a catch-up's speed."),
+		fetchedBytes:   c("fetched_bytes_total", "Bytes of the entries counted by exo_fetched_entries_total (exo.Entry.BinarySize)."),
+		readErrors:     c("read_errors_total", "Errors reading the interface."),
+		writeErrors:    c("write_errors_total", "Errors writing the interface."),
+		foreignMAC:     c("foreign_mac_frames_total", "Frames whose source MAC is not the sender's roster MAC."),
+		badFragments:   c("bad_fragments_total", "Payload records that break the fragment rules."),
+		published:      c("messages_published_total", "Messages accepted for broadcast."),
+		delivered:      c("messages_delivered_total", "Agreed messages delivered in order."),
+		queueFull:      c("queue_full_total", "Publishes refused because the queue was full."),
+		viewChanges:    c("view_changes_total", "View changes started by this host."),
+		takeovers:      c("token_takeovers_total", "Token takeovers by this host."),
 		viewChangeCauses: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "view_change_causes_total",
 			Help: "View changes started by this host, by cause (exo.Cause: divergence, retry, promise-timeout, ...; docs/recovery.md)."}, []string{"cause"}),
 		falseTakeovers: c("false_takeovers_total", "Takeovers that passed this host over while it was running (false takeovers, seen by their victim; with no fault in force every one is false)."),
@@ -101,7 +104,7 @@ func newMetrics() *metrics {
 			Buckets: prometheus.ExponentialBuckets(1e-6, 2, 22)}),
 	}
 	m.reg.MustRegister(m.info, m.appendPtr, m.agreedPtr, m.epoch, m.queueDepth, m.halted, m.framesIn, m.framesOut,
-		m.oobOut, m.readErrors, m.writeErrors, m.foreignMAC, m.badFragments, m.published, m.delivered, m.queueFull,
+		m.oobOut, m.fetchedEntries, m.fetchedBytes, m.readErrors, m.writeErrors, m.foreignMAC, m.badFragments, m.published, m.delivered, m.queueFull,
 		m.viewChanges, m.viewChangeCauses, m.viewChangeTime, m.epochFirstFrame, m.takeovers, m.falseTakeovers, m.tokenTimeout, m.rejects, m.tokenHold, m.offloadDrops, m.offloadPushes,
 		m.keyPhase, m.keyEvents, m.safetyEvents, m.behindEntries, m.behindEpoch, m.ticks, m.wakeups, m.tokenWait, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	for r := exo.Reason(1); r < exo.NumReasons; r++ {
@@ -161,6 +164,8 @@ func (m *metrics) counters() map[string]uint64 {
 	}
 	read("frames_in", m.framesIn)
 	read("frames_out", m.framesOut)
+	read("fetched_entries", m.fetchedEntries)
+	read("fetched_bytes", m.fetchedBytes)
 	read("foreign_mac", m.foreignMAC)
 	read("published", m.published)
 	read("delivered", m.delivered)
