@@ -683,8 +683,17 @@ func (d *Daemon) ready() error {
 		return nil
 	}
 	rd := nd.Ready()
-	// The durable log first: nothing is sent that the disk does not hold
-	// (under the fsync policy).
+	// Fetches go out at once: they ask for entries and promise nothing, so
+	// the disk need not hold anything first, and a catch-up's next batch
+	// comes while this one is written and delivered (a pipeline of two).
+	for _, m := range rd.Messages {
+		if m.Type == exo.MsgFetch && !d.dup.raised {
+			d.oob.Send(m)
+			d.metrics.oobOut.Inc()
+		}
+	}
+	// The durable log first: nothing else is sent that the disk does not
+	// hold (under the fsync policy).
 	if d.disk != nil {
 		if rd.HasTruncate {
 			if err := d.disk.Truncate(rd.Truncate); err != nil {
@@ -726,8 +735,10 @@ func (d *Daemon) ready() error {
 		}
 	}
 	for _, m := range rd.Messages {
-		d.oob.Send(m)
-		d.metrics.oobOut.Inc()
+		if m.Type != exo.MsgFetch {
+			d.oob.Send(m)
+			d.metrics.oobOut.Inc()
+		}
 	}
 	for _, r := range rd.Rejects {
 		d.metrics.rejects.WithLabelValues(r.Reason.String()).Inc()

@@ -115,6 +115,9 @@ func Causes() []Cause {
 // Propose or Tick: persist the log changes (Truncate, then Appended) when it
 // keeps a durable log, then broadcast Frames, send Messages, and deliver
 // Agreed to applications in order. The slices stay valid until Advance.
+// A MsgFetch may go before the log is persisted (it asks for entries and
+// depends on nothing this host holds): the daemon sends a catch-up's next
+// fetch while it writes the batch that came.
 type Ready struct {
 	Truncate    uint64 // the log was cut back to this length before Appended (when HasTruncate)
 	HasTruncate bool
