@@ -53,6 +53,7 @@ func newTopCmd() *cobra.Command {
   QUEUE         payload records waiting for the token
   IN/s, OUT/s   Exo frames received and broadcast per second
   AGREED/s      agreed messages delivered per second
+  FETCH/s       entries its fetches brought per second: gap repair, a catch-up
   REJ/s         frames not appended per second, and the most frequent reason
   OFFLOAD       the fast path (xdp, fpga-sim): frames it dropped itself (and the
                 most frequent reason), inline drops, pointer writes
@@ -148,6 +149,7 @@ type topHost struct {
 	FramesIn   float64     `json:"frames_in_per_second"`
 	FramesOut  float64     `json:"frames_out_per_second"`
 	AgreedRate float64     `json:"agreed_msgs_per_second"`
+	Fetched    float64     `json:"fetched_entries_per_second"` // entries its fetches brought: a catch-up's speed
 	Rejects    float64     `json:"rejects_per_second"`
 	TopReject  string      `json:"top_reject,omitempty"`
 	Offload    *topOffload `json:"offload,omitempty"`
@@ -280,6 +282,7 @@ func topBuild(targets []topTarget, prev map[string]topSample, cur []topSample, n
 		h.FramesIn = rate(p.St.Counters["frames_in"], st.Counters["frames_in"])
 		h.FramesOut = rate(p.St.Counters["frames_out"], st.Counters["frames_out"])
 		h.AgreedRate = rate(p.St.Delivered, st.Delivered)
+		h.Fetched = rate(p.St.Counters["fetched_entries"], st.Counters["fetched_entries"])
 		before := topRejects(p.St)
 		var top float64
 		for name, v := range topRejects(st) {
@@ -334,12 +337,12 @@ func renderTop(s topSnapshot) string {
 	for _, h := range s.Hosts {
 		nw = max(nw, len(h.Name))
 	}
-	const format = "%-*s %3s  %-8s %5s %4s %4s %11s %11s %7s %6s %7s %8s %8s %9s %7s  %-17s %s"
+	const format = "%-*s %3s  %-8s %5s %4s %4s %11s %11s %7s %6s %7s %8s %8s %9s %8s %7s  %-17s %s"
 	line := func(cells ...any) {
 		fmt.Fprintf(&b, format, append([]any{nw}, cells...)...)
 		b.WriteByte('\n')
 	}
-	line("HOST", "ID", "ROLE", "EPOCH", "HALT", "KEY", "APPEND", "AGREED", "LAG", "QUEUE", "TIMEOUT", "IN/s", "OUT/s", "AGREED/s", "REJ/s", "TOP REJECT", "OFFLOAD")
+	line("HOST", "ID", "ROLE", "EPOCH", "HALT", "KEY", "APPEND", "AGREED", "LAG", "QUEUE", "TIMEOUT", "IN/s", "OUT/s", "AGREED/s", "FETCH/s", "REJ/s", "TOP REJECT", "OFFLOAD")
 	for _, h := range s.Hosts {
 		if !h.Up {
 			fmt.Fprintf(&b, "%-*s %3s  %-8s %s\n", nw, h.Name, "-", "down", h.Error)
@@ -363,7 +366,7 @@ func renderTop(s topSnapshot) string {
 		}
 		line(h.Name, fmt.Sprint(h.ID), role, fmt.Sprint(h.Epoch), halt, key, fmt.Sprint(h.Append), fmt.Sprint(h.Agreed),
 			fmt.Sprint(h.Lag), fmt.Sprint(h.QueueDepth), topTimeout(h.TimeoutMs), topRate(h.FramesIn, h.Rates), topRate(h.FramesOut, h.Rates),
-			topRate(h.AgreedRate, h.Rates), topRate(h.Rejects, h.Rates), top, topOffloadCell(h.Offload))
+			topRate(h.AgreedRate, h.Rates), topRate(h.Fetched, h.Rates), topRate(h.Rejects, h.Rates), top, topOffloadCell(h.Offload))
 	}
 	return b.String()
 }

@@ -50,6 +50,8 @@ func topFixture() ([]topTarget, map[string]topSample, []topSample, time.Time) {
 		"ACCEPT": 5000, "GAP": 30, "DUPLICATE": 7, "BAD_GROUP": 40, "BAD_TAG": 2}} // GAP goes on to the core
 	c := st(2, 1100, 1080, 0, 4400, 950, 7500, map[string]uint64{"GAP": 160, "DUPLICATE": 6})
 	c.Halted, c.Epoch = true, 2
+	prev["/r/C.sock"].St.Counters["fetched_entries"] = 3000
+	c.Counters["fetched_entries"] = 5048 // catching up: 4096 entries/s
 	cur := []topSample{
 		{At: t1, St: a},
 		{At: t1, St: b},
@@ -66,10 +68,10 @@ func TestTopRender(t *testing.T) {
 	got := renderTop(snap)
 	want := `exo top  2026-03-14 15:09:26  hosts 3/4 up  token at B  epoch 3  every 500ms
 rack: agreed 4000 msgs/s  slowest lag 402 (C)  append 1502  rejects 126/s
-HOST  ID  ROLE     EPOCH HALT  KEY      APPEND      AGREED     LAG  QUEUE TIMEOUT     IN/s    OUT/s  AGREED/s   REJ/s  TOP REJECT        OFFLOAD
-A      0   member      3   no    0        1500        1490       2      0   1.0ms     2000      500      4000     4.0  DUPLICATE         -
-B      1  *holder      3   no  0>1        1502        1490       0     17   1.5ms     2000      504      4000       0  -                 xdp dropped 49 (BAD_GROUP) writes 640
-C      2   member      2  YES    -        1100        1080     402      0       -      800      100      1000     122  GAP               -
+HOST  ID  ROLE     EPOCH HALT  KEY      APPEND      AGREED     LAG  QUEUE TIMEOUT     IN/s    OUT/s  AGREED/s  FETCH/s   REJ/s  TOP REJECT        OFFLOAD
+A      0   member      3   no    0        1500        1490       2      0   1.0ms     2000      500      4000        0     4.0  DUPLICATE         -
+B      1  *holder      3   no  0>1        1502        1490       0     17   1.5ms     2000      504      4000        0       0  -                 xdp dropped 49 (BAD_GROUP) writes 640
+C      2   member      2  YES    -        1100        1080     402      0       -      800      100      1000     4096     122  GAP               -
 D      -  down     connection refused (daemon not running)
 `
 	if got != want {
@@ -98,7 +100,7 @@ func TestTopFirstSample(t *testing.T) {
 			t.Errorf("host %s has rates without an earlier sample: %+v", h.Name, h)
 		}
 	}
-	if out := renderTop(snap); !strings.Contains(out, "rack: agreed 0 msgs/s") || !strings.Contains(out, "\nA      0   member      3   no    0        1500        1490       2      0   1.0ms        -        -         -       -") {
+	if out := renderTop(snap); !strings.Contains(out, "rack: agreed 0 msgs/s") || !strings.Contains(out, "\nA      0   member      3   no    0        1500        1490       2      0   1.0ms        -        -         -        -       -") {
 		t.Errorf("first frame:\n%s", out)
 	}
 	prev["/r/A.sock"].St.Counters["frames_in"] = 1 << 40 // as if A restarted
