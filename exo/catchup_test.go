@@ -291,3 +291,75 @@ func TestInstallSpareAFarBehindWitness(t *testing.T) {
 		t.Fatalf("the close witness's install starts at %d, want its agreement pointer %d", starts[2], lo-1)
 	}
 }
+
+// TestNoTakeoverWhileTheRackIsLater: a host that hears frames of a later
+// epoch than its own does not take the token over in its own epoch while
+// they keep coming (its frame would be stale at every host: a lab host
+// restarted far behind did so while it caught up); once they stop for 2
+// TokenTimeouts it may.
+func TestNoTakeoverWhileTheRackIsLater(t *testing.T) {
+	r := newRack(t, 3, nil)
+	for k := 0; k < 12 || r.nodes[2].p.InHistory(2); k++ { // host 2 may send next
+		_ = r.nodes[k%2].Propose([]byte{byte(k)})
+		r.collect(k % 2)
+		r.run(1000)
+		if k > 100 {
+			t.Fatal("host 2 stays in its own history")
+		}
+	}
+	// Hosts 0 and 1 move to a later epoch without host 2: every OOB
+	// message to or from it is lost (its catch-up too).
+	r.dropMsg = func(m Message) bool { return m.To == 2 || m.From == 2 }
+	r.nodes[0].startViewChange(CauseDivergence)
+	r.collect(0)
+	r.run(1000)
+	x := r.nodes[2]
+	if e := r.nodes[0].Epoch(); e == 0 || r.nodes[1].Epoch() != e || x.Epoch() != 0 {
+		t.Fatalf("epochs %d %d %d: want hosts 0 and 1 in a later epoch than host 2", e, r.nodes[1].Epoch(), x.Epoch())
+	}
+	cfg := x.cfg
+	later := func() { // a frame of the later epoch reaches host 2
+		seen := x.Recovery().RackSeq
+		_ = r.nodes[0].Propose([]byte("later"))
+		for k := 0; x.Recovery().RackSeq == seen; k++ {
+			for i := 0; i < 2; i++ {
+				r.nodes[i].Tick()
+				r.collect(i)
+			}
+			r.run(1000)
+			if k > 1000 {
+				t.Fatal("no frame of the later epoch reached host 2")
+			}
+		}
+	}
+	sends := func() bool { // host 2 sends a frame (a takeover, or as holder)
+		x.Tick()
+		rd := x.Ready()
+		x.Advance()
+		return len(rd.Frames) > 0
+	}
+	later()
+	// Frames of the later epoch keep coming: no takeover, however long.
+	for k := 0; k < 10*cfg.TokenTimeout; k++ {
+		if k%cfg.TokenTimeout == 0 {
+			later()
+		}
+		if sends() {
+			t.Fatalf("host 2 sent a frame in its old epoch %d ticks into a later epoch's frames", k)
+		}
+	}
+	// They stop: after 2 TokenTimeouts the host may send again.
+	later()
+	for k := 1; ; k++ {
+		if sends() {
+			if k <= 2*cfg.TokenTimeout {
+				t.Fatalf("a frame %d ticks after the later epoch's last one, want more than %d", k, 2*cfg.TokenTimeout)
+			}
+			break
+		}
+		if k > 20*cfg.TokenTimeout {
+			t.Fatalf("host 2 never took the token over once the later epoch fell silent: halted %v inHistory %v heardAhead %v idle %d hearsLater %v laterIdle %d holder %d after %d epoch %d rackEpoch %d",
+				x.p.Halted, x.p.InHistory(x.id), x.heardAhead(), x.idle, x.hearsLater(), x.laterIdle, x.Holder(), x.takeoverAfter(x.rank(x.Holder())), x.p.Epoch, x.rackEpoch)
+		}
+	}
+}

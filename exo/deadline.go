@@ -64,6 +64,9 @@ func (nd *Node) NextTick() int {
 	if nd.heardAhead() {
 		sendFrom = max(1, 2*nd.cfg.TokenTimeout+1-nd.idle)
 	}
+	if nd.hearsLater() {
+		sendFrom = max(sendFrom, 2*nd.cfg.TokenTimeout+1-nd.laterIdle)
+	}
 	holder := nd.Holder()
 	switch {
 	case holder == nd.id:

@@ -211,6 +211,7 @@ type Node struct {
 	fetchEpoch uint32 // the epoch the fetch under way is for (catchUpTo)
 	rackEpoch  uint32 // the newest frame heard: its epoch and seq+1 (Recovery)
 	rackSeq    uint64
+	laterIdle  int      // ticks since a frame of a later epoch than this host's (hearsLater)
 	deaf       bool     // restarted from its durable state and heard no frame since (heardAhead)
 	hurry      int      // entries to come whose passes skip the idle back-off (MsgWake)
 	woke       bool     // this host asked for a wake and has not sent since
@@ -895,7 +896,18 @@ func (nd *Node) drainHeld() {
 // canSend reports whether this host may put a frame on the wire now.
 func (nd *Node) canSend() bool {
 	return !nd.p.Halted && !nd.amnesiac && !nd.Removed() && !nd.fenced && (brokenDistinct || !nd.p.InHistory(nd.id)) &&
-		(!nd.heardAhead() || nd.idle > 2*nd.cfg.TokenTimeout)
+		(!nd.heardAhead() || nd.idle > 2*nd.cfg.TokenTimeout) && !nd.hearsLater()
+}
+
+// hearsLater reports whether frames of a later epoch than this host's came
+// within the last 2 TokenTimeouts: the rack runs on in that epoch, and a
+// frame of this one would be stale everywhere (a lab host restarted 90,000
+// entries behind took the token over in its old epoch while it caught up,
+// its log's silence taken for the rack's). It catches up instead; once
+// such frames stop for 2 TokenTimeouts (the later epoch's hosts gone), it
+// may send again.
+func (nd *Node) hearsLater() bool {
+	return nd.rackEpoch > nd.p.Epoch && nd.laterIdle <= 2*nd.cfg.TokenTimeout
 }
 
 // heardAhead reports whether a frame of this host's epoch showed the rack
@@ -1038,6 +1050,9 @@ func (nd *Node) send() {
 // token takeovers, fetch retries and view-change timeouts.
 func (nd *Node) Tick() {
 	nd.idle++
+	if nd.laterIdle <= 2*nd.cfg.TokenTimeout {
+		nd.laterIdle++
+	}
 	if nd.deferVC > 0 {
 		nd.deferVC--
 	}

@@ -80,6 +80,9 @@ func (nd *Node) Recovery() Recovery {
 // heard notes a frame whose tag verified: where the rack is.
 func (nd *Node) heard(f *Frame) {
 	nd.deaf = false
+	if f.Epoch > nd.p.Epoch {
+		nd.laterIdle = 0
+	}
 	nd.heardAt(f.Epoch, f.Seq+1)
 }
 
