@@ -363,3 +363,45 @@ func TestNoTakeoverWhileTheRackIsLater(t *testing.T) {
 		}
 	}
 }
+
+// TestHaltedGatherAsksAgain: a host halted under its own view change that
+// gathers a later epoch's log asks again when an answer does not come in
+// time, as a running host does; it does not wait for a frame of the rack
+// (a restarted lab host's gather stood still for seconds while the rack,
+// halted by its view changes, sent none).
+func TestHaltedGatherAsksAgain(t *testing.T) {
+	const batch = 4
+	r := newRack(t, 3, func(c *Config) { c.MaxFetchEntries = batch })
+	for k := 0; k < 30; k++ {
+		_ = r.nodes[k%3].Propose([]byte{byte(k)})
+		r.collect(k % 3)
+		r.run(1000)
+	}
+	x := r.nodes[2]
+	a := x.Pointers().Agreed
+	later := laterLog(x.Log()[:a], 3*batch+1, 6)
+	x.startViewChange(CausePromiseTimeout)
+	x.Ready()
+	x.Advance()
+	x.Step(fetchResp(later, a, batch))
+	next, ok := lastFetch(x.Ready())
+	x.Advance()
+	if !x.Pointers().Halted || !ok || next != a+batch || x.Recovery().Gathered != batch {
+		t.Fatalf("halted %v, next fetch %d %v, gathering %+v", x.Pointers().Halted, next, ok, x.Recovery())
+	}
+	for k := 1; k <= 16*x.cfg.FetchTicks+1; k++ {
+		if d := x.NextTick(); d > 16*x.cfg.FetchTicks+1-k+1 {
+			t.Fatalf("tick %d: the next deadline is %d ticks away, past the fetch's retry", k, d)
+		}
+		x.Tick()
+		lo, ok := lastFetch(x.Ready())
+		x.Advance()
+		if ok {
+			if lo != a+batch {
+				t.Fatalf("asked again from %d, want %d", lo, a+batch)
+			}
+			return
+		}
+	}
+	t.Fatal("the halted host never asked again for the batch that did not come")
+}

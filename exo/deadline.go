@@ -39,6 +39,9 @@ func (nd *Node) NextTick() int {
 		default:
 			at(nd.vcTimeout()/2 + int(nd.id)*nd.cfg.TakeoverStagger/2 + 1 - nd.haltedTicks)
 		}
+		if nd.catchup != nil && nd.fetching {
+			at(nd.fetchRTO() - nd.fetchTicks)
+		}
 		return d
 	}
 	if nd.fetching {

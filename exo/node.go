@@ -829,6 +829,22 @@ func (nd *Node) fetch(peer uint8, lo, hi uint64) {
 		Epoch: nd.p.Epoch, Lo: lo, Hi: hi})
 }
 
+// fetchAgain sends the fetch under way again, to the member after the one
+// that did not answer in time: from the append pointer, or for a catch-up
+// from where the batches gathered end.
+func (nd *Node) fetchAgain() {
+	pos, _ := nd.posOf(nd.fetchPeer)
+	peer := uint8((int(pos) + 1) % nd.n)
+	if peer == nd.id {
+		peer = uint8((int(peer) + 1) % nd.n)
+	}
+	lo := nd.p.Append
+	if nd.catchup != nil {
+		lo = nd.catchup.end() // the next batch of a later epoch's log
+	}
+	nd.fetch(nd.uidOf(peer), lo, 0)
+}
+
 // fetchEnd is where a fetch response from start ends, given the log's end
 // (or the asked bound) end: MaxFetchEntries entries, and more while their
 // binary size stays within FetchBytes.
@@ -1068,6 +1084,14 @@ func (nd *Node) Tick() {
 		nd.fetchTicks++
 	}
 	if nd.p.Halted {
+		if nd.catchup != nil && nd.fetching && nd.fetchTicks >= nd.fetchRTO() {
+			// A halted host gathering a later epoch's log asks again too:
+			// it may be what halts the rack (a lab host restarted under a
+			// promise led view changes the others refused, and the rack
+			// sent no frame that would have made it ask again: its gather
+			// stood still for seconds on one lost answer).
+			nd.fetchAgain()
+		}
 		nd.tickHalted()
 		return
 	}
@@ -1076,16 +1100,7 @@ func (nd *Node) Tick() {
 		nd.fenceTicks++
 	}
 	if nd.fetching && nd.fetchTicks >= nd.fetchRTO() {
-		pos, _ := nd.posOf(nd.fetchPeer)
-		peer := uint8((int(pos) + 1) % nd.n)
-		if peer == nd.id {
-			peer = uint8((int(peer) + 1) % nd.n)
-		}
-		lo := nd.p.Append
-		if nd.catchup != nil {
-			lo = nd.catchup.end() // the next batch of a later epoch's log
-		}
-		nd.fetch(nd.uidOf(peer), lo, 0)
+		nd.fetchAgain()
 	}
 	if nd.skipped[nd.id] {
 		// Passed over while it was away: ask the others to re-admit it; the
