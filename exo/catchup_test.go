@@ -5,6 +5,20 @@ import (
 	"testing"
 )
 
+// loadedRack returns an n-host rack whose fetch answers hold at most batch
+// entries, after rounds proposals from its hosts in turn, each one agreed
+// before the next.
+func loadedRack(t *testing.T, n, batch, rounds int) *rack {
+	t.Helper()
+	r := newRack(t, n, func(c *Config) { c.MaxFetchEntries = batch })
+	for k := 0; k < rounds; k++ {
+		_ = r.nodes[k%n].Propose([]byte{byte(k)})
+		r.collect(k % n)
+		r.run(1000)
+	}
+	return r
+}
+
 // laterLog returns base followed by install entries of epoch 3 (an older
 // epoch carried by epoch 5's install) and frames of epoch 5: the log a
 // host of epoch 5 holds.
@@ -51,12 +65,7 @@ func hasEvent(rd Ready, k EventKind) bool {
 // is checked, not adopted, and is no SAFETY event.
 func TestCatchUpGathersBatches(t *testing.T) {
 	const batch = 4
-	r := newRack(t, 3, func(c *Config) { c.MaxFetchEntries = batch })
-	for k := 0; k < 30; k++ {
-		_ = r.nodes[k%3].Propose([]byte{byte(k)})
-		r.collect(k % 3)
-		r.run(1000)
-	}
+	r := loadedRack(t, 3, batch, 30)
 	x := r.nodes[2]
 	a := x.Pointers().Agreed
 	if a < 3*batch {
@@ -129,12 +138,7 @@ func TestCatchUpGathersBatches(t *testing.T) {
 // reach the responder's log end.
 func TestCatchUpWholeLog(t *testing.T) {
 	const batch = 4
-	r := newRack(t, 3, func(c *Config) { c.MaxFetchEntries = batch })
-	for k := 0; k < 12; k++ {
-		_ = r.nodes[k%3].Propose([]byte{byte(k)})
-		r.collect(k % 3)
-		r.run(1000)
-	}
+	r := loadedRack(t, 3, batch, 12)
 	x := r.nodes[2]
 	a := x.Pointers().Agreed
 	later := laterLog(x.Log()[:a], 2*batch+2, 0)
@@ -166,12 +170,7 @@ func TestCatchUpKeepsAgreedAcrossEpochs(t *testing.T) {
 		{"gathered, not agreed", func(a uint64) uint64 { return a }, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := newRack(t, 3, func(c *Config) { c.MaxFetchEntries = batch })
-			for k := 0; k < 30; k++ {
-				_ = r.nodes[k%3].Propose([]byte{byte(k)})
-				r.collect(k % 3)
-				r.run(1000)
-			}
+			r := loadedRack(t, 3, batch, 30)
 			x := r.nodes[2]
 			a := x.Pointers().Agreed
 			five := laterLog(x.Log()[:a], 4*batch, 3)
@@ -252,12 +251,7 @@ func fetchFrom(rd Ready) uint64 {
 // transport. A witness close behind is sent what it lacks, as before.
 func TestInstallSpareAFarBehindWitness(t *testing.T) {
 	const batch = 4
-	r := newRack(t, 5, func(c *Config) { c.MaxFetchEntries = batch })
-	for k := 0; k < 50; k++ {
-		_ = r.nodes[k%5].Propose([]byte{byte(k)})
-		r.collect(k % 5)
-		r.run(1000)
-	}
+	r := loadedRack(t, 5, batch, 50)
 	x := r.nodes[0]
 	lo := x.Pointers().Agreed
 	if lo < 4*batch {
@@ -371,12 +365,7 @@ func TestNoTakeoverWhileTheRackIsLater(t *testing.T) {
 // halted by its view changes, sent none).
 func TestHaltedGatherAsksAgain(t *testing.T) {
 	const batch = 4
-	r := newRack(t, 3, func(c *Config) { c.MaxFetchEntries = batch })
-	for k := 0; k < 30; k++ {
-		_ = r.nodes[k%3].Propose([]byte{byte(k)})
-		r.collect(k % 3)
-		r.run(1000)
-	}
+	r := loadedRack(t, 3, batch, 30)
 	x := r.nodes[2]
 	a := x.Pointers().Agreed
 	later := laterLog(x.Log()[:a], 3*batch+1, 6)
