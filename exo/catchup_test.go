@@ -289,8 +289,8 @@ func TestInstallSpareAFarBehindWitness(t *testing.T) {
 // TestNoTakeoverWhileTheRackIsLater: a host that hears frames of a later
 // epoch than its own does not take the token over in its own epoch while
 // they keep coming (its frame would be stale at every host: a lab host
-// restarted far behind did so while it caught up); once they stop for 2
-// TokenTimeouts it may.
+// restarted far behind did so while it caught up); once they stop for a
+// view-change timeout it may.
 func TestNoTakeoverWhileTheRackIsLater(t *testing.T) {
 	r := newRack(t, 3, nil)
 	for k := 0; k < 12 || r.nodes[2].p.InHistory(2); k++ { // host 2 may send next
@@ -342,12 +342,12 @@ func TestNoTakeoverWhileTheRackIsLater(t *testing.T) {
 			t.Fatalf("host 2 sent a frame in its old epoch %d ticks into a later epoch's frames", k)
 		}
 	}
-	// They stop: after 2 TokenTimeouts the host may send again.
+	// They stop: after laterSilence the host may send again.
 	later()
 	for k := 1; ; k++ {
 		if sends() {
-			if k <= 2*cfg.TokenTimeout {
-				t.Fatalf("a frame %d ticks after the later epoch's last one, want more than %d", k, 2*cfg.TokenTimeout)
+			if k <= x.laterSilence() {
+				t.Fatalf("a frame %d ticks after the later epoch's last one, want more than %d", k, x.laterSilence())
 			}
 			break
 		}
@@ -393,4 +393,38 @@ func TestHaltedGatherAsksAgain(t *testing.T) {
 		}
 	}
 	t.Fatal("the halted host never asked again for the batch that did not come")
+}
+
+// TestFetchRetryBacksOff: a fetch not answered in time is sent again after
+// twice the wait each time, and the answer to a fetch sent more than once
+// is not taken as a sample of the answer time (Karn's rule); an answer ends
+// the back-off.
+func TestFetchRetryBacksOff(t *testing.T) {
+	r := loadedRack(t, 3, 4, 30)
+	x := r.nodes[2]
+	lo := x.Pointers().Append
+	x.fetch(0, lo, 0)
+	x.Ready()
+	x.Advance()
+	waits := []int{}
+	for k, last := 1, 0; len(waits) < 3 && k < 100*x.cfg.FetchTicks; k++ {
+		x.Tick()
+		_, ok := lastFetch(x.Ready())
+		x.Advance()
+		if ok {
+			waits = append(waits, k-last)
+			last = k
+		}
+	}
+	ft := x.cfg.FetchTicks
+	if len(waits) != 3 || waits[0] != ft || waits[1] != 2*ft || waits[2] != 4*ft {
+		t.Fatalf("retries after %v ticks, want %d, %d, %d", waits, ft, 2*ft, 4*ft)
+	}
+	peer := x.fetchPeer
+	x.Step(Message{Type: MsgFetchResp, From: peer, To: x.uid, LogEpoch: x.Epoch(), Start: lo, Hi: lo, Agreed: x.Pointers().Agreed})
+	x.Ready()
+	x.Advance()
+	if x.fetchEst.samples != 0 || x.fetchTries != 0 {
+		t.Fatalf("after the answer to a fetch sent 4 times: %d samples (want 0), tries %d (want 0)", x.fetchEst.samples, x.fetchTries)
+	}
 }

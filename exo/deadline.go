@@ -68,7 +68,7 @@ func (nd *Node) NextTick() int {
 		sendFrom = max(1, 2*nd.cfg.TokenTimeout+1-nd.idle)
 	}
 	if nd.hearsLater() {
-		sendFrom = max(sendFrom, 2*nd.cfg.TokenTimeout+1-nd.laterIdle)
+		sendFrom = max(sendFrom, nd.laterSilence()+1-nd.laterIdle)
 	}
 	holder := nd.Holder()
 	switch {

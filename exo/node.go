@@ -207,6 +207,8 @@ type Node struct {
 	fetching   bool
 	fetchTicks int
 	fetchEst   detector // the time fetches take to be answered (fetchRTO)
+	fetchLo    uint64   // where the fetch under way starts
+	fetchTries int      // times the fetch under way was sent again without an answer
 	fetchPeer  uint8
 	fetchEpoch uint32 // the epoch the fetch under way is for (catchUpTo)
 	rackEpoch  uint32 // the newest frame heard: its epoch and seq+1 (Recovery)
@@ -810,15 +812,19 @@ func (nd *Node) catchUpTo(f *Frame) {
 	if nd.fetching && nd.fetchTicks < nd.fetchRTO() {
 		return
 	}
+	again := nd.fetching
 	nd.fetch(nd.catchUpPeer(f.Sender), nd.catchUpLo(f.Epoch), 0)
 	nd.fetchEpoch = f.Epoch
+	if again {
+		nd.fetchTries++
+	}
 }
 
 // fetch asks member peer (a member id) for its log from lo on.
 func (nd *Node) fetch(peer uint8, lo, hi uint64) {
 	nd.fetching = true
 	nd.fetchTicks = 0
-	nd.fetchPeer = peer
+	nd.fetchPeer, nd.fetchLo = peer, lo
 	nd.fetchEpoch = nd.p.Epoch
 	if nd.catchup != nil {
 		// A retry of a catch-up is for the epoch gathered (catchUpTo
@@ -833,6 +839,7 @@ func (nd *Node) fetch(peer uint8, lo, hi uint64) {
 // that did not answer in time: from the append pointer, or for a catch-up
 // from where the batches gathered end.
 func (nd *Node) fetchAgain() {
+	defer func() { nd.fetchTries++ }()
 	pos, _ := nd.posOf(nd.fetchPeer)
 	peer := uint8((int(pos) + 1) % nd.n)
 	if peer == nd.id {
@@ -866,22 +873,33 @@ func (nd *Node) fetchEnd(start, end uint64) uint64 {
 	return cut
 }
 
-// sampleFetch feeds the ticks the fetch under way took to be answered to
-// the fetch estimator (RFC 6298, as the token timeout's detector).
-func (nd *Node) sampleFetch() { nd.fetchEst.sample(nd.fetchTicks) }
+// answered takes note of a fetch answer m: the ticks the fetch under way
+// took go to the fetch estimator (RFC 6298, as the token timeout's
+// detector), only when m answers that very fetch and it was not sent again
+// (Karn's rule: the answer to a fetch sent twice times neither; sampling
+// them drove the estimate down, each short sample making the next retry
+// come sooner), and the back-off of retries ends.
+func (nd *Node) answered(m *Message) {
+	if nd.fetching && m.From == nd.fetchPeer && m.Start == nd.fetchLo && nd.fetchTries == 0 {
+		nd.fetchEst.sample(nd.fetchTicks)
+	}
+	nd.fetchTries = 0
+}
 
 // fetchRTO is how long a fetch may go unanswered before it is sent again
 // (to another host, or at the next frame of a later epoch): FetchTicks, or
 // the estimator's timeout (smoothed answer time plus 4 deviations) when
 // answers take longer (large batches from a busy host), up to 16 x
-// FetchTicks. Sending again before the answer could come only multiplies
-// the work of both sides: a restarted lab host asked up to five hosts for
-// each batch of its catch-up.
+// FetchTicks; doubled for each time the fetch was sent again without an
+// answer (up to 8 times, 64 x FetchTicks at most). Sending again before the
+// answer could come only multiplies the work of both sides: a restarted
+// lab host asked up to five hosts for each batch of its catch-up.
 func (nd *Node) fetchRTO() int {
-	if nd.fetchEst.samples == 0 {
-		return nd.cfg.FetchTicks
+	base := nd.cfg.FetchTicks
+	if nd.fetchEst.samples > 0 {
+		base = min(max(nd.cfg.FetchTicks, nd.fetchEst.rto()), 16*nd.cfg.FetchTicks)
 	}
-	return min(max(nd.cfg.FetchTicks, nd.fetchEst.rto()), 16*nd.cfg.FetchTicks)
+	return min(base<<min(nd.fetchTries, 3), 64*nd.cfg.FetchTicks)
 }
 
 // drainHeld appends held frames that the log has reached.
@@ -921,14 +939,20 @@ func (nd *Node) canSend() bool {
 }
 
 // hearsLater reports whether frames of a later epoch than this host's came
-// within the last 2 TokenTimeouts: the rack runs on in that epoch, and a
+// within the last laterSilence ticks: the rack runs on in that epoch, and a
 // frame of this one would be stale everywhere (a lab host restarted 90,000
 // entries behind took the token over in its old epoch while it caught up,
 // its log's silence taken for the rack's). It catches up instead; once
-// such frames stop for 2 TokenTimeouts (the later epoch's hosts gone), it
-// may send again.
+// such frames stop for that long (the later epoch's hosts gone), it may
+// send again.
+// laterSilence is how long frames of a later epoch must have stopped
+// before a host that heard them sends in its own: a view-change timeout
+// (the later epoch is gone, not between two frames: 2 token timeouts let a
+// lab host send in its old epoch in a lull of 20 ms).
+func (nd *Node) laterSilence() int { return max(2*nd.cfg.TokenTimeout, nd.cfg.ViewChangeTimeout) }
+
 func (nd *Node) hearsLater() bool {
-	return nd.rackEpoch > nd.p.Epoch && nd.laterIdle <= 2*nd.cfg.TokenTimeout
+	return nd.rackEpoch > nd.p.Epoch && nd.laterIdle <= nd.laterSilence()
 }
 
 // heardAhead reports whether a frame of this host's epoch showed the rack
@@ -1071,7 +1095,7 @@ func (nd *Node) send() {
 // token takeovers, fetch retries and view-change timeouts.
 func (nd *Node) Tick() {
 	nd.idle++
-	if nd.laterIdle <= 2*nd.cfg.TokenTimeout {
+	if nd.laterIdle <= nd.laterSilence() {
 		nd.laterIdle++
 	}
 	if nd.deferVC > 0 {

@@ -324,9 +324,7 @@ func (nd *Node) stepFetchResp(m Message) {
 	if nd.amnesiac {
 		return
 	}
-	if nd.fetching && m.From == nd.fetchPeer {
-		nd.sampleFetch()
-	}
+	nd.answered(&m)
 	switch {
 	case m.LogEpoch == nd.p.Epoch && !nd.p.Halted:
 		progressed := false
