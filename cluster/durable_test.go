@@ -19,7 +19,7 @@ func TestRackDurableKill9(t *testing.T) {
 	dir := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	c, err := Start(ctx, r, Options{Bin: exoBin, Dir: dir, Config: Durable(dir, false)})
+	c, err := Start(ctx, r, Options{Bin: exoBin, Dir: dir, Config: Durable(dir, true)}) // CheckAcked reads every stream from seq 0
 	if err != nil {
 		t.Fatal(err)
 	}
