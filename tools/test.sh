@@ -8,6 +8,23 @@ export PATH="$PATH:/usr/local/go/bin"
 FUZZTIME=${FUZZTIME:-10s}
 SIMSEEDS=${SIMSEEDS:-500}
 step() { printf '\n== %s\n' "$*"; }
+# fuzz runs one fuzz target (go test's arguments). Go 1.26's fuzzing
+# coordinator can end a run with a bare "context deadline exceeded" at the
+# -fuzztime boundary, having found nothing (golang/go#75804, fixed in Go
+# 1.27; seen here on FuzzOOBMessage, whose inputs go through real
+# sockets): that case alone runs once more; a failing input, which the
+# fuzzer writes to testdata/fuzz and names, fails at once.
+fuzz() {
+  local out
+  if out=$(go test "$@" 2>&1); then printf '%s\n' "$out" | tail -3; return 0; fi
+  printf '%s\n' "$out" | tail -25
+  if grep -q 'context deadline exceeded' <<<"$out" && ! grep -qi 'failing input' <<<"$out"; then
+    echo "fuzz: a bare deadline at the -fuzztime boundary (golang/go#75804), nothing found: once more"
+    go test "$@"
+    return
+  fi
+  return 1
+}
 
 step setup
 bash tools/setup.sh
@@ -49,19 +66,19 @@ go test -count=1 -tags exo_broken_history -run 'Broken' ./exo/sim
 go test -count=1 -tags exo_broken_token -run 'Broken' ./exo/sim   # token mode's hand-off broken on purpose
 
 step "fuzzing ($FUZZTIME each)"
-go test ./exo -run '^$' -fuzz '^FuzzFrameUnmarshal$' -fuzztime "$FUZZTIME"
-go test ./exo -run '^$' -fuzz '^FuzzRecords$' -fuzztime "$FUZZTIME"
-go test ./exo -run '^$' -fuzz '^FuzzNodeStepBytes$' -fuzztime "$FUZZTIME"
+fuzz ./exo -run '^$' -fuzz '^FuzzFrameUnmarshal$' -fuzztime "$FUZZTIME"
+fuzz ./exo -run '^$' -fuzz '^FuzzRecords$' -fuzztime "$FUZZTIME"
+fuzz ./exo -run '^$' -fuzz '^FuzzNodeStepBytes$' -fuzztime "$FUZZTIME"
 # Every other input that crosses a trust boundary: the local API, the OOB
 # transport before and after its handshake, the config, fragment
 # reassembly. (-fuzzminimizetime: the daemon and OOB targets run real
 # sockets and goroutines; minimizing each new input would eat the budget.)
-go test ./client -run '^$' -fuzz '^FuzzAPIFrame$' -fuzztime "$FUZZTIME" -fuzzminimizetime 50x
-go test ./daemon -run '^$' -fuzz '^FuzzAPIRequest$' -fuzztime "$FUZZTIME" -fuzzminimizetime 50x
-go test ./daemon -run '^$' -fuzz '^FuzzConfig$' -fuzztime "$FUZZTIME" -fuzzminimizetime 50x
-go test ./daemon -run '^$' -fuzz '^FuzzReassembly$' -fuzztime "$FUZZTIME" -fuzzminimizetime 50x
-go test ./oob -run '^$' -fuzz '^FuzzOOBHandshake$' -fuzztime "$FUZZTIME" -fuzzminimizetime 50x
-go test ./oob -run '^$' -fuzz '^FuzzOOBMessage$' -fuzztime "$FUZZTIME" -fuzzminimizetime 50x
+fuzz ./client -run '^$' -fuzz '^FuzzAPIFrame$' -fuzztime "$FUZZTIME" -fuzzminimizetime 50x
+fuzz ./daemon -run '^$' -fuzz '^FuzzAPIRequest$' -fuzztime "$FUZZTIME" -fuzzminimizetime 50x
+fuzz ./daemon -run '^$' -fuzz '^FuzzConfig$' -fuzztime "$FUZZTIME" -fuzzminimizetime 50x
+fuzz ./daemon -run '^$' -fuzz '^FuzzReassembly$' -fuzztime "$FUZZTIME" -fuzzminimizetime 50x
+fuzz ./oob -run '^$' -fuzz '^FuzzOOBHandshake$' -fuzztime "$FUZZTIME" -fuzzminimizetime 50x
+fuzz ./oob -run '^$' -fuzz '^FuzzOOBMessage$' -fuzztime "$FUZZTIME" -fuzzminimizetime 50x
 
 step "simulator: $SIMSEEDS seeds per rack size, faults on"
 go build -o bin/exo ./cmd/exo
