@@ -339,3 +339,30 @@ func TestRackKill9(t *testing.T) {
 	t.Logf("E restarted with --join: back in epoch %d and publishing within %v; all 5 streams identical (%d messages)",
 		st4.Epoch, time.Since(restarted), want)
 }
+
+// logsOnFailure registers a cleanup that, when the test failed, prints
+// the tail of every daemon's log and, when EXO_TEST_LOGS names a
+// directory, copies the whole logs there (a failure seen once in CI is
+// read from them).
+func logsOnFailure(t *testing.T, c *Cluster) {
+	t.Helper()
+	t.Cleanup(func() {
+		if !t.Failed() {
+			return
+		}
+		keep := os.Getenv("EXO_TEST_LOGS")
+		for i, h := range c.Rack.Hosts {
+			b, err := os.ReadFile(c.LogPath(i))
+			if err != nil {
+				continue
+			}
+			t.Logf("log of %s (tail):\n%s", h.Name, tail(b, 3000))
+			if keep != "" {
+				dst := filepath.Join(keep, t.Name()+"-"+h.Name+".log")
+				if err := os.WriteFile(dst, b, 0o644); err != nil {
+					t.Logf("keeping the log of %s: %v", h.Name, err)
+				}
+			}
+		}
+	})
+}

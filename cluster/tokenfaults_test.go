@@ -57,6 +57,7 @@ func TestRackTokenFaults(t *testing.T) {
 			t.Errorf("stop: %v", err)
 		}
 	})
+	logsOnFailure(t, c)
 
 	var mu sync.Mutex
 	acked := map[string]client.Position{}

@@ -556,7 +556,7 @@ func (d *Daemon) refreshRoster() {
 		return
 	}
 	if d.roster != nil {
-		d.log.Info("roster", "members", r, "from_seq", d.node.ConfigSwitch(), "removed", d.node.Removed())
+		d.log.Info("roster", "members", fmt.Sprint(r), "from_seq", d.node.ConfigSwitch(), "removed", d.node.Removed())
 	}
 	d.roster = r
 	d.rawMACs = d.rawMACs[:0]
@@ -664,7 +664,7 @@ func (d *Daemon) ProposeChange(op exo.ChangeOp, member uint8) error {
 		}
 		return &client.APIError{Code: code, Text: fmt.Sprintf("%s on roster %v: %v", c, d.roster, err)}
 	}
-	d.log.Info("roster change proposed", "change", c.String(), "roster", d.roster)
+	d.log.Info("roster change proposed", "change", c.String(), "roster", fmt.Sprint(d.roster))
 	d.readyLocked()
 	return nil
 }
@@ -766,6 +766,8 @@ func (d *Daemon) ready() error {
 			d.metrics.falseTakeovers.Inc()
 			d.log.Warn("a takeover passed this running host over (a false takeover: the token timeout in force was too short for a hop, or this host stalled)",
 				"by", e.Peer, "seq", e.Seq, "timeout_ticks", d.node.Detector().Timeout)
+		case exo.EventChangeAgain:
+			d.log.Info("roster change proposed again: a view change dropped it before it took effect", "member", e.Peer, "at_seq", e.Seq)
 		case exo.EventSafety:
 			d.metrics.safetyEvents.Inc()
 			d.log.Error("SAFETY: an agreed entry would change; refused", "seq", e.Seq, "epoch", e.Epoch)

@@ -196,10 +196,14 @@ func (nd *Node) Removed() bool { return nd.leaving || nd.notMember }
 // the rack's first roster).
 func (nd *Node) ConfigSwitch() uint64 { return nd.ms.from }
 
-// ChangeInFlight reports whether a membership change is queued here or sits
-// in the log without having taken effect (or been voided).
+// ChangeInFlight reports whether a membership change is queued here, sits
+// in the log without having taken effect (or been voided), or is this
+// host's and waits for its fate: voided or cut by a view change, it is
+// proposed again once that is agreed (reproposeConfig). Once it is false,
+// a change this host proposed is in effect in its roster, or was dropped
+// (another change came first or made it moot; this host was removed).
 func (nd *Node) ChangeInFlight() bool {
-	return nd.pendingCfg != nil || nd.ms.pend || nd.ms.hasNext
+	return nd.pendingCfg != nil || nd.ms.pend || nd.ms.hasNext || nd.voided != nil || nd.orphanCfgs > 0
 }
 
 // ProposeConfig queues a configuration entry that adds or removes one
@@ -226,14 +230,33 @@ func (nd *Node) ProposeConfig(c ConfigChange) error {
 // dropped change would otherwise be lost silently. It is queued only if
 // no other change is in flight and it still applies to the roster.
 func (nd *Node) reproposeConfig(o *Entry) {
-	c, ok := ParseConfigEntry(o)
-	if !ok || nd.ChangeInFlight() {
+	if c, ok := ParseConfigEntry(o); ok {
+		nd.reproposeChange(c, o)
+	}
+}
+
+// reproposeChange queues c again (reproposeConfig), unless this host
+// queued a change already, was removed, or c no longer applies to the
+// roster (another change did the same, or undid its reason). A change of
+// another host in flight does not stop it: it waits in the queue behind
+// it, as a proposal does (send).
+func (nd *Node) reproposeChange(c ConfigChange, at *Entry) {
+	if nd.pendingCfg != nil || nd.Removed() {
 		return
 	}
 	if _, ok := c.Apply(nd.ms.roster); !ok {
 		return
 	}
 	nd.pendingCfg = &c
+	nd.event(EventChangeAgain, at.Epoch, at.Seq, c.Member)
+}
+
+// voidedChange is a configuration change of this host that a view change
+// voided: the entry at seq at ended its epoch before the change took
+// effect (section 7). Once at is agreed the void is final.
+type voidedChange struct {
+	change ConfigChange
+	at     uint64
 }
 
 // uidOf returns the member id at position pos of the current roster.

@@ -200,3 +200,39 @@ func TestVoidChange(t *testing.T) {
 		t.Fatalf("RosterAfter = %v", got)
 	}
 }
+
+// TestRemovedHostDropsItsQueuedChange: a change queued at a host that
+// another change removes can no longer be proposed there; it is dropped
+// (no change in flight: its operator's wait ends with "removed"), and the
+// host, added back later, does not send it.
+func TestRemovedHostDropsItsQueuedChange(t *testing.T) {
+	r := memberRack(t, 5, 0)
+	r.nodes[0].Broadcast()
+	r.collect(0)
+	r.run(200)
+	// Both queued before either is in a log: host 0's goes first, host
+	// 2's waits behind it (a configuration entry is sent only when none
+	// is pending in the log).
+	if err := r.nodes[0].ProposeConfig(ConfigChange{Op: ChangeRemove, Member: 2}); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.nodes[2].ProposeConfig(ConfigChange{Op: ChangeRemove, Member: 1}); err != nil {
+		t.Fatal(err)
+	}
+	r.collect(0)
+	r.collect(2)
+	spin(r, 60)
+	if got := r.nodes[0].Roster(); !slices.Equal(got, []uint8{0, 1, 3, 4}) {
+		t.Fatalf("roster %v after host 0's change, want [0 1 3 4] (host 2's change went first?)", got)
+	}
+	if nd := r.nodes[2]; !nd.Removed() || nd.ChangeInFlight() {
+		t.Fatalf("host 2 removed=%v in flight=%v: want removed and its queued change dropped", nd.Removed(), nd.ChangeInFlight())
+	}
+	change(t, r, 0, ConfigChange{Op: ChangeAdd, Member: 2}, []uint8{0, 1, 2, 3, 4})
+	spin(r, 60)
+	for u, nd := range r.nodes {
+		if got := nd.Roster(); !slices.Equal(got, []uint8{0, 1, 2, 3, 4}) {
+			t.Fatalf("host %d: roster %v after host 2 came back: it sent its old change", u, got)
+		}
+	}
+}

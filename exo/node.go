@@ -37,9 +37,10 @@ const (
 	EventKeySwitch                         // this host sends under the staged key now (Peer = its phase)
 	EventKeyRetired                        // a key slot was emptied (Peer = its phase)
 	EventSkippedAlive                      // a takeover passed this running host over (Peer = the taker)
+	EventChangeAgain                       // this host's roster change, voided or cut by a view change, is queued again (Seq = where its fate was agreed, Peer = its member)
 )
 
-var eventNames = [...]string{"?", "gap", "divergence", "takeover", "view-change", "installed", "SAFETY", "retransmit", "key-switch", "key-retired", "skipped-alive"}
+var eventNames = [...]string{"?", "gap", "divergence", "takeover", "view-change", "installed", "SAFETY", "retransmit", "key-switch", "key-retired", "skipped-alive", "change-again"}
 
 func (k EventKind) String() string {
 	if int(k) < len(eventNames) {
@@ -242,11 +243,17 @@ type Node struct {
 
 	// Membership (membership.go): stable member id, the configuration along
 	// the log, at the log's base, and a queued change.
-	uid          uint8
-	ms, baseMS   memberState
-	leaving      bool // a change that removes this host took effect in its log
-	notMember    bool // the current roster does not hold this host
-	pendingCfg   *ConfigChange
+	uid        uint8
+	ms, baseMS memberState
+	leaving    bool // a change that removes this host took effect in its log
+	notMember  bool // the current roster does not hold this host
+	pendingCfg *ConfigChange
+	// voided is this host's configuration entry that a view change voided
+	// (its epoch ended before the entry took effect) and the seq of the
+	// entry that voided it: once that seq is agreed the void is final and
+	// the change is proposed again (reproposeConfig).
+	voided       *voidedChange
+	orphanCfgs   int   // configuration entries of this host among orphans: their fate is pending
 	promisedBy   uint8 // member id the promise went to (promisedByOK)
 	promisedByOK bool
 	// The promise held before this host began leading view changes (to
@@ -328,6 +335,7 @@ func RestartNode(cfg Config, hs HardState) (*Node, error) {
 		}
 		nd.pushEntry(hs.Log[i])
 	}
+	nd.voided = nil // a change of the previous run: its operator's wait ended with it
 	nd.delivered = nd.base
 	if nd.ms.hasNext && nd.p.Append >= nd.ms.nextAt && nd.p.Epoch > nd.ms.pendEpoch {
 		nd.ms.switchNow()
@@ -711,6 +719,7 @@ func (nd *Node) pushEntry(e Entry) {
 	if e.Count > 0 {
 		nd.observeKey(&nd.log[len(nd.log)-1])
 	}
+	wasPend, pendSeq, pendChange := nd.ms.pend, nd.ms.pendSeq, nd.ms.pendChange
 	if nd.ms.observe(&nd.log[len(nd.log)-1]) {
 		// The change took effect: this epoch ends here; a view change
 		// installs the next one under the new roster.
@@ -718,6 +727,20 @@ func (nd *Node) pushEntry(e Entry) {
 		nd.haltedTicks = 0
 		_, stays := slices.BinarySearch(nd.ms.next, nd.uid)
 		nd.leaving = !stays
+		if !stays && e.Seq >= nd.delivered {
+			// A change it queued can no longer be proposed here (its
+			// operator is told by the status: removed). (Not when an
+			// install appends agreed entries again.)
+			nd.pendingCfg, nd.voided = nil, nil
+		}
+	} else if wasPend && !nd.ms.pend && pendSeq >= nd.base && e.Seq >= nd.delivered {
+		// The pending change is void (its epoch ended first): if it was
+		// this host's, it is proposed again once the void is agreed. (An
+		// install appends agreed entries again: a void among them was
+		// seen when they were delivered.)
+		if c := &nd.log[pendSeq-nd.base]; int(c.Sender) < len(nd.ms.roster) && nd.ms.roster[c.Sender] == nd.uid {
+			nd.voided = &voidedChange{change: pendChange, at: e.Seq}
+		}
 	}
 	if idlePass(&e) {
 		nd.emptyRun++
@@ -773,12 +796,22 @@ func (nd *Node) deliver() {
 		nd.rd.Agreed = append(nd.rd.Agreed, *e)
 		if len(nd.orphans) > 0 {
 			for _, o := range nd.orphans[e.Seq] {
+				_, isCfg := ParseConfigEntry(&o)
+				if isCfg {
+					nd.orphanCfgs--
+				}
 				if !o.SameID(e) {
 					nd.rd.Dropped = append(nd.rd.Dropped, o)
-					nd.reproposeConfig(&o)
+					if isCfg {
+						nd.reproposeConfig(&o)
+					}
 				}
 			}
 			delete(nd.orphans, e.Seq)
+		}
+		if v := nd.voided; v != nil && v.at == e.Seq {
+			nd.voided = nil
+			nd.reproposeChange(v.change, e)
 		}
 		nd.delivered++
 	}
@@ -1049,6 +1082,13 @@ func (nd *Node) send() {
 	var count uint16
 	size := 0
 	if nd.pendingCfg != nil && !nd.ms.pend && !nd.ms.hasNext {
+		if _, ok := nd.pendingCfg.Apply(nd.ms.roster); !ok {
+			// A change that waited behind another one and no longer
+			// applies (ChangeInFlight: dropped).
+			nd.pendingCfg = nil
+		}
+	}
+	if nd.pendingCfg != nil && !nd.ms.pend && !nd.ms.hasNext {
 		// A configuration entry goes alone in its frame.
 		payload, _ = AppendRecord(nil, nd.pendingCfg.Record())
 		count = 1
@@ -1223,6 +1263,10 @@ func (nd *Node) Clone() *Node {
 	c.pendHead = 0
 	c.held = maps.Clone(nd.held)
 	c.orphans = maps.Clone(nd.orphans)
+	if nd.voided != nil {
+		v := *nd.voided
+		c.voided = &v
+	}
 	if nd.catchup != nil {
 		cu := *nd.catchup
 		cu.entries = slices.Clone(cu.entries)

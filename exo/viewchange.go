@@ -416,7 +416,14 @@ func (nd *Node) adopt(epoch uint32, start uint64, entries []Entry, agreed uint64
 				nd.orphans = make(map[uint64][]Entry)
 			}
 			nd.orphans[s] = append(nd.orphans[s], *e)
+			if _, ok := ParseConfigEntry(e); ok {
+				nd.orphanCfgs++
+			}
 		}
+	}
+	// A void seen in the part cut off is seen again, or not, in the new log.
+	if nd.voided != nil && nd.voided.at >= start {
+		nd.voided = nil
 	}
 	// Cut the log back to start. The history there is the one the entry at
 	// start carries (positions below start are common to both logs).

@@ -202,8 +202,15 @@ func waitRoster(ctx context.Context, c *client.Client, op, id uint8) (rosterStat
 		switch {
 		case op == client.RosterRemove && int(id) == st.ID && st.Removed:
 			return st, nil // this daemon removed itself
+		case st.Removed:
+			return st, fmt.Errorf("this daemon (member %d) was removed from the roster by another change before this one took effect (roster %v from seq %d); it was dropped: propose it again at a member's daemon", st.ID, st.Roster, st.RosterFrom)
 		case !st.ChangeInFlight && (op == client.RosterAdd) == in:
 			return st, nil
+		case !st.ChangeInFlight:
+			// The daemon proposes a change again when a view change
+			// drops it; it gives up only when another change came first
+			// and made it moot, or no longer applies.
+			return st, fmt.Errorf("dropped: another change took effect first (roster %v from seq %d); check the roster and propose again if still wanted", st.Roster, st.RosterFrom)
 		}
 		select {
 		case <-ctx.Done():

@@ -165,6 +165,12 @@ type host struct {
 	drv    *token.Driver
 	readAt int64
 	keepFP bool // the last crash was the daemon's alone: fp outlived it
+	// asked is the roster change an operator proposed at this host and
+	// waits for, as `exo roster` does, until the host's status shows it in
+	// effect (nil: none); askedAt is the tick it was proposed.
+	asked     *exo.ConfigChange
+	askedAt   int
+	askedFrom uint64 // the seq its roster applied from when it was asked
 }
 
 // Sim is one simulated rack.
@@ -487,6 +493,7 @@ func (s *Sim) Run() error {
 		s.faults()
 		s.clients()
 		s.step()
+		s.operators()
 	}
 	s.beginQuiet()
 	for end := s.tick + s.opt.Quiet; s.tick < end; s.tick++ {
@@ -494,6 +501,7 @@ func (s *Sim) Run() error {
 			s.keys(true) // hosts still in the last grace window stage later
 		}
 		s.step()
+		s.operators()
 		if s.settled() {
 			break
 		}
@@ -512,6 +520,12 @@ func (s *Sim) Run() error {
 		s.chk.QuietTicks = s.tick - s.opt.Ticks
 	} else {
 		s.chk.Final(s.members(), s.tick-s.opt.Ticks, s.opt.Quiet)
+		for i, h := range s.hosts {
+			if h.asked != nil {
+				s.chk.violation("host %d: the roster change %s proposed at tick %d stayed in flight (roster %v, change in flight %v): the operator's `exo roster` waits for ever",
+					i, *h.asked, h.askedAt, h.node.Roster(), h.node.ChangeInFlight())
+			}
+		}
 		if s.opt.KeyRotations > 0 && !s.keysDone() {
 			for i, h := range s.hosts {
 				ks := h.node.KeyStatus()
@@ -924,6 +938,7 @@ func (s *Sim) heal() {
 func (s *Sim) crash(i int) {
 	h := s.hosts[i]
 	h.up = false
+	h.asked = nil // the operator's command fails: the daemon is gone
 	h.downFor = 5 + s.rng.IntN(60)
 	s.Stats.Crashes++
 	s.chk.Crashed(i, h.node)
@@ -1024,8 +1039,8 @@ func (s *Sim) collect(h *host) {
 func (s *Sim) rosterChange() {
 	i := s.rng.IntN(len(s.hosts))
 	h := s.hosts[i]
-	if !h.up || h.node.Removed() || h.node.Amnesiac() {
-		return
+	if !h.up || h.node.Removed() || h.node.Amnesiac() || h.asked != nil {
+		return // (the operator waits for the change asked here before the next)
 	}
 	roster := h.node.Roster()
 	var c exo.ConfigChange
@@ -1064,7 +1079,33 @@ func (s *Sim) rosterChange() {
 	if err := h.node.ProposeConfig(c); err != nil {
 		return
 	}
+	h.asked, h.askedAt, h.askedFrom = &c, s.tick, h.node.ConfigSwitch()
 	s.tracef("host %d proposes %s (roster %v)", i, c, roster)
+}
+
+// operators polls, as `exo roster` does after it proposed a change, each
+// host where a change was asked, until the host has no change in flight:
+// the change is then in effect in its roster, or it was dropped. A drop
+// is a violation unless the roster changed since it was asked (another
+// change came first or made it moot) or this host was removed: a view
+// change that cut or voided it must have proposed it again. A crash of the
+// host ends the wait (the command fails: daemon gone).
+func (s *Sim) operators() {
+	for i, h := range s.hosts {
+		if h.asked == nil || !h.up {
+			continue
+		}
+		nd := h.node
+		if !nd.Removed() && nd.ChangeInFlight() {
+			continue
+		}
+		roster := nd.Roster()
+		_, in := slices.BinarySearch(roster, h.asked.Member)
+		if !nd.Removed() && (h.asked.Op == exo.ChangeAdd) != in && nd.ConfigSwitch() == h.askedFrom {
+			s.chk.violation("host %d: the roster change %s proposed at tick %d was dropped while the roster stayed %v from seq %d", i, *h.asked, h.askedAt, roster, h.askedFrom)
+		}
+		h.asked = nil
+	}
 }
 
 // clients publish payloads that carry a unique id.
@@ -1125,6 +1166,11 @@ func (s *Sim) beginQuiet() {
 // settled reports whether every host is in one epoch, halted nowhere, and
 // has delivered everything published that was not dropped.
 func (s *Sim) settled() bool {
+	for _, h := range s.hosts {
+		if h.asked != nil {
+			return false
+		}
+	}
 	if s.opt.KeyRotations > 0 {
 		if !s.keysDone() {
 			return false

@@ -358,3 +358,34 @@ func TestTokenSeeds(t *testing.T) {
 		}
 	}
 }
+
+// TestRosterChangeFateSeeds replays seeds in which an operator's roster
+// change never took effect nor ended (Sim.operators: the wait of
+// `exo roster`), found after TestRackTokenFaults' `exo roster replace`
+// waited 60 s on a rack churning view changes: the change was voided and
+// nothing proposed it again.
+func TestRosterChangeFateSeeds(t *testing.T) {
+	for _, c := range []struct {
+		hosts int
+		seed  uint64
+		token bool
+		why   string
+	}{
+		{5, 1, false, "a view change voided the change (its epoch ended first) and nothing proposed it again"},
+		{5, 67, false, "the change, cut by a view change, was not proposed again because another host's change was in flight"},
+		{5, 285, false, "an install appended agreed entries again: the void among them was recorded after its delivery and the change stayed in flight for ever"},
+		{3, 904, false, "an install replayed an old removal of this host: its queued change was dropped"},
+		{5, 23, false, "this host was removed by another change: its queued change stayed in flight for ever"},
+		{5, 21, true, "with the fast path: the change was cut while another was in flight, and dropped"},
+	} {
+		o := DefaultOptions(c.hosts, c.seed)
+		o.RosterChanges, o.Token = 0.02, c.token
+		s, err := New(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Run(); err != nil {
+			t.Errorf("hosts=%d seed=%d token=%v (%s): %v", c.hosts, c.seed, c.token, c.why, err)
+		}
+	}
+}
