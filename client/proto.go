@@ -58,6 +58,11 @@ const (
 	CodeTooSlow        uint16 = 7 // the subscriber fell behind; resubscribe from the last seq
 	CodeChangeInFlight uint16 = 8 // a membership change is in flight: wait until it took effect
 	CodeBadChange      uint16 = 9 // the change does not apply (see the text)
+	// CodeUnknownFate: the host fell behind every member's retained log
+	// and lost its unagreed state (it rejoins by state transfer): the
+	// message may or may not be agreed; look for it in the stream before
+	// publishing it again.
+	CodeUnknownFate uint16 = 10
 )
 
 // MaxFrame bounds one API frame (a 64 MiB message plus headers).
@@ -87,6 +92,7 @@ var (
 	ErrTooSlow        = &APIError{Code: CodeTooSlow, Text: "subscriber too slow"}
 	ErrChangeInFlight = &APIError{Code: CodeChangeInFlight, Text: "membership change in flight"}
 	ErrBadChange      = &APIError{Code: CodeBadChange, Text: "invalid membership change"}
+	ErrUnknownFate    = &APIError{Code: CodeUnknownFate, Text: "fate unknown"}
 )
 
 // WriteFrame writes one API frame.

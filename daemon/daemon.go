@@ -766,6 +766,23 @@ func (d *Daemon) ready() error {
 			d.metrics.falseTakeovers.Inc()
 			d.log.Warn("a takeover passed this running host over (a false takeover: the token timeout in force was too short for a hop, or this host stalled)",
 				"by", e.Peer, "seq", e.Seq, "timeout_ticks", d.node.Detector().Timeout)
+		case exo.EventPastFloor:
+			d.metrics.pastFloor.Inc()
+			d.log.Warn("fell behind every member's retained log (keep_entries): this host becomes amnesiac and rejoins by state transfer; the fate of its unagreed messages is unknown",
+				"agreed", e.Seq, "told_by", e.Peer)
+			for id, w := range d.waiters {
+				delete(d.waiters, id)
+				w(client.Ack{Err: &client.APIError{Code: client.CodeUnknownFate,
+					Text: "this host fell behind the rack's retained log and lost its unagreed state: the message may or may not be agreed; look for it in the stream before publishing again"}})
+			}
+		case exo.EventFloorJump:
+			d.metrics.floorJumps.Inc()
+			d.log.Warn("state transfer starts at a member's log base, past this host's log: the entries between are not delivered here",
+				"from_seq", e.Seq, "member", e.Peer)
+			// The delivered stream starts again there, in the roster there;
+			// fragments of messages that straddle the jump are lost.
+			d.tracker = exo.NewRosterTracker(nd.BaseRoster(), d.cfg.Hosts)
+			clear(d.reasm)
 		case exo.EventChangeAgain:
 			d.log.Info("roster change proposed again: a view change dropped it before it took effect", "member", e.Peer, "at_seq", e.Seq)
 		case exo.EventSafety:
@@ -1020,6 +1037,10 @@ type RecoveryStatus struct {
 	FetchTicks    int    `json:"fetch_ticks,omitempty"`
 	GatherEpoch   uint32 `json:"gather_epoch,omitempty"`
 	Gathered      int    `json:"gathered_entries,omitempty"`
+	// StateTransfer: this host, amnesiac (--join, a wiped disk, or fallen
+	// behind every member's retained log), fetches the rack's agreed log
+	// before it rejoins (docs/recovery.md).
+	StateTransfer bool `json:"state_transfer,omitempty"`
 	// ViewChange is the view change this host leads, if any.
 	ViewChange *ViewChangeStatus `json:"view_change,omitempty"`
 }
@@ -1037,7 +1058,7 @@ type ViewChangeStatus struct {
 
 func recoveryStatus(r exo.Recovery, p exo.Pointers) RecoveryStatus {
 	s := RecoveryStatus{RackEpoch: r.RackEpoch, RackSeq: r.RackSeq, Fetching: r.Fetching,
-		GatherEpoch: r.GatherEpoch, Gathered: r.Gathered}
+		GatherEpoch: r.GatherEpoch, Gathered: r.Gathered, StateTransfer: r.Transferring}
 	s.BehindEntries, s.BehindEpoch = r.Behind(p)
 	if r.Fetching {
 		s.FetchPeer, s.FetchTicks = int(r.FetchPeer), r.FetchTicks

@@ -31,6 +31,7 @@ type metrics struct {
 	published, delivered, queueFull prometheus.Counter
 	viewChanges, takeovers          prometheus.Counter
 	falseTakeovers                  prometheus.Counter
+	pastFloor, floorJumps           prometheus.Counter
 	viewChangeCauses                *prometheus.CounterVec
 	viewChangeTime, epochFirstFrame prometheus.Histogram
 	tokenTimeout                    prometheus.Gauge
@@ -76,6 +77,8 @@ func newMetrics() *metrics {
 		queueFull:      c("queue_full_total", "Publishes refused because the queue was full."),
 		viewChanges:    c("view_changes_total", "View changes started by this host."),
 		takeovers:      c("token_takeovers_total", "Token takeovers by this host."),
+		pastFloor:      c("past_floor_total", "Times this host fell behind every member's retained log (keep_entries) and became amnesiac, to rejoin by state transfer."),
+		floorJumps:     c("floor_jumps_total", "State transfers that started at a member's log base past this host's log: the entries between were not delivered here."),
 		viewChangeCauses: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "view_change_causes_total",
 			Help: "View changes started by this host, by cause (exo.Cause: divergence, retry, promise-timeout, ...; docs/recovery.md)."}, []string{"cause"}),
 		falseTakeovers: c("false_takeovers_total", "Takeovers that passed this host over while it was running (false takeovers, seen by their victim; with no fault in force every one is false)."),
@@ -105,7 +108,7 @@ func newMetrics() *metrics {
 	}
 	m.reg.MustRegister(m.info, m.appendPtr, m.agreedPtr, m.epoch, m.queueDepth, m.halted, m.framesIn, m.framesOut,
 		m.oobOut, m.fetchedEntries, m.fetchedBytes, m.readErrors, m.writeErrors, m.foreignMAC, m.badFragments, m.published, m.delivered, m.queueFull,
-		m.viewChanges, m.viewChangeCauses, m.viewChangeTime, m.epochFirstFrame, m.takeovers, m.falseTakeovers, m.tokenTimeout, m.rejects, m.tokenHold, m.offloadDrops, m.offloadPushes,
+		m.viewChanges, m.viewChangeCauses, m.viewChangeTime, m.pastFloor, m.floorJumps, m.epochFirstFrame, m.takeovers, m.falseTakeovers, m.tokenTimeout, m.rejects, m.tokenHold, m.offloadDrops, m.offloadPushes,
 		m.keyPhase, m.keyEvents, m.safetyEvents, m.behindEntries, m.behindEpoch, m.ticks, m.wakeups, m.tokenWait, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	for r := exo.Reason(1); r < exo.NumReasons; r++ {
 		m.rejects.WithLabelValues(r.String())
@@ -173,6 +176,8 @@ func (m *metrics) counters() map[string]uint64 {
 	read("view_changes", m.viewChanges)
 	read("view_change_causes", m.viewChangeCauses)
 	read("takeovers", m.takeovers)
+	read("past_floor", m.pastFloor)
+	read("floor_jumps", m.floorJumps)
 	read("rejects", m.rejects)
 	read("key_events", m.keyEvents)
 	read("safety_events", m.safetyEvents)

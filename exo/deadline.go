@@ -33,6 +33,12 @@ func (nd *Node) NextTick() int {
 			at(nd.cfg.RetransmitTicks - nd.haltedTicks%nd.cfg.RetransmitTicks)
 		}
 		switch {
+		case nd.vc == nil && nd.amnesiac && nd.transfer.on:
+			if nd.fetching {
+				at(nd.fetchRTO() - nd.fetchTicks)
+			} else {
+				at(1)
+			}
 		case nd.notMember && nd.vc == nil:
 		case nd.vc != nil:
 			at(nd.vcTimeout() - nd.vc.ticks)

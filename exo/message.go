@@ -63,12 +63,17 @@ type Message struct {
 	Agreed   uint64 // Promise/FetchResp/Install/Nack: agreement pointer known
 	Skipped  []uint8
 	Roster   []uint8 // Promise/FetchResp: the sender's roster (member ids); Install: the roster Skipped refers to
-	Amnesiac bool
+	Amnesiac bool    // Prepare/Promise: the sender lost its state; Fetch: a state transfer (agreed entries only)
 	// Fenced (Promise): the responder's log may lack frames its fast path
 	// sent in its log's epoch (docs/token.md section 5): it is known only
 	// up to its end.
-	Fenced  bool
-	Entries []Entry
+	Fenced bool
+	// StartRoster (FetchResp): the roster at Start when the responder's
+	// log was compacted past the position asked (Start is its log base): a
+	// requester cannot go on from its log and starts there by state
+	// transfer (transfer.go).
+	StartRoster []uint8
+	Entries     []Entry
 }
 
 func (m Message) String() string {

@@ -38,9 +38,11 @@ const (
 	EventKeyRetired                        // a key slot was emptied (Peer = its phase)
 	EventSkippedAlive                      // a takeover passed this running host over (Peer = the taker)
 	EventChangeAgain                       // this host's roster change, voided or cut by a view change, is queued again (Seq = where its fate was agreed, Peer = its member)
+	EventPastFloor                         // every member's log was compacted past this host's agreement pointer (Seq): it becomes amnesiac and rejoins by state transfer
+	EventFloorJump                         // a state transfer starts at a member's log base (Seq) past this host's log: the entries between are lost to it (Peer = the member)
 )
 
-var eventNames = [...]string{"?", "gap", "divergence", "takeover", "view-change", "installed", "SAFETY", "retransmit", "key-switch", "key-retired", "skipped-alive", "change-again"}
+var eventNames = [...]string{"?", "gap", "divergence", "takeover", "view-change", "installed", "SAFETY", "retransmit", "key-switch", "key-retired", "skipped-alive", "change-again", "past-floor", "floor-jump"}
 
 func (k EventKind) String() string {
 	if int(k) < len(eventNames) {
@@ -181,12 +183,18 @@ type Node struct {
 	id   uint8
 	keys keyState // the frame-tag key slots and the rotation in flight (keys.go)
 
-	p        Pointers // fast-path state; p.Epoch is the log's epoch
-	promised uint32   // highest epoch promised in a view change (>= p.Epoch)
-	amnesiac bool     // restarted without state: may not send or witness
-	log      []Entry  // entries base, base+1, ...
-	base     uint64   // seq of log[0]: entries below it were compacted away
-	arena    arena
+	p        Pointers      // fast-path state; p.Epoch is the log's epoch
+	promised uint32        // highest epoch promised in a view change (>= p.Epoch)
+	amnesiac bool          // restarted without state: may not send or witness
+	transfer transferState // an amnesiac host fetching the agreed log (transfer.go)
+	// floorFrom lists the members that answered a fetch with a log
+	// compacted past this host's agreement pointer, while that pointer
+	// stood at floorAt (transfer.go, pastFloor).
+	floorFrom []uint8
+	floorAt   uint64
+	log       []Entry // entries base, base+1, ...
+	base      uint64  // seq of log[0]: entries below it were compacted away
+	arena     arena
 
 	delivered uint64
 	skipped   [MaxHosts]bool
@@ -293,6 +301,7 @@ func NewAmnesiacNode(cfg Config) (*Node, error) {
 	}
 	nd.amnesiac = true
 	nd.p.Halted = true
+	nd.transfer.on = true
 	return nd, nil
 }
 
@@ -301,7 +310,11 @@ func NewAmnesiacNode(cfg Config) (*Node, error) {
 // application's state is assumed lost with the process).
 func RestartNode(cfg Config, hs HardState) (*Node, error) {
 	if hs.Amnesiac {
-		return NewAmnesiacNode(cfg)
+		nd, err := NewAmnesiacNode(cfg)
+		if err == nil {
+			nd.restoreTransfer(hs) // a state transfer under way goes on
+		}
+		return nd, err
 	}
 	nd, err := NewNode(cfg)
 	if err != nil {
@@ -309,6 +322,9 @@ func RestartNode(cfg Config, hs HardState) (*Node, error) {
 	}
 	if hs.Roster != nil {
 		nd.ms = memberState{roster: slices.Clone(hs.Roster)}
+		if len(hs.Log) > 0 {
+			nd.ms.from = hs.Log[0].Seq // in effect there, at least
+		}
 		nd.baseMS = nd.ms
 		nd.applyRoster(true)
 	}
@@ -424,7 +440,18 @@ func (nd *Node) Compact(upTo uint64) {
 	if upTo <= nd.base {
 		return
 	}
-	nd.baseMS = nd.memberAt(upTo)
+	m := nd.memberAt(upTo)
+	if m.pend || m.hasNext {
+		// Not inside a configuration change: the log's base is where a
+		// roster alone says the configuration (a restart, HardState.Roster,
+		// and a state transfer, Message.StartRoster, carry no more).
+		upTo = m.pendSeq
+		if upTo <= nd.base {
+			return
+		}
+		m = nd.memberAt(upTo)
+	}
+	nd.baseMS = m
 	k := upTo - nd.base
 	if k*2 >= uint64(len(nd.log)) {
 		// Release the old array, into one with room for as many entries

@@ -26,6 +26,9 @@ type Recovery struct {
 	Gathered    int
 	// ViewChange is the view change this host leads, nil if none.
 	ViewChange *ViewChangeStatus
+	// Transferring is set while this host, amnesiac, fetches the rack's
+	// agreed log before it rejoins (state transfer, transfer.go).
+	Transferring bool
 }
 
 // ViewChangeStatus is a view change in progress at its initiator.
@@ -61,7 +64,7 @@ func (r Recovery) Behind(p Pointers) (entries uint64, laterEpoch bool) {
 // Recovery returns what this host does to get back in step with the rack.
 func (nd *Node) Recovery() Recovery {
 	r := Recovery{RackEpoch: nd.rackEpoch, RackSeq: nd.rackSeq,
-		Fetching: nd.fetching, FetchPeer: nd.fetchPeer, FetchTicks: nd.fetchTicks}
+		Fetching: nd.fetching, FetchPeer: nd.fetchPeer, FetchTicks: nd.fetchTicks, Transferring: nd.transfer.on}
 	if c := nd.catchup; c != nil {
 		r.GatherEpoch, r.Gathered = c.epoch, len(c.entries)
 	}

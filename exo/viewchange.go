@@ -61,10 +61,7 @@ func (nd *Node) startViewChange(cause Cause) {
 	nd.maxEpochSeen = max(nd.maxEpochSeen, e)
 	nd.p.Halted = true
 	nd.haltedTicks = 0
-	lo := nd.p.Agreed
-	if nd.amnesiac {
-		lo = 0
-	}
+	lo := nd.p.Agreed // an amnesiac host: the end of its state transfer (transfer.go)
 	nd.vc = &viewChange{epoch: e, lo: lo, promises: make(map[uint8]Message)}
 	nd.vc.promises[nd.uid] = nd.promise(e, lo)
 	nd.rd.Events = append(nd.rd.Events, Event{Kind: EventViewChange, Epoch: e, Seq: nd.p.Append, Peer: nd.id, Cause: cause})
@@ -133,7 +130,7 @@ func (nd *Node) promise(e uint32, lo uint64) Message {
 	m := Message{Type: MsgPromise, From: nd.uid, Epoch: e, LogEpoch: nd.p.Epoch,
 		Agreed: nd.p.Agreed, Start: start, Amnesiac: nd.amnesiac, Fenced: nd.fenced, Skipped: nd.skippedList(), Roster: nd.ms.roster}
 	if nd.amnesiac {
-		m.Start, m.Agreed, m.LogEpoch = 0, 0, 0
+		m.Agreed, m.LogEpoch = 0, 0 // no witness: only agreed entries (a transfer), no epoch
 	} else {
 		m.Entries = slices.Clone(nd.log[start-nd.base:])
 	}
@@ -161,6 +158,9 @@ func (nd *Node) tickHalted() {
 		last := &nd.log[len(nd.log)-1]
 		nd.rd.Frames = append(nd.rd.Frames, nd.frameOf(last))
 		nd.event(EventRetransmit, last.Epoch, last.Seq, nd.id)
+	}
+	if nd.amnesiac && nd.vc == nil && nd.tickTransfer() {
+		return // the agreed log first (transfer.go)
 	}
 	if nd.notMember && nd.vc == nil {
 		return // out of the roster: it answers, it does not lead
@@ -196,10 +196,20 @@ func (nd *Node) Step(m Message) {
 		if m.Epoch == nd.p.Epoch && m.Hi > start && m.Hi < end {
 			end = m.Hi
 		}
+		if m.Amnesiac {
+			end = max(start, min(end, nd.p.Agreed)) // a state transfer takes agreed entries only
+		}
 		end = nd.fetchEnd(start, end)
-		nd.rd.Messages = append(nd.rd.Messages, Message{Type: MsgFetchResp, From: nd.uid, To: m.From,
+		resp := Message{Type: MsgFetchResp, From: nd.uid, To: m.From,
 			LogEpoch: nd.p.Epoch, Agreed: nd.p.Agreed, Start: start, Hi: nd.p.Append, Skipped: nd.skippedList(), Roster: nd.ms.roster,
-			Entries: slices.Clone(nd.log[start-nd.base : end-nd.base])})
+			Entries: slices.Clone(nd.log[start-nd.base : end-nd.base])}
+		if start == nd.base && start > m.Lo {
+			// Compacted past what was asked: the requester cannot go on
+			// entry by entry; with the roster here it can start here
+			// (state transfer, transfer.go).
+			resp.StartRoster = nd.baseMS.roster
+		}
+		nd.rd.Messages = append(nd.rd.Messages, resp)
 	case MsgFetchResp:
 		nd.stepFetchResp(m)
 	case MsgPrepare:
@@ -238,6 +248,18 @@ func (nd *Node) Step(m Message) {
 		p.To = m.From
 		nd.rd.Messages = append(nd.rd.Messages, p)
 	case MsgPromise:
+		if nd.vc != nil && m.Epoch == nd.vc.epoch && nd.amnesiac && !m.Amnesiac && m.Start > nd.vc.lo {
+			// The witness's log was compacted past this amnesiac host's:
+			// its view change cannot resolve from here. Back to the state
+			// transfer (from that witness first).
+			nd.vc = nil
+			nd.haltedTicks = 0
+			if pos, ok := nd.posOf(m.From); ok {
+				nd.transfer = transferState{on: true, next: int(pos)}
+				nd.transferFetch()
+			}
+			return
+		}
 		if nd.vc != nil && m.Epoch == nd.vc.epoch {
 			nd.vc.promises[m.From] = m
 			nd.tryResolve()
@@ -322,6 +344,11 @@ func (nd *Node) Step(m Message) {
 
 func (nd *Node) stepFetchResp(m Message) {
 	if nd.amnesiac {
+		nd.stepTransfer(&m)
+		return
+	}
+	if m.StartRoster != nil && m.Start > nd.p.Agreed {
+		nd.pastFloor(&m)
 		return
 	}
 	nd.answered(&m)

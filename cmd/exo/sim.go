@@ -32,6 +32,7 @@ type simOptions struct {
 	Partitions bool
 	Crashes    bool
 	Amnesia    float64
+	Keep       int
 	Forge      float64
 	Roster     float64
 	Keys       float64
@@ -71,6 +72,9 @@ type simReport struct {
 	Proposed       uint64          `json:"proposed"`
 	AgreedEntries  uint64          `json:"agreed_entries_delivered"`
 	Dropped        uint64          `json:"dropped_reported"`
+	Compactions    uint64          `json:"compactions,omitempty"`
+	PastFloor      uint64          `json:"past_floor,omitempty"`
+	FloorJumps     uint64          `json:"floor_jumps,omitempty"`
 	Forged         uint64          `json:"forged_copies"`
 	RosterSwitches uint64          `json:"roster_switches"`
 	KeyRotations   uint64          `json:"key_rotations"`
@@ -155,6 +159,7 @@ is agreed once) and liveness (after the faults stop the rack converges within
 	f.BoolVar(&o.Partitions, "partitions", true, "partition and heal the rack at random")
 	f.BoolVar(&o.Crashes, "crashes", true, "crash and restart hosts at random")
 	f.Float64Var(&o.Amnesia, "amnesia", 0, "probability that a restart also loses the durable state")
+	f.IntVar(&o.Keep, "keep-entries", 0, "compact every host's log as the daemon's keep_entries does (0: never): a host that lost its state rejoins by state transfer")
 	f.Float64Var(&o.Forge, "forge", 0, "probability per frame that an attacker without the key also delivers a forged copy (changed tag, or changed fields under the old tag); every copy must be BAD_TAG")
 	f.Float64Var(&o.Keys, "key-rotations", 0, "per-tick probability that the operator starts a key rotation (when none runs): hosts stage the next key at random ticks; every run must end with every member sending under the newest key")
 	f.Float64Var(&o.Roster, "roster-changes", 0, "per-tick probability that a member proposes a membership change (remove a host, add one back, add a spare host); the checker checks the switch points and that consecutive rosters differ by one host")
@@ -187,6 +192,8 @@ func (o *simOptions) validate() error {
 		return fmt.Errorf("--drop and --dup must be in [0,1), --amnesia, --forge and --propose in [0,1]")
 	case o.Delay < 0:
 		return fmt.Errorf("--delay: %d must not be negative", o.Delay)
+	case o.Keep < 0:
+		return fmt.Errorf("--keep-entries: %d must not be negative (0: never compact)", o.Keep)
 	case o.Workers < 1:
 		return fmt.Errorf("--workers: %d must be at least 1", o.Workers)
 	case o.TimeoutMin < 0 || o.TimeoutMin > exo.DefaultTokenTimeout:
@@ -211,6 +218,7 @@ func (o *simOptions) options(hosts int, seed uint64) sim.Options {
 	s.Drop, s.Dup, s.MaxDelay = o.Drop, o.Dup, o.Delay
 	s.Partitions, s.Crashes, s.Amnesia, s.ProposeP = o.Partitions, o.Crashes, o.Amnesia, o.Propose
 	s.Forge = o.Forge
+	s.KeepEntries = o.Keep
 	s.RosterChanges = o.Roster
 	s.KeyRotations = o.Keys
 	s.Config.MaxFetchEntries = o.FetchBatch
@@ -238,6 +246,7 @@ func (o *simOptions) replay(hosts int, seed uint64) string {
 	add(o.Faults && !o.Partitions, "--partitions=false")
 	add(o.Faults && !o.Crashes, "--crashes=false")
 	add(o.Amnesia != 0, fmt.Sprintf("--amnesia %g", o.Amnesia))
+	add(o.Keep != 0, fmt.Sprintf("--keep-entries %d", o.Keep))
 	add(o.Forge != 0, fmt.Sprintf("--forge %g", o.Forge))
 	add(o.Roster != 0, fmt.Sprintf("--roster-changes %g", o.Roster))
 	add(o.Keys != 0, fmt.Sprintf("--key-rotations %g", o.Keys))
@@ -291,6 +300,9 @@ func runSim(ctx context.Context, o *simOptions) error {
 		}
 		if o.Roster > 0 {
 			fmt.Fprintf(o.Out, " roster-switches=%d (switch points and one-host steps: checked)", rep.RosterSwitches)
+		}
+		if o.Keep > 0 {
+			fmt.Fprintf(o.Out, " compactions=%d past-floor=%d floor-jumps=%d (each to a compacted position: checked)", rep.Compactions, rep.PastFloor, rep.FloorJumps)
 		}
 		fmt.Fprintln(o.Out)
 		if t := rep.Token; t != nil {
@@ -391,6 +403,9 @@ feed:
 		rep.Takeovers += st.Takeovers
 		rep.Crashes += st.Crashes
 		rep.Partitions += st.Partitions
+		rep.Compactions += st.Compactions
+		rep.PastFloor += st.PastFloor
+		rep.FloorJumps += st.FloorJumps
 		if st.StalledAmbiguous {
 			rep.StalledAmbig++
 		}

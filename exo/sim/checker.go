@@ -105,6 +105,10 @@ func (c *Checker) Proposed(host, inc int, id uint64) {
 }
 
 // Agreed records an entry delivered by a host incarnation.
+// Begin sets where the delivered stream of a host's incarnation starts (a
+// restart delivers its log from its base; 0 unless compacted).
+func (c *Checker) Begin(host, inc int, from uint64) { c.streams[[2]int{host, inc}] = from }
+
 func (c *Checker) Agreed(host, inc int, e exo.Entry) {
 	k := [2]int{host, inc}
 	if next := c.streams[k]; e.Seq != next {

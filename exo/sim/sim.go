@@ -46,8 +46,14 @@ type Options struct {
 	// checked, but liveness cannot be promised: a view change that would
 	// need the lost knowledge waits (see docs/protocol.md), and such a stall
 	// is counted in Stats.Stalled instead of being a violation.
-	Amnesia  float64
-	ProposeP float64 // per-tick probability that a client publishes at a host
+	Amnesia float64
+	// KeepEntries, when positive, compacts each host's log (memory and
+	// disk) as the daemon's keep_entries does: once the agreement pointer
+	// is 2*KeepEntries past the log's base, to KeepEntries behind it. A
+	// host that lost its state then rejoins by state transfer from a
+	// compacted log (transfer.go).
+	KeepEntries int
+	ProposeP    float64 // per-tick probability that a client publishes at a host
 	// Forge is the per-frame probability that an attacker on the segment
 	// also delivers a forged copy of a frame: its tag changed, or a field,
 	// the history or the payload changed with the tag kept. Every forged
@@ -227,6 +233,9 @@ type Stats struct {
 	// over liveness; docs/token.md section 5).
 	Token          token.Stats
 	FencedRestarts uint64
+	Compactions    uint64 // log compactions (Options.KeepEntries)
+	PastFloor      uint64 // hosts that fell behind every member's log and became amnesiac
+	FloorJumps     uint64 // state transfers that started past the host's log
 	StalledFenced  bool
 	// Recovered counts the restarts that took a surviving fast path over
 	// (Driver.Recover); Unfenced those of them that lifted the fence.
@@ -509,6 +518,17 @@ func (s *Sim) Run() error {
 	for _, h := range s.hosts {
 		s.collect(h)
 	}
+	members := s.members()
+	for i, h := range s.hosts {
+		// Every host is up and reachable in the quiet phase, and members
+		// answer fetches while halted: a member's state transfer always
+		// ends (in its view change, which may then wait on a fork). (A
+		// host the rack removed may not know it yet, and one its log removed
+		// follows the log: neither leads a view change.)
+		if h.up && h.node.Transferring() && !h.node.Removed() && slices.Contains(members, h.node) {
+			s.chk.violation("host %d: still in its state transfer at the end of the quiet phase (log %d..%d)", i, h.node.LogBase(), h.node.Pointers().Append)
+		}
+	}
 	if s.fenced && !s.amnesiac && !s.settled() {
 		s.Stats.StalledFenced = true
 		s.chk.QuietTicks = s.tick - s.opt.Ticks
@@ -781,6 +801,22 @@ func (s *Sim) ready(i int) {
 			s.Stats.Takeovers++
 		case exo.EventSafety:
 			s.chk.violation("host %d: safety event at seq %d (epoch %d)", i, e.Seq, e.Epoch)
+		case exo.EventFloorJump:
+			// Its delivered stream resumes at a member's log base: only
+			// where retention really removed what lay between.
+			if top := s.maxBase(); e.Seq > top || s.opt.KeepEntries == 0 {
+				s.chk.violation("host %d: a state transfer jumped to seq %d, but no host's log starts past %d", i, e.Seq, top)
+			}
+			s.chk.Begin(i, h.inc, e.Seq)
+			s.Stats.FloorJumps++
+			h.switch_ = nd.ConfigSwitch() // the roster at the base: no switch this host saw
+		case exo.EventPastFloor:
+			// It became amnesiac: as after a crash, its publishers learn
+			// nothing more of what they published there.
+			s.Stats.PastFloor++
+			s.chk.Crashed(i, nd)
+			s.amnesiac = true
+			h.asked = nil // its operator's command fails: the host lost its state
 		case exo.EventKeySwitch:
 			h.keyIdx++
 			h.staged = false
@@ -802,7 +838,11 @@ func (s *Sim) ready(i int) {
 	// kept by applying Truncate and Appended, as a real durable log does.
 	log := h.durable.Log
 	if rd.HasTruncate {
-		log = log[:min(uint64(len(log)), rd.Truncate)]
+		keep := 0
+		for keep < len(log) && log[keep].Seq < rd.Truncate {
+			keep++
+		}
+		log = log[:keep]
 	}
 	log = append(log, rd.Appended...)
 	h.durable = nd.HardStateMeta()
@@ -849,6 +889,28 @@ func (s *Sim) ready(i int) {
 		s.Stats.Dropped++
 	}
 	nd.Advance()
+	if k := uint64(s.opt.KeepEntries); k > 0 && nd.Pointers().Agreed > nd.LogBase()+2*k {
+		// As the daemon compacts: memory, then the disk from the new
+		// base (its meta names the roster there).
+		nd.Compact(nd.Pointers().Agreed - k)
+		cut := 0
+		for cut < len(h.durable.Log) && h.durable.Log[cut].Seq < nd.LogBase() {
+			cut++
+		}
+		log := h.durable.Log[cut:]
+		h.durable = nd.HardStateMeta()
+		h.durable.Log = log
+		s.Stats.Compactions++
+	}
+}
+
+// maxBase returns the highest log base of the rack's hosts.
+func (s *Sim) maxBase() uint64 {
+	var top uint64
+	for _, h := range s.hosts {
+		top = max(top, h.node.LogBase())
+	}
+	return top
 }
 
 // faults injects partitions, heals, crashes and restarts at random.
@@ -973,6 +1035,12 @@ func (s *Sim) restart(i int) {
 	if s.rng.Float64() >= s.opt.Amnesia {
 		h.node, err = exo.RestartNode(s.config(i), h.durable)
 		s.tracef("restart host %d durable", i)
+		if err == nil {
+			// It delivers its log again from its base (compacted), or
+			// goes on with a state transfer (amnesiac before the crash).
+			s.chk.Begin(i, h.inc, h.node.LogBase())
+			h.switch_ = h.node.ConfigSwitch() // the roster at its log's base: no switch seen
+		}
 		if err == nil && h.node.Fenced() {
 			s.fenced = true
 			s.Stats.FencedRestarts++

@@ -1,0 +1,256 @@
+package exo
+
+import (
+	"math"
+	"slices"
+)
+
+// State transfer: a host that lost its state (amnesiac: a wiped disk, a
+// new host started with --join) first fetches the rack's agreed log, batch
+// by batch over OOB, from one member after another, and only then runs the
+// view change through which it rejoins (section 6). Agreed entries never
+// change, so it may hold and deliver them before it knows anything else;
+// the view change then starts from its agreement pointer, and the promises
+// and the install carry only what lies beyond it. Before, that view change
+// started from seq 0: every promise carried a whole log (a lab host needed
+// a 133 MB install, over the transport's cap), and a member whose log was
+// compacted could not take part at all.
+//
+// The transfer is resumable: its entries are persisted as they come (the
+// durable state stays amnesiac), and a restart goes on from the last one
+// (RestartNode). A responder answers an amnesiac fetch with agreed entries
+// only; one whose log starts past the requester's end (compacted) answers
+// from its log's base with the roster there (Message.StartRoster), which a
+// requester with an empty log starts from.
+
+// transferState is the state of an amnesiac host's transfer.
+type transferState struct {
+	on    bool // fetching the agreed log; the view change waits
+	tries int  // fetches sent since the last progress
+	next  int  // roster position of the next member to ask
+}
+
+// transferTries is how many fetches without progress (each after a fetch
+// timeout) end the transfer: then the view change starts from what the
+// host holds, as it did before state transfer (a rack of amnesiac hosts,
+// or one that nobody answers).
+func (nd *Node) transferTries() int { return 2 * nd.n }
+
+// transferFetch asks the next member for the agreed log from this host's
+// end.
+func (nd *Node) transferFetch() {
+	t := &nd.transfer
+	for k := 0; k < nd.n; k++ {
+		pos := (t.next + k) % nd.n
+		if uint8(pos) == nd.id {
+			continue
+		}
+		t.next = pos + 1
+		t.tries++
+		nd.fetching = true
+		nd.fetchTicks = 0
+		nd.fetchPeer, nd.fetchLo = nd.uidOf(uint8(pos)), nd.p.Append
+		nd.rd.Messages = append(nd.rd.Messages, Message{Type: MsgFetch, From: nd.uid, To: nd.fetchPeer,
+			Lo: nd.p.Append, Amnesiac: true})
+		return
+	}
+}
+
+// tickTransfer runs a halted amnesiac host's transfer: it asks again when
+// an answer is late, and ends the transfer once every member was asked
+// twice without progress. A host out of the roster (the log it fetched
+// removed it) goes on fetching, as a spare follows the log, until a change
+// adds it back; it may not lead a view change. It reports whether the
+// transfer is still on.
+func (nd *Node) tickTransfer() bool {
+	t := &nd.transfer
+	if !t.on {
+		return false
+	}
+	if nd.fetching && nd.fetchTicks < nd.fetchRTO() {
+		return true
+	}
+	if t.tries >= nd.transferTries() && !nd.notMember {
+		t.on = false
+		nd.fetching = false
+		nd.haltedTicks = 0
+		return false
+	}
+	nd.transferFetch()
+	return true
+}
+
+// stepTransfer takes a fetch answer at an amnesiac host: the entries below
+// the responder's agreement pointer that extend this host's log are
+// appended, agreed and delivered. When the responder has no more agreed
+// entries than one more batch, the transfer ends and the view change
+// starts from here.
+func (nd *Node) stepTransfer(m *Message) {
+	t := &nd.transfer
+	if !t.on || m.From != nd.fetchPeer {
+		return
+	}
+	nd.answered(m)
+	nd.fetching = false
+	if m.Start > nd.p.Append && len(m.Entries) > 0 && m.Entries[0].Seq == m.Start &&
+		m.StartRoster != nil && m.Start < m.Agreed {
+		// The responder's log starts past this host's end (compacted):
+		// start from its base, in the roster there. What this host held
+		// is dropped, on disk too; its delivered stream resumes there
+		// (EventFloorJump: the entries between are lost to it).
+		old := nd.base
+		nd.event(EventFloorJump, 0, m.Start, m.From)
+		nd.ms = memberState{roster: append([]uint8(nil), m.StartRoster...), from: m.Start}
+		nd.baseMS = nd.ms
+		nd.applyRoster(true)
+		nd.resetAt(m.Start, m.Entries[0].History)
+		nd.p.Agreed, nd.delivered = m.Start, m.Start
+		nd.orphans, nd.orphanCfgs, nd.voided = nil, 0, nil
+		nd.rd.Truncate, nd.rd.HasTruncate = old, true
+		nd.rd.Appended = nd.rd.Appended[:0]
+	}
+	from := nd.p.Append
+	nd.p.EpochStart = math.MaxUint64 // agreement comes from the responder's pointer
+	for i := range m.Entries {
+		e := m.Entries[i]
+		if e.Seq < nd.p.Append {
+			continue
+		}
+		if e.Seq != nd.p.Append || e.Seq >= m.Agreed {
+			break
+		}
+		nd.pushEntry(e)
+		nd.rd.Appended = append(nd.rd.Appended, nd.log[len(nd.log)-1])
+	}
+	if nd.p.Append > from {
+		t.tries = 0
+		nd.p.Agreed = nd.p.Append
+		nd.deliver()
+	}
+	if m.Agreed > nd.p.Append+uint64(nd.cfg.MaxFetchEntries) && nd.p.Append > from {
+		// More to come: the next batch from the same member (one that
+		// does not answer costs a fetch timeout; the next member is asked
+		// only then).
+		if pos, ok := nd.posOf(m.From); ok {
+			t.next = int(pos)
+		}
+		nd.transferFetch()
+		return
+	}
+	if (nd.p.Append > from || m.Agreed <= nd.p.Append) && !nd.notMember {
+		// Within a batch of the responder's agreement pointer: rejoin.
+		t.on = false
+		nd.startViewChange(CauseAmnesiac)
+	}
+}
+
+// pastFloor takes a fetch answer from a member whose log was compacted
+// past this host's agreement pointer: this host cannot catch up entry by
+// entry from it. It asks the next member; once h+1 members answered so
+// while its agreement pointer stood still (a majority of the roster has
+// moved on: what it lacks is held at most by members as far behind), it
+// becomes amnesiac and rejoins by state transfer from a member's log base
+// (its delivered stream jumps there: the rack's retention removed what lay
+// between). Becoming amnesiac is safe at any time: it is a crash that
+// loses the disk, which the protocol tolerates (section 6); the host stops
+// witnessing until its own view change.
+func (nd *Node) pastFloor(m *Message) {
+	if nd.floorAt != nd.p.Agreed {
+		nd.floorFrom, nd.floorAt = nd.floorFrom[:0], nd.p.Agreed
+	}
+	if !slices.Contains(nd.floorFrom, m.From) {
+		nd.floorFrom = append(nd.floorFrom, m.From)
+	}
+	if nd.floorReached() {
+		return
+	}
+	if m.From == nd.fetchPeer {
+		nd.answered(m)
+		nd.fetchAgain()
+	}
+}
+
+// floorReached becomes amnesiac (pastFloor) once h+1 members answered
+// with a log compacted past this host's agreement pointer. (Counting the
+// members that do not answer as well turned more hosts amnesiac in the
+// simulator, two at once in a rack of three, and stalled more runs.)
+func (nd *Node) floorReached() bool {
+	if len(nd.floorFrom) < max(nd.h+1, 1) {
+		return false
+	}
+	from := nd.floorFrom[len(nd.floorFrom)-1]
+	nd.floorFrom = nd.floorFrom[:0]
+	nd.amnesiac = true
+	nd.p.Halted = true
+	nd.haltedTicks = 0
+	nd.vc = nil
+	nd.catchup = nil
+	clear(nd.held)
+	nd.transfer = transferState{on: true, next: int(nd.id) + 1}
+	nd.fetching = false
+	// As after a crash that lost the disk: what was queued here is gone
+	// (the embedder tells its publishers: EventPastFloor).
+	nd.pending, nd.pendHead, nd.pendingCfg = nd.pending[:0], 0, nil
+	nd.cutUnagreed()
+	nd.event(EventPastFloor, nd.p.Epoch, nd.p.Agreed, from)
+	nd.transferFetch()
+	return true
+}
+
+// cutUnagreed cuts the log back to the agreement pointer, in memory and
+// on disk (an amnesiac host holds agreed entries only).
+func (nd *Node) cutUnagreed() {
+	if nd.p.Append <= nd.p.Agreed {
+		return
+	}
+	cut := nd.p.Agreed
+	var hist [MaxHistory]uint8
+	for i := range hist {
+		hist[i] = HistoryNone
+	}
+	copy(hist[:nd.h], nd.log[cut-nd.base].History)
+	nd.log = nd.log[:cut-nd.base]
+	nd.p.Append, nd.p.History = cut, hist
+	if !nd.rd.HasTruncate || cut < nd.rd.Truncate {
+		nd.rd.Truncate = cut
+	}
+	nd.rd.HasTruncate = true
+	nd.rd.Appended = append(nd.rd.Appended[:0], nd.log[nd.rd.Truncate-nd.base:]...)
+}
+
+// restoreTransfer gives an amnesiac host restarted during its transfer
+// the agreed entries it had persisted: it goes on from their end.
+func (nd *Node) restoreTransfer(hs HardState) {
+	if len(hs.Log) == 0 {
+		return
+	}
+	if hs.Roster != nil {
+		nd.ms = memberState{roster: append([]uint8(nil), hs.Roster...), from: hs.Log[0].Seq}
+		nd.baseMS = nd.ms
+		nd.applyRoster(true)
+	}
+	nd.resetAt(hs.Log[0].Seq, hs.Log[0].History)
+	nd.p.EpochStart = math.MaxUint64
+	for i := range hs.Log {
+		if hs.Log[i].Seq >= hs.Agreed || hs.Log[i].Seq != nd.p.Append {
+			break
+		}
+		nd.pushEntry(hs.Log[i])
+	}
+	nd.p.Agreed = nd.p.Append
+	nd.voided = nil
+	nd.delivered = nd.base
+	if end := hs.Log[len(hs.Log)-1].Seq + 1; end > nd.p.Append {
+		// Unagreed entries on disk (persisted before it became amnesiac):
+		// the durable log drops them too.
+		nd.rd.Truncate, nd.rd.HasTruncate = nd.p.Append, true
+	}
+}
+
+// Transferring reports whether this host is fetching the rack's agreed log
+// before it rejoins (an amnesiac host: state transfer).
+func (nd *Node) Transferring() bool { return nd.transfer.on }
+
+// BaseRoster returns the roster in effect at the log's base (LogBase): the
+// roster the delivered stream starts in.
+func (nd *Node) BaseRoster() []uint8 { return append([]uint8(nil), nd.baseMS.roster...) }
