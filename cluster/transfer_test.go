@@ -1,0 +1,151 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/exo-rack/exo/client"
+	"github.com/exo-rack/exo/daemon"
+)
+
+// TestRackJoinCompacted: a host whose disk is wiped rejoins a rack whose
+// members compacted their logs (keep_entries) far past where it stopped,
+// by state transfer (exo/transfer.go): it fetches the agreed log from a
+// member's log base, rejoins through its view change, and then delivers
+// the same stream as everyone. Before state transfer it never rejoined: its
+// view change from seq 0 found no witness holding the log's start.
+//
+// EXO_JOIN_KEEP (keep_entries, default 1024: the smallest allowed) and
+// EXO_JOIN_PER_HOST (messages each host publishes before E comes back,
+// default 3000) make it the documented larger run (docs/recovery.md).
+func TestRackJoinCompacted(t *testing.T) {
+	keep, perHost := envInt(t, "EXO_JOIN_KEEP", 1024), envInt(t, "EXO_JOIN_PER_HOST", 3000)
+	r := rack(t, 5)
+	dir := t.TempDir()
+	c := startWith(t, r, func(cfg *daemon.Config) {
+		Durable(dir, false)(cfg)
+		cfg.KeepEntries = keep
+	})
+	logsOnFailure(t, c)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
+	defer cancel()
+	all := []int{0, 1, 2, 3, 4}
+	if _, err := c.Publish(ctx, Load{Hosts: all, PerHost: 2000, Size: 64, Window: 8, Round: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Kill(4); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := c.Config(4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(cfg.DataDir); err != nil {
+		t.Fatal(err)
+	}
+	// The rack moves on without E, compacting past everything E held.
+	if _, err := c.Publish(ctx, Load{Hosts: all[:4], PerHost: perHost, Size: 64, Window: 8, Round: 2}); err != nil {
+		t.Fatal(err)
+	}
+	st0, err := c.Status(ctx, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st0.LogBase == 0 {
+		t.Fatalf("A never compacted (log base 0, agreed %d): the test needs a compacted rack", st0.Agreed)
+	}
+	start := time.Now()
+	if err := c.StartHost(ctx, 4, true); err != nil {
+		t.Fatal(err)
+	}
+	var st daemon.Status
+	for {
+		st, err = c.Status(ctx, 4)
+		if err == nil && !st.Halted && !st.Recovery.StateTransfer && st.Epoch > 0 && st.LogBase > 0 {
+			break
+		}
+		if time.Since(start) > 10*time.Minute || (keep == 1024 && time.Since(start) > 90*time.Second) {
+			t.Fatalf("E did not rejoin within %v: %+v (err %v)", time.Since(start).Round(time.Second), st, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	rejoined := time.Since(start)
+	if f := st.Counters["fetched_entries"]; rejoined > 0 {
+		t.Logf("state transfer: %d entries, %.1f MB in %v: %.0f entries/s, %.1f MB/s", f, float64(st.Counters["fetched_bytes"])/1e6,
+			rejoined.Round(time.Millisecond), float64(f)/rejoined.Seconds(), float64(st.Counters["fetched_bytes"])/1e6/rejoined.Seconds())
+	}
+	if st.Counters["floor_jumps"] == 0 {
+		t.Errorf("E rejoined without a floor jump (counters %v): the members' logs were not compacted past its empty log?", st.Counters)
+	}
+	// Everyone, E included, publishes; the acknowledged messages are at
+	// their positions in all five streams, read from the first of them.
+	var mu sync.Mutex
+	acked := map[string]client.Position{}
+	onAck := func(p []byte, pos client.Position) { mu.Lock(); acked[string(p)] = pos; mu.Unlock() }
+	if _, err := c.Publish(ctx, Load{Hosts: all, PerHost: 200, Size: 64, Window: 8, Round: 3, OnAck: onAck}); err != nil {
+		t.Fatal(err)
+	}
+	first, last := client.Position{Seq: ^uint64(0)}, client.Position{}
+	for _, p := range acked {
+		if p.Seq < first.Seq {
+			first = client.Position{Seq: p.Seq}
+		}
+		if p.Seq > last.Seq || p.Seq == last.Seq && p.Index > last.Index {
+			last = p
+		}
+	}
+	streams := make([][]client.Message, len(all))
+	errs := make([]error, len(all))
+	var wg sync.WaitGroup
+	for i := range all {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = client.Subscribe(ctx, c.Socket(i), first.Seq, func(m client.Message) error {
+				streams[i] = append(streams[i], m)
+				if m.Position == last {
+					return errEnough
+				}
+				return nil
+			})
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != errEnough {
+			t.Fatalf("host %s: stream from seq %d ended after %d messages: %v", r.Hosts[i].Name, first.Seq, len(streams[i]), err)
+		}
+	}
+	if err := Compare(streams); err != nil {
+		t.Fatal(err)
+	}
+	have := map[string]client.Position{}
+	for _, m := range streams[4] {
+		have[string(m.Payload)] = m.Position
+	}
+	for p, pos := range acked {
+		if got, ok := have[p]; !ok || got != pos {
+			t.Fatalf("acknowledged message at %v: at E %v (present %v)", pos, got, ok)
+		}
+	}
+	t.Logf("%s", fmt.Sprintf("A's log base %d (agreed %d) when E came back with an empty disk; E rejoined in %v (its log from seq %d, epoch %d, fetched %d entries / %d bytes); then %d acknowledged messages at their positions in all 5 streams",
+		st0.LogBase, st0.Agreed, rejoined.Round(time.Millisecond), st.LogBase, st.Epoch, st.Counters["fetched_entries"], st.Counters["fetched_bytes"], len(acked)))
+}
+
+// envInt reads a positive integer from the environment, or def.
+func envInt(t *testing.T, name string, def int) int {
+	t.Helper()
+	v := os.Getenv(name)
+	if v == "" {
+		return def
+	}
+	var n int
+	if _, err := fmt.Sscan(v, &n); err != nil || n <= 0 {
+		t.Fatalf("%s=%q: want a positive integer", name, v)
+	}
+	return n
+}
