@@ -30,7 +30,6 @@ func TestRackJoinCompacted(t *testing.T) {
 		Durable(dir, false)(cfg)
 		cfg.KeepEntries = keep
 	})
-	logsOnFailure(t, c)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
 	all := []int{0, 1, 2, 3, 4}

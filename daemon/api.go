@@ -272,14 +272,17 @@ func (d *Daemon) subscribe(ctx context.Context, c net.Conn, w *bufio.Writer, wmu
 	d.mu.Lock()
 	// Every message of an entry has the entry's seq.
 	i := sort.Search(len(d.history), func(i int) bool { return d.history[i][0].Seq >= from })
-	if i == 0 && d.histBase > 0 && (len(d.history) == 0 || d.history[0][0].Seq > from) {
-		oldest := uint64(0)
+	if i == 0 && (d.histBase > 0 || from < d.streamFrom) && (len(d.history) == 0 || d.history[0][0].Seq > from) {
+		oldest := d.streamFrom
 		if len(d.history) > 0 {
 			oldest = d.history[0][0].Seq
 		}
+		text := fmt.Sprintf("seq %d is no longer in memory; the oldest is %d", from, oldest)
+		if from < d.streamFrom {
+			text = fmt.Sprintf("seq %d is below this host's stream, which starts at seq %d (its log's base after a restart, or where a state transfer started it: the rack had compacted what lay before); the oldest held is %d", from, d.streamFrom, oldest)
+		}
 		d.mu.Unlock()
-		return send(client.TypeError, client.U64(0), client.U16(client.CodeCompacted),
-			[]byte(fmt.Sprintf("seq %d is no longer in memory; the oldest is %d", from, oldest)))
+		return send(client.TypeError, client.U64(0), client.U16(client.CodeCompacted), []byte(text))
 	}
 	// The entries' message slices never change once delivered: the copy
 	// of the list is enough to read them outside the lock.

@@ -104,12 +104,13 @@ type Daemon struct {
 	dup dupAlarm
 
 	// Shared with API goroutines (subscribers).
-	mu       sync.Mutex
-	history  [][]client.Message // recent delivered messages, one slice an entry, for subscribers starting behind
-	histMsgs int                // messages in history
-	histBase int                // messages dropped from the front of history
-	subs     map[*subscriber]struct{}
-	delivCnt uint64
+	mu         sync.Mutex
+	history    [][]client.Message // recent delivered messages, one slice an entry, for subscribers starting behind
+	histMsgs   int                // messages in history
+	histBase   int                // messages dropped from the front of history
+	streamFrom uint64             // the first seq of this host's delivered stream: its log base at the start, or where a state transfer jumped to (under mu)
+	subs       map[*subscriber]struct{}
+	delivCnt   uint64
 }
 
 // rxBatch is a batch of received frames.
@@ -197,6 +198,7 @@ func newDaemon(cfg *Config, conn FrameConn, o OOB, log *slog.Logger) (*Daemon, e
 	// The delivered stream starts at the core's log base (a restart
 	// delivers its log again), whose roster the durable state names.
 	d.tracker = exo.NewRosterTracker(hs.Roster, cfg.Hosts)
+	d.streamFrom = nd.LogBase()
 	d.refreshRoster()
 	if own := conn.HardwareAddr().String(); own != d.macs[uint8(cfg.ID)].String() {
 		return nil, fmt.Errorf("daemon: %w: the mac of member %d is %s but interface %s has %s",
@@ -783,6 +785,9 @@ func (d *Daemon) ready() error {
 			// fragments of messages that straddle the jump are lost.
 			d.tracker = exo.NewRosterTracker(nd.BaseRoster(), d.cfg.Hosts)
 			clear(d.reasm)
+			d.mu.Lock()
+			d.streamFrom = e.Seq
+			d.mu.Unlock()
 		case exo.EventChangeAgain:
 			d.log.Info("roster change proposed again: a view change dropped it before it took effect", "member", e.Peer, "at_seq", e.Seq)
 		case exo.EventSafety:

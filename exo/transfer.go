@@ -87,12 +87,18 @@ func (nd *Node) tickTransfer() bool {
 // starts from here.
 func (nd *Node) stepTransfer(m *Message) {
 	t := &nd.transfer
-	if !t.on || m.From != nd.fetchPeer {
+	if !t.on {
 		return
 	}
-	nd.answered(m)
-	nd.fetching = false
-	if m.Start > nd.p.Append && len(m.Entries) > 0 && m.Entries[0].Seq == m.Start &&
+	// A late answer of a member asked before is used too (its entries
+	// are agreed); only the answer of the member asked last moves the
+	// transfer on (the fetch in flight otherwise goes on).
+	current := m.From == nd.fetchPeer
+	if current {
+		nd.answered(m)
+		nd.fetching = false
+	}
+	if current && m.Start > nd.p.Append && len(m.Entries) > 0 && m.Entries[0].Seq == m.Start &&
 		m.StartRoster != nil && m.Start < m.Agreed {
 		// The responder's log starts past this host's end (compacted):
 		// start from its base, in the roster there. What this host held
@@ -126,6 +132,9 @@ func (nd *Node) stepTransfer(m *Message) {
 		t.tries = 0
 		nd.p.Agreed = nd.p.Append
 		nd.deliver()
+	}
+	if !current {
+		return
 	}
 	if m.Agreed > nd.p.Append+uint64(nd.cfg.MaxFetchEntries) && nd.p.Append > from {
 		// More to come: the next batch from the same member (one that

@@ -429,6 +429,9 @@ func recoveryLine(rs map[string]any) string {
 	default:
 		parts = append(parts, "in step")
 	}
+	if rs["state_transfer"] == true {
+		parts = append(parts, fmt.Sprintf("state transfer: fetching the rack's agreed log before rejoining (the rack's newest frame heard: seq %v; progress: counters fetched_entries)", rs["rack_seq"]))
+	}
 	if rs["fetching"] == true {
 		parts = append(parts, fmt.Sprintf("fetching from member %v (%v ticks)", rs["fetch_peer"], rs["fetch_ticks"]))
 	}
