@@ -123,7 +123,7 @@ func (c *Client) readLoop() {
 				return
 			}
 			c.finishBatch(id, acks)
-		case TypeRosterQueued, TypeKeyDone:
+		case TypeRosterQueued, TypeKeyDone, TypeLossAccepted:
 			if len(body) < 8 {
 				c.fail(fmt.Errorf("%w: short reply %#x", ErrFrame, typ))
 				return
@@ -221,6 +221,16 @@ const (
 // to the daemon's config, asking a host that is no member).
 func (c *Client) ProposeRoster(ctx context.Context, op, member uint8) error {
 	return c.request(ctx, TypeRoster, []byte{op, member})
+}
+
+// AcceptLoss asks the daemon to resolve the view change it leads, which
+// waits on what only hosts that lost their state could decide, without
+// them: the operator's way out (exo recover --accept-loss). from and to are
+// the doubt its status shows (recovery.view_change.doubt); the daemon
+// refuses (ErrNotStalled) if it leads no such view change or its doubt is
+// another one now. Entries agreed at positions from..to-1 may be lost.
+func (c *Client) AcceptLoss(ctx context.Context, from, to uint64) error {
+	return c.request(ctx, TypeAcceptLoss, append(U64(from), U64(to)...))
 }
 
 // Key operations of TypeKey.

@@ -9,11 +9,12 @@
 //
 // Requests: Publish [req u64][payload], Subscribe [from seq u64], Status [],
 // Roster [req u64][op u8][member u8], PublishBatch [req u64][count u16] and
-// count times [len u32][payload] (batch.go).
+// count times [len u32][payload] (batch.go), AcceptLoss [req u64][from
+// u64][to u64].
 // Replies: Published [req u64][seq u64][index u16], Message [seq u64][index
 // u16][sender u8][payload], StatusReply [JSON], RosterQueued [req u64],
-// PublishedBatch [req u64][count u16][results], Error [req u64][code
-// u16][text].
+// PublishedBatch [req u64][count u16][results], LossAccepted [req u64],
+// Error [req u64][code u16][text].
 // Publishes may be pipelined on one connection; replies carry the request id.
 // A subscribing connection receives Message frames until it closes; the
 // daemon writes many of them with one write when they queue up, so one
@@ -36,11 +37,13 @@ const (
 	TypeRoster       byte = 0x04
 	TypeKey          byte = 0x05 // [req u64][op u8][key file path]: KeyStage or KeyRetire
 	TypePublishBatch byte = 0x06 // [req u64][count u16] count x [len u32][payload] (batch.go)
+	TypeAcceptLoss   byte = 0x07 // [req u64][from u64][to u64]: the doubt shown in the status, accepted
 	TypePublished    byte = 0x81
 	TypeMessage      byte = 0x82
 	TypeStatusReply  byte = 0x83
 	TypeRosterQueued byte = 0x84
 	TypeKeyDone      byte = 0x85 // [req u64]
+	TypeLossAccepted byte = 0x87 // [req u64]
 	// TypePublishedBatch answers a PublishBatch: [req u64][count u16] and
 	// count results in order (batch.go).
 	TypePublishedBatch byte = 0x86
@@ -63,6 +66,10 @@ const (
 	// message may or may not be agreed; look for it in the stream before
 	// publishing it again.
 	CodeUnknownFate uint16 = 10
+	// CodeNotStalled: accept-loss refused: no view change of this host
+	// waits on what only hosts that lost their state could decide, or the
+	// doubt is not the one confirmed (read the status again).
+	CodeNotStalled uint16 = 11
 )
 
 // MaxFrame bounds one API frame (a 64 MiB message plus headers).
@@ -93,6 +100,7 @@ var (
 	ErrChangeInFlight = &APIError{Code: CodeChangeInFlight, Text: "membership change in flight"}
 	ErrBadChange      = &APIError{Code: CodeBadChange, Text: "invalid membership change"}
 	ErrUnknownFate    = &APIError{Code: CodeUnknownFate, Text: "fate unknown"}
+	ErrNotStalled     = &APIError{Code: CodeNotStalled, Text: "not stalled on lost state"}
 )
 
 // WriteFrame writes one API frame.

@@ -82,57 +82,9 @@ func TestRackJoinCompacted(t *testing.T) {
 	}
 	// Everyone, E included, publishes; the acknowledged messages are at
 	// their positions in all five streams, read from the first of them.
-	var mu sync.Mutex
-	acked := map[string]client.Position{}
-	onAck := func(p []byte, pos client.Position) { mu.Lock(); acked[string(p)] = pos; mu.Unlock() }
-	if _, err := c.Publish(ctx, Load{Hosts: all, PerHost: 200, Size: 64, Window: 8, Round: 3, OnAck: onAck}); err != nil {
-		t.Fatal(err)
-	}
-	first, last := client.Position{Seq: ^uint64(0)}, client.Position{}
-	for _, p := range acked {
-		if p.Seq < first.Seq {
-			first = client.Position{Seq: p.Seq}
-		}
-		if p.Seq > last.Seq || p.Seq == last.Seq && p.Index > last.Index {
-			last = p
-		}
-	}
-	streams := make([][]client.Message, len(all))
-	errs := make([]error, len(all))
-	var wg sync.WaitGroup
-	for i := range all {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			errs[i] = client.Subscribe(ctx, c.Socket(i), first.Seq, func(m client.Message) error {
-				streams[i] = append(streams[i], m)
-				if m.Position == last {
-					return errEnough
-				}
-				return nil
-			})
-		}()
-	}
-	wg.Wait()
-	for i, err := range errs {
-		if err != errEnough {
-			t.Fatalf("host %s: stream from seq %d ended after %d messages: %v", r.Hosts[i].Name, first.Seq, len(streams[i]), err)
-		}
-	}
-	if err := Compare(streams); err != nil {
-		t.Fatal(err)
-	}
-	have := map[string]client.Position{}
-	for _, m := range streams[4] {
-		have[string(m.Payload)] = m.Position
-	}
-	for p, pos := range acked {
-		if got, ok := have[p]; !ok || got != pos {
-			t.Fatalf("acknowledged message at %v: at E %v (present %v)", pos, got, ok)
-		}
-	}
+	n := checkRoundAgrees(ctx, t, c, all, 3)
 	t.Logf("%s", fmt.Sprintf("A's log base %d (agreed %d) when E came back with an empty disk; E rejoined in %v (its log from seq %d, epoch %d, fetched %d entries / %d bytes); then %d acknowledged messages at their positions in all 5 streams",
-		st0.LogBase, st0.Agreed, rejoined.Round(time.Millisecond), st.LogBase, st.Epoch, st.Counters["fetched_entries"], st.Counters["fetched_bytes"], len(acked)))
+		st0.LogBase, st0.Agreed, rejoined.Round(time.Millisecond), st.LogBase, st.Epoch, st.Counters["fetched_entries"], st.Counters["fetched_bytes"], n))
 }
 
 // envInt reads a positive integer from the environment, or def.
@@ -148,3 +100,64 @@ func envInt(t *testing.T, name string, def int) int {
 	}
 	return n
 }
+
+// checkRoundAgrees publishes 200 messages at each of hosts (payloads of
+// round), then reads every host's stream from the first acknowledged
+// position to the last: the streams must be identical and every
+// acknowledged message at its position. It returns how many were
+// acknowledged.
+func checkRoundAgrees(ctx context.Context, t *testing.T, c *Cluster, hosts []int, round int) int {
+	t.Helper()
+	var mu sync.Mutex
+	acked := map[string]client.Position{}
+	onAck := func(p []byte, pos client.Position) { mu.Lock(); acked[string(p)] = pos; mu.Unlock() }
+	if _, err := c.Publish(ctx, Load{Hosts: hosts, PerHost: 200, Size: 64, Window: 8, Round: round, OnAck: onAck}); err != nil {
+		t.Fatal(err)
+	}
+	first, last := client.Position{Seq: ^uint64(0)}, client.Position{}
+	for _, p := range acked {
+		if p.Seq < first.Seq {
+			first = client.Position{Seq: p.Seq}
+		}
+		if p.Seq > last.Seq || p.Seq == last.Seq && p.Index > last.Index {
+			last = p
+		}
+	}
+	streams := make([][]client.Message, len(hosts))
+	errs := make([]error, len(hosts))
+	var wg sync.WaitGroup
+	for j, i := range hosts {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[j] = client.Subscribe(ctx, c.Socket(i), first.Seq, func(m client.Message) error {
+				streams[j] = append(streams[j], m)
+				if m.Position == last {
+					return errEnough
+				}
+				return nil
+			})
+		}()
+	}
+	wg.Wait()
+	for j, err := range errs {
+		if err != errEnough {
+			t.Fatalf("host %s: stream from seq %d ended after %d messages: %v", c.Rack.Hosts[hosts[j]].Name, first.Seq, len(streams[j]), err)
+		}
+	}
+	if err := Compare(streams); err != nil {
+		t.Fatal(err)
+	}
+	have := map[string]client.Position{}
+	for _, m := range streams[len(streams)-1] {
+		have[string(m.Payload)] = m.Position
+	}
+	for p, pos := range acked {
+		if got, ok := have[p]; !ok || got != pos {
+			t.Fatalf("acknowledged message at %v: at host %s %v (present %v)", pos, c.Rack.Hosts[hosts[len(hosts)-1]].Name, got, ok)
+		}
+	}
+	return len(acked)
+}
+
+func removeAll(dir string) error { return os.RemoveAll(dir) }

@@ -218,6 +218,21 @@ func (d *Daemon) serveConn(ctx context.Context, c net.Conn) error {
 			if err != nil {
 				return err
 			}
+		case client.TypeAcceptLoss:
+			if len(body) != 24 {
+				return sendErr(0, client.CodeBadRequest, "accept-loss: want [req u64][from u64][to u64]")
+			}
+			id := binary.BigEndian.Uint64(body)
+			err := d.AcceptLoss(binary.BigEndian.Uint64(body[8:]), binary.BigEndian.Uint64(body[16:]))
+			var ae *client.APIError
+			if errors.As(err, &ae) {
+				err = sendErr(id, ae.Code, ae.Text)
+			} else {
+				err = send(client.TypeLossAccepted, client.U64(id))
+			}
+			if err != nil {
+				return err
+			}
 		case client.TypeKey:
 			if len(body) < 9 {
 				return sendErr(0, client.CodeBadRequest, "key: want [req u64][op u8][path]")

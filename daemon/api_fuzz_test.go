@@ -121,6 +121,7 @@ func parseAPIInput(in []byte) (reqs []apiReq, end int) {
 			return append(reqs, r), endSubscribe
 		case r.typ == client.TypeRoster && len(r.body) == 10:
 		case r.typ == client.TypeKey && len(r.body) >= 9:
+		case r.typ == client.TypeAcceptLoss && len(r.body) == 24:
 		case r.typ == client.TypePublishBatch && refBatch(r.body) != nil:
 		default:
 			return reqs, endBadReq
@@ -242,6 +243,7 @@ func FuzzAPIRequest(f *testing.F) {
 	f.Add(cat(fr(client.TypeKey, client.U64(6), append([]byte{client.KeyStage}, "/nonexistent/key"...)), pub))
 	f.Add(cat(fr(client.TypeKey, client.U64(7), []byte{104}), fr(client.TypeKey, []byte{1, 2})))
 	f.Add(cat(fr(client.TypeRoster, client.U64(8), []byte{client.RosterRemove, 0}), pub))
+	f.Add(cat(fr(client.TypeAcceptLoss, client.U64(9), client.U64(3), client.U64(0)), pub, fr(client.TypeAcceptLoss, client.U64(9))))
 	// Batches (docs/api.md "Batches").
 	m := func(p []byte) []byte { return append(binary.BigEndian.AppendUint32(nil, uint32(len(p))), p...) }
 	u32 := func(v uint32) []byte { return binary.BigEndian.AppendUint32(nil, v) }
@@ -274,7 +276,7 @@ func FuzzAPIRequest(f *testing.F) {
 		ctl := map[uint64]int{} // request id -> Roster and Key requests (one answer each)
 		for _, r := range reqs {
 			switch r.typ {
-			case client.TypeRoster, client.TypeKey:
+			case client.TypeRoster, client.TypeKey, client.TypeAcceptLoss:
 				ctl[binary.BigEndian.Uint64(r.body)]++
 			case client.TypePublish:
 				id := binary.BigEndian.Uint64(r.body)
@@ -324,8 +326,8 @@ func FuzzAPIRequest(f *testing.F) {
 					t.Fatalf("answer %d: Error %q", i, a.body)
 				}
 				id, code := binary.BigEndian.Uint64(a.body), binary.BigEndian.Uint16(a.body[8:])
-				if (code == client.CodeBadRequest || code == client.CodeBadChange || code == client.CodeChangeInFlight) && ctl[id] > 0 {
-					ctl[id]-- // a Roster or Key request's error (request id 0 too)
+				if (code == client.CodeBadRequest || code == client.CodeBadChange || code == client.CodeChangeInFlight || code == client.CodeNotStalled) && ctl[id] > 0 {
+					ctl[id]-- // a Roster, Key or AcceptLoss request's error (request id 0 too)
 					continue
 				}
 				if code == client.CodeBadRequest && id == 0 {
@@ -335,8 +337,8 @@ func FuzzAPIRequest(f *testing.F) {
 				if code == client.CodeCompacted && id == 0 && end == endSubscribe && msgs == 0 {
 					continue
 				}
-				if code == client.CodeBadRequest || code == client.CodeBadChange || code == client.CodeChangeInFlight {
-					// The errors of Roster and Key requests.
+				if code == client.CodeBadRequest || code == client.CodeBadChange || code == client.CodeChangeInFlight || code == client.CodeNotStalled {
+					// The errors of Roster, Key and AcceptLoss requests.
 					if ctl[id] == 0 {
 						t.Fatalf("answer %d: Error %d %q for request %d: no Roster or Key request, or answered twice", i, code, a.body[10:], id)
 					}
@@ -395,7 +397,7 @@ func FuzzAPIRequest(f *testing.F) {
 					lastOK, okSeen = r.Pos, true
 					ackedExact = append(ackedExact, exact{r.Pos, id, b[j]})
 				}
-			case client.TypeRosterQueued, client.TypeKeyDone:
+			case client.TypeRosterQueued, client.TypeKeyDone, client.TypeLossAccepted:
 				if len(a.body) != 8 {
 					t.Fatalf("answer %d: type %#x of %d bytes", i, a.typ, len(a.body))
 				}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"math/rand/v2"
 	"net"
 	"os"
@@ -1059,9 +1060,68 @@ type ViewChangeStatus struct {
 	Need      int    `json:"need"`
 	Ambiguous bool   `json:"ambiguous"`
 	Failures  int    `json:"timed_out_before"`
+	// Doubt: while Ambiguous, what exo recover --accept-loss would accept
+	// to lose (exo.Doubt).
+	Doubt *DoubtStatus `json:"doubt,omitempty"`
 }
 
-func recoveryStatus(r exo.Recovery, p exo.Pointers) RecoveryStatus {
+// DoubtStatus is an exo.Doubt: positions From..To-1 (To 0: every position
+// from From on) may have been agreed on a branch that accept-loss does not
+// install; Lost are the entries of such branches the answering hosts hold.
+type DoubtStatus struct {
+	From uint64      `json:"from"`
+	To   uint64      `json:"to"`
+	Lost []LostEntry `json:"lost"`
+}
+
+// LostEntry names an entry in doubt: its position, epoch and sender (a
+// roster position) and how many payload records it holds.
+type LostEntry struct {
+	Seq     uint64 `json:"seq"`
+	Epoch   uint32 `json:"epoch"`
+	Sender  uint8  `json:"sender"`
+	Records int    `json:"records"`
+}
+
+func doubtStatus(d exo.Doubt) *DoubtStatus {
+	s := &DoubtStatus{From: d.From, To: d.To, Lost: []LostEntry{}}
+	if d.To == math.MaxUint64 {
+		s.To = 0
+	}
+	for _, e := range d.Lost {
+		s.Lost = append(s.Lost, LostEntry{Seq: e.Seq, Epoch: e.Epoch, Sender: e.Sender, Records: int(e.Count)})
+	}
+	return s
+}
+
+// AcceptLoss is the operator's way out of a view change this host leads
+// that waits on what only hosts that lost their state could decide
+// (exo.Node.AcceptLoss). from and to must be the doubt the status shows
+// (to 0: open-ended), so that what is accepted is what was read.
+func (d *Daemon) AcceptLoss(from, to uint64) error {
+	d.core.Lock()
+	defer d.core.Unlock()
+	d.catchUpClock(time.Now(), false)
+	nd := d.node
+	doubt, err := nd.AmbiguousDoubt()
+	if err != nil {
+		return &client.APIError{Code: client.CodeNotStalled, Text: fmt.Sprintf("refused: %v (read exo status: recovery.view_change)", err)}
+	}
+	shown := doubtStatus(doubt)
+	if shown.From != from || shown.To != to {
+		return &client.APIError{Code: client.CodeNotStalled,
+			Text: fmt.Sprintf("refused: the doubt is now %d..%d, not the %d..%d confirmed; read the status again", shown.From, shown.To, from, to)}
+	}
+	if _, err := nd.AcceptLoss(); err != nil {
+		return &client.APIError{Code: client.CodeNotStalled, Text: fmt.Sprintf("refused: %v", err)}
+	}
+	d.log.Warn("the operator accepted the loss: the view change was resolved without the hosts that lost their state",
+		"from_seq", shown.From, "to_seq", shown.To, "entries_on_other_branches", len(shown.Lost))
+	d.readyLocked()
+	return nil
+}
+
+func recoveryStatus(r exo.Recovery, p exo.Pointers, nd *exo.Node) RecoveryStatus {
 	s := RecoveryStatus{RackEpoch: r.RackEpoch, RackSeq: r.RackSeq, Fetching: r.Fetching,
 		GatherEpoch: r.GatherEpoch, Gathered: r.Gathered, StateTransfer: r.Transferring}
 	s.BehindEntries, s.BehindEpoch = r.Behind(p)
@@ -1073,6 +1133,11 @@ func recoveryStatus(r exo.Recovery, p exo.Pointers) RecoveryStatus {
 			Failures: vc.Failures, Promised: []int{}}
 		for _, u := range vc.Promised {
 			v.Promised = append(v.Promised, int(u))
+		}
+		if vc.Ambiguous && nd != nil {
+			if d, err := nd.AmbiguousDoubt(); err == nil {
+				v.Doubt = doubtStatus(d)
+			}
 		}
 		s.ViewChange = v
 	}
@@ -1087,7 +1152,7 @@ func (d *Daemon) statusJSON() []byte {
 		Append: p.Append, Agreed: p.Agreed, LogBase: nd.LogBase(), Holder: int(nd.Holder()), Pending: nd.Pending(),
 		Delivered: d.delivCnt, Subscribers: len(d.subs), Waiting: len(d.waiters), Skipped: []int{},
 		Counters: d.metrics.counters(), Offload: d.offloadStatusLocked(), Token: d.tokenStatusLocked(), Keys: d.keyStatus(),
-		Recovery: recoveryStatus(nd.Recovery(), p), Detector: detectorStatus(nd.Detector(), d.cfg.Tick), DuplicateID: d.dupStatus()}
+		Recovery: recoveryStatus(nd.Recovery(), p, nd), Detector: detectorStatus(nd.Detector(), d.cfg.Tick), DuplicateID: d.dupStatus()}
 	d.mu.Unlock()
 	for i := range d.roster {
 		if nd.Skipped(uint8(i)) {
@@ -1161,7 +1226,7 @@ func (d *Daemon) watchBehind(now time.Time) {
 	if r.Gathered > 0 {
 		args = append(args, "gathering_epoch", r.GatherEpoch, "gathered_entries", r.Gathered)
 	}
-	if vc := recoveryStatus(r, p).ViewChange; vc != nil {
+	if vc := recoveryStatus(r, p, nil).ViewChange; vc != nil {
 		args = append(args, "view_change", vc.Epoch, "promises", vc.Promised, "need", vc.Need, "ambiguous", vc.Ambiguous)
 	}
 	d.log.Warn("behind the rack and not catching up", args...)

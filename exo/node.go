@@ -40,9 +40,10 @@ const (
 	EventChangeAgain                       // this host's roster change, voided or cut by a view change, is queued again (Seq = where its fate was agreed, Peer = its member)
 	EventPastFloor                         // every member's log was compacted past this host's agreement pointer (Seq): it becomes amnesiac and rejoins by state transfer
 	EventFloorJump                         // a state transfer starts at a member's log base (Seq) past this host's log: the entries between are lost to it (Peer = the member)
+	EventAcceptedLoss                      // the operator resolved this host's view change (Epoch) on an ambiguous fork without the hosts that could decide it (Seq = the first position in doubt)
 )
 
-var eventNames = [...]string{"?", "gap", "divergence", "takeover", "view-change", "installed", "SAFETY", "retransmit", "key-switch", "key-retired", "skipped-alive", "change-again", "past-floor", "floor-jump"}
+var eventNames = [...]string{"?", "gap", "divergence", "takeover", "view-change", "installed", "SAFETY", "retransmit", "key-switch", "key-retired", "skipped-alive", "change-again", "past-floor", "floor-jump", "accepted-loss"}
 
 func (k EventKind) String() string {
 	if int(k) < len(eventNames) {

@@ -54,6 +54,9 @@ func (nd *Node) transferFetch() {
 			Lo: nd.p.Append, Amnesiac: true})
 		return
 	}
+	// No other member to ask (a roster of one): nothing to transfer from.
+	t.on = false
+	nd.fetching = false
 }
 
 // tickTransfer runs a halted amnesiac host's transfer: it asks again when
@@ -75,6 +78,12 @@ func (nd *Node) tickTransfer() bool {
 		nd.fetching = false
 		nd.haltedTicks = 0
 		return false
+	}
+	if nd.fetching {
+		// A late answer: the next fetch waits longer (fetchRTO doubles per
+		// retry; a 4 MiB batch of a busy member may take longer than the
+		// estimate, and asking again only doubles the work).
+		nd.fetchTries++
 	}
 	nd.transferFetch()
 	return true

@@ -138,8 +138,10 @@ func (nd *Node) promise(e uint32, lo uint64) Message {
 }
 
 // ViewChangeAmbiguous reports whether this host runs a view change that
-// has a majority of promises but cannot decide a fork without hosts that did
-// not answer (or lost their state); it waits rather than guess.
+// waits on what only hosts that did not answer, or lost their state, could
+// decide: a fork (ErrAmbiguous), or every member answered but too few kept
+// their state (ErrLostQuorum). It waits rather than guess; the operator
+// may accept the loss (AcceptLoss).
 func (nd *Node) ViewChangeAmbiguous() bool { return nd.vc != nil && nd.vc.ambiguous }
 
 // vcTimeout is the view-change timeout, doubled after each view change of
@@ -541,16 +543,72 @@ func (nd *Node) adopt(epoch uint32, start uint64, entries []Entry, agreed uint64
 
 func (nd *Node) tryResolve() {
 	vc := nd.vc
-	ws := make([]Witness, 0, len(vc.promises))
-	for _, m := range vc.promises {
+	ws := nd.witnesses()
+	res, err := Resolve(nd.n, vc.lo, nd.base, nd.log, ws)
+	if err != nil {
+		vc.ambiguous = errors.Is(err, ErrAmbiguous) || errors.Is(err, ErrLostQuorum)
+		return // wait for more promises (or the timeout)
+	}
+	nd.install(res)
+}
+
+// witnesses returns the promises of the view change this host leads.
+func (nd *Node) witnesses() []Witness {
+	ws := make([]Witness, 0, len(nd.vc.promises))
+	for _, m := range nd.vc.promises {
 		ws = append(ws, Witness{ID: m.From, LogEpoch: m.LogEpoch, Agreed: m.Agreed, Start: m.Start,
 			Entries: m.Entries, Amnesiac: m.Amnesiac, Fenced: m.Fenced, Roster: m.Roster})
 	}
-	res, err := Resolve(nd.n, vc.lo, nd.base, nd.log, ws)
-	if err != nil {
-		vc.ambiguous = errors.Is(err, ErrAmbiguous)
-		return // wait for more promises (or the timeout)
+	return ws
+}
+
+// ErrNotStalled is AcceptLoss's answer when this host leads no view change
+// that waits on an ambiguous fork.
+var ErrNotStalled = errors.New("exo: no view change of this host waits on an ambiguous fork")
+
+// AmbiguousDoubt reports what AcceptLoss would accept to lose now, without
+// doing it (ErrNotStalled when there is nothing to accept).
+func (nd *Node) AmbiguousDoubt() (Doubt, error) {
+	if nd.vc == nil || !nd.vc.ambiguous {
+		return Doubt{}, ErrNotStalled
 	}
+	_, d, err := resolve(nd.n, nd.vc.lo, nd.base, nd.log, nd.witnesses(), true)
+	if err != nil {
+		return Doubt{}, err
+	}
+	if d == nil {
+		return Doubt{}, ErrNotStalled
+	}
+	return *d, nil
+}
+
+// AcceptLoss is the operator's way out of a view change that waits on a
+// fork only hosts that lost their state could decide (ViewChangeAmbiguous,
+// docs/protocol.md section 6): it decides the fork without them, as if no
+// branch could have been agreed (the branch most witnesses hold), installs
+// the result, and returns what may have been lost. Safety is given up for
+// the positions in Doubt: a host that lost its state may have delivered
+// another entry there. Refused (ErrNotStalled) unless this host leads such
+// a view change now (an amnesiac host's own rejoin may be the one).
+func (nd *Node) AcceptLoss() (Doubt, error) {
+	if nd.vc == nil || !nd.vc.ambiguous {
+		return Doubt{}, ErrNotStalled
+	}
+	res, d, err := resolve(nd.n, nd.vc.lo, nd.base, nd.log, nd.witnesses(), true)
+	if err != nil {
+		return Doubt{}, err
+	}
+	if d == nil {
+		return Doubt{}, ErrNotStalled
+	}
+	nd.event(EventAcceptedLoss, nd.vc.epoch, d.From, nd.id)
+	nd.install(res)
+	return *d, nil
+}
+
+// install sends the view change's resolved log to the members and adopts it.
+func (nd *Node) install(res Resolution) {
+	vc := nd.vc
 	// Hosts that promised are live; the others keep the place the
 	// initiator's log gives them (a host that is merely slow to answer is not
 	// thrown out of the token order; a dead one is skipped by the next
@@ -626,8 +684,11 @@ type Resolution struct {
 
 // Errors returned by Resolve.
 var (
-	ErrNeedMore   = errors.New("exo: view change needs more promises")
-	ErrAmbiguous  = fmt.Errorf("%w: a fork only they can decide", ErrNeedMore)
+	ErrNeedMore  = errors.New("exo: view change needs more promises")
+	ErrAmbiguous = fmt.Errorf("%w: a fork only they can decide", ErrNeedMore)
+	// ErrLostQuorum: every member answered, but too few of them kept their
+	// state to tell what may have been agreed.
+	ErrLostQuorum = fmt.Errorf("%w: every member answered, too few kept their state", ErrNeedMore)
 	ErrInconsist  = errors.New("exo: witnesses contradict an agreed entry")
 	errNoWitness  = errors.New("exo: no witness")
 	errBadWitness = errors.New("exo: witness log does not start where it says")
@@ -656,6 +717,27 @@ var (
 //   - Witnesses whose log ends, or that hold another branch, drop out: they
 //     promised, so they will not append more in E.
 func Resolve(n int, lo, ownBase uint64, own []Entry, ws []Witness) (Resolution, error) {
+	res, _, err := resolve(n, lo, ownBase, own, ws, false)
+	return res, err
+}
+
+// Doubt is what an operator accepts to lose when a view change stalled on
+// a fork only hosts that lost their state (or do not answer) could decide
+// is resolved without them (Node.AcceptLoss): positions From..To-1 may
+// have been agreed, and delivered, on a branch that is not installed; Lost
+// are the entries of those branches the answering hosts hold (a host that
+// lost its state may have held others). To is math.MaxUint64 when too few
+// members kept their state (ErrLostQuorum): any position from From on.
+type Doubt struct {
+	From, To uint64
+	Lost     []Entry
+}
+
+// resolve is Resolve; with force, a fork that Resolve would wait on is
+// decided as one where no branch is possible (the branch most witnesses
+// hold), and the branches left are reported as the doubt.
+func resolve(n int, lo, ownBase uint64, own []Entry, ws []Witness, force bool) (Resolution, *Doubt, error) {
+	var doubt *Doubt
 	var wit []*Witness
 	start := lo
 	for i := range ws {
@@ -666,7 +748,7 @@ func Resolve(n int, lo, ownBase uint64, own []Entry, ws []Witness) (Resolution, 
 		}
 	}
 	if len(wit) == 0 {
-		return Resolution{}, errNoWitness
+		return Resolution{}, nil, errNoWitness
 	}
 	var top uint32
 	var agreed uint64
@@ -693,6 +775,12 @@ func Resolve(n int, lo, ownBase uint64, own []Entry, ws []Witness) (Resolution, 
 	isWitness := make([]bool, n)
 	fencedTo := make([]uint64, n)
 	isFenced := make([]bool, n)
+	answered := make([]bool, n) // any promise, amnesiac ones too
+	for i := range ws {
+		if pos, ok := slices.BinarySearch(roster, ws[i].ID); ok {
+			answered[pos] = true
+		}
+	}
 	members, known := 0, 0
 	for _, w := range wit {
 		if pos, ok := slices.BinarySearch(roster, w.ID); ok && !isWitness[pos] {
@@ -705,11 +793,22 @@ func Resolve(n int, lo, ownBase uint64, own []Entry, ws []Witness) (Resolution, 
 			}
 		}
 	}
+	lostQuorum := false
 	if known < h+1 && members < n {
-		return Resolution{}, ErrNeedMore
+		if known == 0 || slices.Contains(answered, false) {
+			return Resolution{}, nil, ErrNeedMore
+		}
+		// Every member answered; those that lost their state are too
+		// many. Forced, the others decide, and everything from lo on is
+		// in doubt: hosts that lost their state may have agreed anything
+		// there.
+		if !force {
+			return Resolution{}, nil, ErrLostQuorum
+		}
+		lostQuorum = true
 	}
 	if lo > ownBase+uint64(len(own)) || lo < ownBase {
-		return Resolution{}, errBadWitness
+		return Resolution{}, nil, errBadWitness
 	}
 	// Entries below ownBase were compacted: agreed and delivered everywhere.
 	// A host that lost its state needs them by state transfer, not here.
@@ -778,7 +877,7 @@ func Resolve(n int, lo, ownBase uint64, own []Entry, ws []Witness) (Resolution, 
 					}
 				}
 			}
-			possible := -1
+			possible, ambiguous := -1, false
 			for gi, g := range groups {
 				others := 0
 				for u := 0; u < n; u++ {
@@ -797,10 +896,16 @@ func Resolve(n int, lo, ownBase uint64, own []Entry, ws []Witness) (Resolution, 
 				}
 				if len(g.ws)+others >= h+1 {
 					if possible >= 0 {
-						return Resolution{}, ErrAmbiguous
+						if !force {
+							return Resolution{}, nil, ErrAmbiguous
+						}
+						ambiguous = true
 					}
 					possible = gi
 				}
+			}
+			if ambiguous {
+				possible = -1 // decided as if no branch were possible: the largest
 			}
 			if possible >= 0 {
 				pick = possible
@@ -812,13 +917,43 @@ func Resolve(n int, lo, ownBase uint64, own []Entry, ws []Witness) (Resolution, 
 				}
 			}
 		}
+		if len(groups) > 1 && force {
+			// Every branch not taken is in doubt, from here to its end.
+			if doubt == nil {
+				doubt = &Doubt{From: j, To: j}
+			}
+			for gi, g := range groups {
+				if gi == pick {
+					continue
+				}
+				var longest *Witness
+				for _, w := range g.ws {
+					if longest == nil || len(w.Entries)-int(j-w.Start) > len(longest.Entries)-int(j-longest.Start) {
+						longest = w
+					}
+				}
+				for k := j - longest.Start; k < uint64(len(longest.Entries)); k++ {
+					doubt.Lost = append(doubt.Lost, longest.Entries[k])
+					doubt.To = max(doubt.To, longest.Entries[k].Seq+1)
+				}
+			}
+		}
 		out = append(out, *groups[pick].e)
 		alive = groups[pick].ws
 	}
 	if agreed > start+uint64(len(out)) {
-		return Resolution{}, ErrInconsist
+		return Resolution{}, nil, ErrInconsist
 	}
-	return Resolution{Start: start, Agreed: agreed, Entries: out}, nil
+	if lostQuorum {
+		if doubt == nil {
+			doubt = &Doubt{}
+		}
+		doubt.From, doubt.To = lo, math.MaxUint64
+	}
+	if doubt != nil {
+		doubt.To = max(doubt.To, start+uint64(len(out)))
+	}
+	return Resolution{Start: start, Agreed: agreed, Entries: out}, doubt, nil
 }
 
 // finalRoster returns the roster after entries, from member state m at their

@@ -441,7 +441,7 @@ func recoveryLine(rs map[string]any) string {
 	if vc, ok := rs["view_change"].(map[string]any); ok {
 		line := fmt.Sprintf("leading view change %v (promises %v of %v needed", vc["epoch"], vc["promised"], vc["need"])
 		if vc["ambiguous"] == true {
-			line += ", ambiguous fork: waits for the others"
+			line += ", waits on hosts that lost their state: exo recover shows what accepting the loss gives up"
 		}
 		parts = append(parts, line+")")
 	}

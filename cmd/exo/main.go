@@ -39,6 +39,7 @@ senders. See docs/protocol.md and docs/wire.md.`,
 	root.AddCommand(newFrameCmd())
 	root.AddCommand(newProbeCmd(), newProbeEndpointCmd())
 	root.AddCommand(newDaemonCmd(), newSendCmd(), newTailCmd(), newStatusCmd(), newDemoCmd(), newBenchCmd(), newRawCmd())
+	root.AddCommand(newRecoverCmd())
 	root.AddCommand(newTopCmd(), newRosterCmd(), newKeyCmd())
 	return root
 }

@@ -33,6 +33,7 @@ type simOptions struct {
 	Crashes    bool
 	Amnesia    float64
 	Keep       int
+	AcceptLoss bool
 	Forge      float64
 	Roster     float64
 	Keys       float64
@@ -74,6 +75,8 @@ type simReport struct {
 	Dropped        uint64          `json:"dropped_reported"`
 	Compactions    uint64          `json:"compactions,omitempty"`
 	PastFloor      uint64          `json:"past_floor,omitempty"`
+	AcceptedLosses uint64          `json:"accepted_losses,omitempty"`
+	LostEntries    uint64          `json:"lost_entries,omitempty"`
 	FloorJumps     uint64          `json:"floor_jumps,omitempty"`
 	Forged         uint64          `json:"forged_copies"`
 	RosterSwitches uint64          `json:"roster_switches"`
@@ -159,6 +162,7 @@ is agreed once) and liveness (after the faults stop the rack converges within
 	f.BoolVar(&o.Partitions, "partitions", true, "partition and heal the rack at random")
 	f.BoolVar(&o.Crashes, "crashes", true, "crash and restart hosts at random")
 	f.Float64Var(&o.Amnesia, "amnesia", 0, "probability that a restart also loses the durable state")
+	f.BoolVar(&o.AcceptLoss, "accept-loss", false, "when a run stalls on a fork only a lost disk could decide, the operator accepts the loss (exo recover --accept-loss) and the rack gets another quiet phase; entries delivered before may then change only at the positions the command reported, and only if every host that delivered them lost its state")
 	f.IntVar(&o.Keep, "keep-entries", 0, "compact every host's log as the daemon's keep_entries does (0: never): a host that lost its state rejoins by state transfer")
 	f.Float64Var(&o.Forge, "forge", 0, "probability per frame that an attacker without the key also delivers a forged copy (changed tag, or changed fields under the old tag); every copy must be BAD_TAG")
 	f.Float64Var(&o.Keys, "key-rotations", 0, "per-tick probability that the operator starts a key rotation (when none runs): hosts stage the next key at random ticks; every run must end with every member sending under the newest key")
@@ -219,6 +223,7 @@ func (o *simOptions) options(hosts int, seed uint64) sim.Options {
 	s.Partitions, s.Crashes, s.Amnesia, s.ProposeP = o.Partitions, o.Crashes, o.Amnesia, o.Propose
 	s.Forge = o.Forge
 	s.KeepEntries = o.Keep
+	s.AcceptLoss = o.AcceptLoss
 	s.RosterChanges = o.Roster
 	s.KeyRotations = o.Keys
 	s.Config.MaxFetchEntries = o.FetchBatch
@@ -247,6 +252,7 @@ func (o *simOptions) replay(hosts int, seed uint64) string {
 	add(o.Faults && !o.Crashes, "--crashes=false")
 	add(o.Amnesia != 0, fmt.Sprintf("--amnesia %g", o.Amnesia))
 	add(o.Keep != 0, fmt.Sprintf("--keep-entries %d", o.Keep))
+	add(o.AcceptLoss, "--accept-loss")
 	add(o.Forge != 0, fmt.Sprintf("--forge %g", o.Forge))
 	add(o.Roster != 0, fmt.Sprintf("--roster-changes %g", o.Roster))
 	add(o.Keys != 0, fmt.Sprintf("--key-rotations %g", o.Keys))
@@ -300,6 +306,9 @@ func runSim(ctx context.Context, o *simOptions) error {
 		}
 		if o.Roster > 0 {
 			fmt.Fprintf(o.Out, " roster-switches=%d (switch points and one-host steps: checked)", rep.RosterSwitches)
+		}
+		if o.AcceptLoss {
+			fmt.Fprintf(o.Out, " accepted-losses=%d lost-entries=%d (each in a reported doubt, delivered only by hosts that lost their state: checked)", rep.AcceptedLosses, rep.LostEntries)
 		}
 		if o.Keep > 0 {
 			fmt.Fprintf(o.Out, " compactions=%d past-floor=%d floor-jumps=%d (each to a compacted position: checked)", rep.Compactions, rep.PastFloor, rep.FloorJumps)
@@ -405,6 +414,8 @@ feed:
 		rep.Partitions += st.Partitions
 		rep.Compactions += st.Compactions
 		rep.PastFloor += st.PastFloor
+		rep.AcceptedLosses += st.AcceptedLosses
+		rep.LostEntries += st.LostEntries
 		rep.FloorJumps += st.FloorJumps
 		if st.StalledAmbiguous {
 			rep.StalledAmbig++

@@ -45,13 +45,22 @@ type Checker struct {
 	// against the rosters the checker computes from the agreed entries.
 	switches map[uint64]string
 	switchBy map[uint64]int
+
+	// The operator's override (Options.AcceptLoss): who delivered each
+	// seq, which incarnations lost their state since, what the overrides
+	// reported in doubt, and how many agreed entries they replaced.
+	deliverers map[uint64][][2]int
+	lostUpTo   map[int]int // host -> its newest incarnation whose state is lost
+	doubts     []exo.Doubt
+	Lost       int
 }
 
 // NewChecker returns a checker for n hosts.
 func NewChecker(n int) *Checker {
 	return &Checker{n: n, agreed: map[uint64]string{}, streams: map[[2]int]uint64{},
 		origin: map[uint64][2]int{}, agreedAt: map[uint64]uint64{}, dropped: map[uint64]bool{},
-		open: map[uint64]bool{}, byInc: map[[2]int][]uint64{}, switches: map[uint64]string{}, switchBy: map[uint64]int{}}
+		open: map[uint64]bool{}, byInc: map[[2]int][]uint64{}, switches: map[uint64]string{}, switchBy: map[uint64]int{},
+		deliverers: map[uint64][][2]int{}, lostUpTo: map[int]int{}}
 }
 
 func (c *Checker) violation(format string, args ...any) {
@@ -117,13 +126,72 @@ func (c *Checker) Agreed(host, inc int, e exo.Entry) {
 	c.streams[k] = e.Seq + 1
 	id := identity(e)
 	if prev, ok := c.agreed[e.Seq]; ok {
-		if prev != id {
-			c.violation("agreement: seq %d delivered as %q and as %q (host %d)", e.Seq, short(prev), short(id), host)
+		if prev == id {
+			c.deliverers[e.Seq] = append(c.deliverers[e.Seq], k)
+			return
 		}
+		if !c.replaceable(e.Seq) {
+			c.violation("agreement: seq %d delivered as %q and as %q (host %d)", e.Seq, short(prev), short(id), host)
+			return
+		}
+		// An override gave up this position, and every host that had
+		// delivered the old entry lost its state since: the loss the
+		// operator accepted. The new entry is the agreed one from now on.
+		c.Lost++
+		if e.Seq < uint64(len(c.entries)) {
+			old := &c.entries[e.Seq]
+			if ids, err := payloadIDs(*old); err == nil {
+				for _, p := range ids {
+					delete(c.agreedAt, p)
+				}
+			}
+			c.entries[e.Seq] = e.Clone()
+		}
+		c.agreed[e.Seq] = id
+		c.deliverers[e.Seq] = [][2]int{k}
+		c.checkPayloads(e)
 		return
 	}
+	c.deliverers[e.Seq] = append(c.deliverers[e.Seq], k)
 	c.agreed[e.Seq] = id
-	c.entries = append(c.entries, e.Clone()) // filled densely: seqs are delivered in order
+	if e.Seq == uint64(len(c.entries)) {
+		c.entries = append(c.entries, e.Clone()) // filled densely: seqs are delivered in order
+	}
+	c.checkPayloads(e)
+}
+
+// replaceable reports whether the agreed entry at seq may be replaced: an
+// override reported seq in doubt, and every host incarnation that
+// delivered the entry lost its state since.
+func (c *Checker) replaceable(seq uint64) bool {
+	in := false
+	for _, d := range c.doubts {
+		in = in || (d.From <= seq && seq < d.To)
+	}
+	if !in {
+		return false
+	}
+	for _, k := range c.deliverers[seq] {
+		if up, ok := c.lostUpTo[k[0]]; !ok || k[1] > up {
+			return false
+		}
+	}
+	return true
+}
+
+// LostState records that host's incarnations up to inc lost their state
+// (a restart without the disk; a host that fell behind every member's log).
+func (c *Checker) LostState(host, inc int) {
+	if up, ok := c.lostUpTo[host]; !ok || inc > up {
+		c.lostUpTo[host] = inc
+	}
+}
+
+// Doubted records what an override reported in doubt.
+func (c *Checker) Doubted(d exo.Doubt) { c.doubts = append(c.doubts, d) }
+
+// checkPayloads checks the validity of the payloads of agreed entry e.
+func (c *Checker) checkPayloads(e exo.Entry) {
 	if _, ok := exo.ParseConfigEntry(&e); ok {
 		return
 	}

@@ -53,7 +53,15 @@ type Options struct {
 	// host that lost its state then rejoins by state transfer from a
 	// compacted log (transfer.go).
 	KeepEntries int
-	ProposeP    float64 // per-tick probability that a client publishes at a host
+	// AcceptLoss plays the operator's way out of a stall on an ambiguous
+	// fork (exo recover --accept-loss, Node.AcceptLoss): when the quiet
+	// phase ends with a view change waiting on one, its initiator accepts
+	// the loss and the rack gets another quiet phase. The checker then
+	// allows an entry delivered before to be replaced only at a position
+	// the command reported, and only if every host that delivered it lost
+	// its state since.
+	AcceptLoss bool
+	ProposeP   float64 // per-tick probability that a client publishes at a host
 	// Forge is the per-frame probability that an attacker on the segment
 	// also delivers a forged copy of a frame: its tag changed, or a field,
 	// the history or the payload changed with the tag kept. Every forged
@@ -235,6 +243,8 @@ type Stats struct {
 	FencedRestarts uint64
 	Compactions    uint64 // log compactions (Options.KeepEntries)
 	PastFloor      uint64 // hosts that fell behind every member's log and became amnesiac
+	AcceptedLosses uint64 // operator overrides of a stall on an ambiguous fork (Options.AcceptLoss)
+	LostEntries    uint64 // agreed entries replaced after an override (each checked against its doubt)
 	FloorJumps     uint64 // state transfers that started past the host's log
 	StalledFenced  bool
 	// Recovered counts the restarts that took a surviving fast path over
@@ -505,15 +515,9 @@ func (s *Sim) Run() error {
 		s.operators()
 	}
 	s.beginQuiet()
-	for end := s.tick + s.opt.Quiet; s.tick < end; s.tick++ {
-		if s.opt.KeyRotations > 0 {
-			s.keys(true) // hosts still in the last grace window stage later
-		}
-		s.step()
-		s.operators()
-		if s.settled() {
-			break
-		}
+	s.quietPhase()
+	for k := 0; s.opt.AcceptLoss && k < 4 && !s.settled() && s.acceptLoss(); k++ {
+		s.quietPhase()
 	}
 	for _, h := range s.hosts {
 		s.collect(h)
@@ -555,6 +559,7 @@ func (s *Sim) Run() error {
 		}
 	}
 	s.chk.FinalRoster()
+	s.Stats.LostEntries = uint64(s.chk.Lost)
 	s.Stats.RosterChanges = uint64(s.chk.Switches)
 	s.Stats.Steps = s.now
 	return s.chk.Err()
@@ -815,6 +820,7 @@ func (s *Sim) ready(i int) {
 			// nothing more of what they published there.
 			s.Stats.PastFloor++
 			s.chk.Crashed(i, nd)
+			s.chk.LostState(i, h.inc)
 			s.amnesiac = true
 			h.asked = nil // its operator's command fails: the host lost its state
 		case exo.EventKeySwitch:
@@ -902,6 +908,42 @@ func (s *Sim) ready(i int) {
 		h.durable.Log = log
 		s.Stats.Compactions++
 	}
+}
+
+// quietPhase steps the rack for Options.Quiet ticks, or until it settled.
+func (s *Sim) quietPhase() {
+	for end := s.tick + s.opt.Quiet; s.tick < end; s.tick++ {
+		if s.opt.KeyRotations > 0 {
+			s.keys(true) // hosts still in the last grace window stage later
+		}
+		s.step()
+		s.operators()
+		if s.settled() {
+			break
+		}
+	}
+}
+
+// acceptLoss runs the operator's command at a host whose view change waits
+// on an ambiguous fork, and tells the checker what it reported; false if
+// no host waits on one.
+func (s *Sim) acceptLoss() bool {
+	for i, h := range s.hosts {
+		if !h.up || !h.node.ViewChangeAmbiguous() {
+			continue
+		}
+		d, err := h.node.AcceptLoss()
+		if err != nil {
+			s.chk.violation("host %d: accept-loss refused on an ambiguous fork: %v", i, err)
+			return false
+		}
+		s.tracef("host %d: the operator accepts the loss of seq %d..%d (%d entries held on other branches)", i, d.From, d.To-1, len(d.Lost))
+		s.chk.Doubted(d)
+		s.Stats.AcceptedLosses++
+		s.sync(i)
+		return true
+	}
+	return false
 }
 
 // maxBase returns the highest log base of the rack's hosts.
@@ -1049,6 +1091,7 @@ func (s *Sim) restart(i int) {
 	} else {
 		h.node, err = exo.NewAmnesiacNode(s.config(i))
 		h.durable = exo.HardState{Amnesiac: true}
+		s.chk.LostState(i, h.inc-1)
 		s.amnesiac = true
 		s.tracef("restart host %d amnesiac", i)
 	}
