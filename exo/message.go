@@ -68,6 +68,10 @@ type Message struct {
 	// sent in its log's epoch (docs/token.md section 5): it is known only
 	// up to its end.
 	Fenced bool
+	// Forced (Install): the operator resolved this view change without the
+	// hosts that lost their state (Node.AcceptLoss); an amnesiac host that
+	// promised it takes it.
+	Forced bool
 	// StartRoster (FetchResp): the roster at Start when the responder's
 	// log was compacted past the position asked (Start is its log base): a
 	// requester cannot go on from its log and starts there by state

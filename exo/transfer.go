@@ -25,9 +25,41 @@ import (
 
 // transferState is the state of an amnesiac host's transfer.
 type transferState struct {
-	on    bool // fetching the agreed log; the view change waits
-	tries int  // fetches sent since the last progress
-	next  int  // roster position of the next member to ask
+	on    bool    // fetching the agreed log; the view change waits
+	tries int     // fetches sent since the last progress
+	next  int     // index in the peers of the next member to ask
+	peers []uint8 // the members to ask: the roster the rack reported (nil: this host's)
+}
+
+// transferPeers returns the members a transfer asks: the roster a member
+// reported (an amnesiac host starts with the rack's first roster, which
+// the rack may have left long ago), or this host's.
+func (nd *Node) transferPeers() []uint8 {
+	if nd.transfer.peers != nil {
+		return nd.transfer.peers
+	}
+	return nd.ms.roster
+}
+
+// knowsRoster reports whether roster is this host's, or the one a change
+// at the end of its log switches to.
+func (nd *Node) knowsRoster(roster []uint8) bool {
+	return slices.Equal(roster, nd.ms.roster) || (nd.ms.hasNext && slices.Equal(roster, nd.ms.next))
+}
+
+// restartTransfer goes back to the transfer, from member from first, with
+// the roster the rack reported (when known).
+func (nd *Node) restartTransfer(from uint8, roster []uint8) {
+	nd.vc = nil
+	nd.haltedTicks = 0
+	nd.transfer = transferState{on: true}
+	if roster != nil {
+		nd.transfer.peers = slices.Clone(roster)
+	}
+	if i := slices.Index(nd.transferPeers(), from); i >= 0 {
+		nd.transfer.next = i + 1
+	}
+	nd.transferFetchFrom(from) // the witness that holds more, member or not
 }
 
 // transferTries is how many fetches without progress (each after a fetch
@@ -40,23 +72,28 @@ func (nd *Node) transferTries() int { return 2 * nd.n }
 // end.
 func (nd *Node) transferFetch() {
 	t := &nd.transfer
-	for k := 0; k < nd.n; k++ {
-		pos := (t.next + k) % nd.n
-		if uint8(pos) == nd.id {
+	peers := nd.transferPeers()
+	for k := range peers {
+		i := (t.next + k) % len(peers)
+		if peers[i] == nd.uid {
 			continue
 		}
-		t.next = pos + 1
-		t.tries++
-		nd.fetching = true
-		nd.fetchTicks = 0
-		nd.fetchPeer, nd.fetchLo = nd.uidOf(uint8(pos)), nd.p.Append
-		nd.rd.Messages = append(nd.rd.Messages, Message{Type: MsgFetch, From: nd.uid, To: nd.fetchPeer,
-			Lo: nd.p.Append, Amnesiac: true})
+		t.next = i + 1
+		nd.transferFetchFrom(peers[i])
 		return
 	}
 	// No other member to ask (a roster of one): nothing to transfer from.
 	t.on = false
 	nd.fetching = false
+}
+
+// transferFetchFrom asks member u for the agreed log from this host's end.
+func (nd *Node) transferFetchFrom(u uint8) {
+	nd.transfer.tries++
+	nd.fetching = true
+	nd.fetchTicks = 0
+	nd.fetchPeer, nd.fetchLo = u, nd.p.Append
+	nd.rd.Messages = append(nd.rd.Messages, Message{Type: MsgFetch, From: nd.uid, To: u, Lo: nd.p.Append, Amnesiac: true})
 }
 
 // tickTransfer runs a halted amnesiac host's transfer: it asks again when
@@ -145,12 +182,16 @@ func (nd *Node) stepTransfer(m *Message) {
 	if !current {
 		return
 	}
+	if m.Roster != nil && !slices.Equal(m.Roster, t.peers) && !nd.knowsRoster(m.Roster) {
+		// The rack's roster as the responder knows it: ask its members.
+		t.peers = slices.Clone(m.Roster)
+	}
 	if m.Agreed > nd.p.Append+uint64(nd.cfg.MaxFetchEntries) && nd.p.Append > from {
 		// More to come: the next batch from the same member (one that
 		// does not answer costs a fetch timeout; the next member is asked
 		// only then).
-		if pos, ok := nd.posOf(m.From); ok {
-			t.next = int(pos)
+		if i := slices.Index(nd.transferPeers(), m.From); i >= 0 {
+			t.next = i
 		}
 		nd.transferFetch()
 		return
@@ -204,7 +245,7 @@ func (nd *Node) floorReached() bool {
 	nd.vc = nil
 	nd.catchup = nil
 	clear(nd.held)
-	nd.transfer = transferState{on: true, next: int(nd.id) + 1}
+	nd.transfer = transferState{on: true, next: int(nd.id) + 1} // the roster's next member first
 	nd.fetching = false
 	// As after a crash that lost the disk: what was queued here is gone
 	// (the embedder tells its publishers: EventPastFloor).

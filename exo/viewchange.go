@@ -250,16 +250,15 @@ func (nd *Node) Step(m Message) {
 		p.To = m.From
 		nd.rd.Messages = append(nd.rd.Messages, p)
 	case MsgPromise:
-		if nd.vc != nil && m.Epoch == nd.vc.epoch && nd.amnesiac && !m.Amnesiac && m.Start > nd.vc.lo {
-			// The witness's log was compacted past this amnesiac host's:
-			// its view change cannot resolve from here. Back to the state
-			// transfer (from that witness first).
-			nd.vc = nil
-			nd.haltedTicks = 0
-			if pos, ok := nd.posOf(m.From); ok {
-				nd.transfer = transferState{on: true, next: int(pos)}
-				nd.transferFetch()
-			}
+		if nd.vc != nil && m.Epoch == nd.vc.epoch && nd.amnesiac && !m.Amnesiac &&
+			(m.Start > nd.vc.lo || (m.Roster != nil && !nd.knowsRoster(m.Roster) && m.Agreed > nd.p.Append)) {
+			// The witness's log was compacted past this amnesiac host's,
+			// or the rack agreed more, under another roster than the log
+			// this host transferred says (it asked members that had left,
+			// and lag): its view change cannot resolve from here. Back to
+			// the state transfer, from that witness first and the rack's
+			// roster.
+			nd.restartTransfer(m.From, m.Roster)
 			return
 		}
 		if nd.vc != nil && m.Epoch == nd.vc.epoch {
@@ -323,10 +322,14 @@ func (nd *Node) Step(m Message) {
 			if m.Epoch == nd.promised && nd.promisedByOK && nd.promisedBy != m.From {
 				return // promised to another initiator of the same epoch
 			}
-			if nd.amnesiac {
+			if nd.amnesiac && !(m.Forced && m.Epoch == nd.promised && nd.promisedByOK && nd.promisedBy == m.From) {
 				// A host that lost its state rejoins only through a view
 				// change of its own: its epoch is above every promise of a
 				// majority, so above any epoch it sent frames in before.
+				// Except one the operator forced (AcceptLoss) that it
+				// promised: its own could not resolve either (too few
+				// hosts kept their state), and the operator gave up the
+				// guarantee for the positions in doubt.
 				return
 			}
 			nd.adopt(m.Epoch, m.Start, m.Entries, m.Agreed, m.Skipped, m.Roster, 0)
@@ -527,6 +530,7 @@ func (nd *Node) adopt(epoch uint32, start uint64, entries []Entry, agreed uint64
 	nd.leaving = false
 	nd.futureTries = 0
 	nd.amnesiac = false
+	nd.transfer = transferState{} // a forced install may end a transfer (AcceptLoss)
 	nd.vc = nil
 	nd.vcFailures = 0
 	nd.idle = 0
@@ -549,7 +553,7 @@ func (nd *Node) tryResolve() {
 		vc.ambiguous = errors.Is(err, ErrAmbiguous) || errors.Is(err, ErrLostQuorum)
 		return // wait for more promises (or the timeout)
 	}
-	nd.install(res)
+	nd.install(res, false)
 }
 
 // witnesses returns the promises of the view change this host leads.
@@ -602,12 +606,12 @@ func (nd *Node) AcceptLoss() (Doubt, error) {
 		return Doubt{}, ErrNotStalled
 	}
 	nd.event(EventAcceptedLoss, nd.vc.epoch, d.From, nd.id)
-	nd.install(res)
+	nd.install(res, true)
 	return *d, nil
 }
 
 // install sends the view change's resolved log to the members and adopts it.
-func (nd *Node) install(res Resolution) {
+func (nd *Node) install(res Resolution, forced bool) {
 	vc := nd.vc
 	// Hosts that promised are live; the others keep the place the
 	// initiator's log gives them (a host that is merely slow to answer is not
@@ -650,7 +654,7 @@ func (nd *Node) install(res Resolution) {
 			}
 		}
 		nd.rd.Messages = append(nd.rd.Messages, Message{Type: MsgInstall, From: nd.uid, To: u,
-			Epoch: vc.epoch, Start: start, Agreed: res.Agreed, Skipped: skipped, Roster: skipRoster, Entries: res.Entries[start-res.Start:]})
+			Epoch: vc.epoch, Start: start, Agreed: res.Agreed, Skipped: skipped, Roster: skipRoster, Entries: res.Entries[start-res.Start:], Forced: forced})
 	}
 	// The initiator is a witness itself and promised below its own agreed
 	// pointer; it adopts like everyone else.

@@ -928,7 +928,21 @@ func (s *Sim) quietPhase() {
 // on an ambiguous fork, and tells the checker what it reported; false if
 // no host waits on one.
 func (s *Sim) acceptLoss() bool {
+	// An amnesiac initiator first: its rejoin is what waits (it takes
+	// no install but its own), and an override elsewhere leaves it so.
+	order := make([]int, 0, len(s.hosts))
 	for i, h := range s.hosts {
+		if h.node.Amnesiac() {
+			order = append(order, i)
+		}
+	}
+	for i, h := range s.hosts {
+		if !h.node.Amnesiac() {
+			order = append(order, i)
+		}
+	}
+	for _, i := range order {
+		h := s.hosts[i]
 		if !h.up || !h.node.ViewChangeAmbiguous() {
 			continue
 		}

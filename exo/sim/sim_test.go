@@ -486,3 +486,37 @@ func TestAcceptLossReleasesStalls(t *testing.T) {
 		}
 	}
 }
+
+// TestRosterAmnesiaSeeds replays runs that combine roster changes with
+// hosts losing their disks (--amnesia with --roster-changes, and the
+// operator's override): each stalled for good before the fix it names.
+func TestRosterAmnesiaSeeds(t *testing.T) {
+	for _, c := range []struct {
+		hosts int
+		seed  uint64
+		keep  int
+		why   string
+	}{
+		{3, 22, 0, "an amnesiac host restarts with the first roster: it asked members that had left, stopped at a lagging one, and led view changes nobody current answered (fix: back to the transfer from the rack's roster)"},
+		{3, 76, 0, "the same, after a remove and an add"},
+		{3, 17, 0, "an override installed at the other member of a roster of two, which the amnesiac host ignored (fix: an amnesiac host takes a forced install it promised)"},
+		{3, 84, 0, "the same at another seed"},
+		{3, 687, 32, "with compaction: an amnesiac initiator went back to the transfer but asked a member that had no more, not the witness that had (fix: ask that witness first)"},
+	} {
+		o := DefaultOptions(c.hosts, c.seed)
+		o.Amnesia, o.RosterChanges, o.AcceptLoss, o.KeepEntries = 0.2, 0.02, true, c.keep
+		if c.keep > 0 {
+			o.Amnesia = 0
+		}
+		s, err := New(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Run(); err != nil {
+			t.Errorf("hosts=%d seed=%d (%s): %v", c.hosts, c.seed, c.why, err)
+		}
+		if s.Stats.Stalled {
+			t.Errorf("hosts=%d seed=%d (%s): stalled", c.hosts, c.seed, c.why)
+		}
+	}
+}
