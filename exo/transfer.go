@@ -289,9 +289,14 @@ func (nd *Node) restoreTransfer(hs HardState) {
 		nd.applyRoster(true)
 	}
 	nd.resetAt(hs.Log[0].Seq, hs.Log[0].History)
+	// Every entry an amnesiac host holds is agreed: a transfer appends
+	// agreed entries only, and a host that became amnesiac cut its
+	// unagreed ones in the Ready that made it so, before its durable state
+	// said amnesiac. (HardState.Agreed may be older: the daemon writes it
+	// with the epoch and the promise only.)
 	nd.p.EpochStart = math.MaxUint64
 	for i := range hs.Log {
-		if hs.Log[i].Seq >= hs.Agreed || hs.Log[i].Seq != nd.p.Append {
+		if hs.Log[i].Seq != nd.p.Append {
 			break
 		}
 		nd.pushEntry(hs.Log[i])
@@ -300,9 +305,7 @@ func (nd *Node) restoreTransfer(hs HardState) {
 	nd.voided = nil
 	nd.delivered = nd.base
 	if end := hs.Log[len(hs.Log)-1].Seq + 1; end > nd.p.Append {
-		// Unagreed entries on disk (persisted before it became amnesiac):
-		// the durable log drops them too.
-		nd.rd.Truncate, nd.rd.HasTruncate = nd.p.Append, true
+		nd.rd.Truncate, nd.rd.HasTruncate = nd.p.Append, true // a broken sequence: drop what follows
 	}
 }
 

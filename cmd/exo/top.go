@@ -47,6 +47,8 @@ func newTopCmd() *cobra.Command {
   ROLE          *holder: the token holder (as the host with the newest log sees it);
                 skipped: the token order skips it; down: the socket did not answer
   EPOCH, HALT   the host's epoch (view) and whether a view change holds it
+                (XFER: it fetches the rack's agreed log before it rejoins, a
+                state transfer; FETCH/s is its rate)
   APPEND        the append pointer: the next sequence number the host expects
   AGREED        the agreement pointer: every entry below it is agreed
   LAG           how far the append pointer is behind the highest of the rack
@@ -135,6 +137,9 @@ type topHost struct {
 	TokenHolder bool   `json:"token_holder"`
 	Epoch       uint32 `json:"epoch"`
 	Halted      bool   `json:"halted"`
+	// Transfer: the host fetches the rack's agreed log before it rejoins
+	// (a state transfer: --join, a wiped disk, or fallen behind).
+	Transfer bool `json:"state_transfer,omitempty"`
 	// Key is the key slot this host sends under, with the rotation in
 	// flight: "1", "0>1" (slot 1 staged, waiting for announcements), "1+0"
 	// (switched, the old key still valid); "" when the status has none.
@@ -226,6 +231,7 @@ func topBuild(targets []topTarget, prev map[string]topSample, cur []topSample, n
 			continue
 		}
 		h.Up, h.ID, h.Epoch, h.Halted = true, st.ID, st.Epoch, st.Halted
+		h.Transfer = st.Recovery.StateTransfer
 		if k := st.Keys; k != nil {
 			switch other := 1 - k.SendPhase; {
 			case k.Staged:
@@ -353,7 +359,10 @@ func renderTop(s topSnapshot) string {
 			role = "*" + h.Role
 		}
 		halt := "no"
-		if h.Halted {
+		switch {
+		case h.Transfer:
+			halt = "XFER"
+		case h.Halted:
 			halt = "YES"
 		}
 		top := h.TopReject

@@ -248,3 +248,19 @@ func TestTopBadInput(t *testing.T) {
 		}
 	}
 }
+
+// TestTopTransfer: a host in a state transfer shows XFER in HALT.
+func TestTopTransfer(t *testing.T) {
+	targets, prev, cur, now := topFixture()
+	cur[2].St.Recovery.StateTransfer = true
+	got := renderTop(topBuild(targets, prev, cur, now, 500*time.Millisecond))
+	var row string
+	for _, l := range strings.Split(got, "\n") {
+		if strings.HasPrefix(l, "C ") {
+			row = l
+		}
+	}
+	if !strings.Contains(row, " XFER ") {
+		t.Fatalf("C's row %q: want XFER in HALT", row)
+	}
+}
