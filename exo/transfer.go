@@ -29,6 +29,7 @@ type transferState struct {
 	tries int     // fetches sent since the last progress
 	next  int     // index in the peers of the next member to ask
 	peers []uint8 // the members to ask: the roster the rack reported (nil: this host's)
+	seen  uint64  // the highest agreement pointer a responder reported
 }
 
 // transferPeers returns the members a transfer asks: the roster a member
@@ -140,6 +141,7 @@ func (nd *Node) stepTransfer(m *Message) {
 	// are agreed); only the answer of the member asked last moves the
 	// transfer on (the fetch in flight otherwise goes on).
 	current := m.From == nd.fetchPeer
+	t.seen = max(t.seen, m.Agreed)
 	if current {
 		nd.answered(m)
 		nd.fetching = false
@@ -160,6 +162,9 @@ func (nd *Node) stepTransfer(m *Message) {
 		nd.orphans, nd.orphanCfgs, nd.voided = nil, 0, nil
 		nd.rd.Truncate, nd.rd.HasTruncate = old, true
 		nd.rd.Appended = nd.rd.Appended[:0]
+		// Entries of this Ready delivered before the jump are not: the
+		// stream starts at the jump (one Ready may take two answers).
+		nd.rd.Agreed = nd.rd.Agreed[:0]
 	}
 	from := nd.p.Append
 	nd.p.EpochStart = math.MaxUint64 // agreement comes from the responder's pointer
@@ -196,8 +201,16 @@ func (nd *Node) stepTransfer(m *Message) {
 		nd.transferFetch()
 		return
 	}
+	if nd.p.Append+uint64(nd.cfg.MaxFetchEntries) < t.seen && t.tries < nd.transferTries() {
+		// This responder lags behind what another one reported: the next
+		// (as long as asking them all twice has not shown that nobody
+		// answering has more).
+		nd.transferFetch()
+		return
+	}
 	if (nd.p.Append > from || m.Agreed <= nd.p.Append) && !nd.notMember {
-		// Within a batch of the responder's agreement pointer: rejoin.
+		// Within a batch of the rack's agreement pointer (as the
+		// responders report it): rejoin.
 		t.on = false
 		nd.startViewChange(CauseAmnesiac)
 	}

@@ -502,6 +502,8 @@ func TestRosterAmnesiaSeeds(t *testing.T) {
 		{3, 17, 0, "an override installed at the other member of a roster of two, which the amnesiac host ignored (fix: an amnesiac host takes a forced install it promised)"},
 		{3, 84, 0, "the same at another seed"},
 		{3, 687, 32, "with compaction: an amnesiac initiator went back to the transfer but asked a member that had no more, not the witness that had (fix: ask that witness first)"},
+		{5, 2929, 0, "a transfer ended at the word of a lagging member though another had reported more (fix: the highest agreement pointer reported counts)"},
+		{3, 292, 32, "with compaction: two floor jumps in one Ready delivered the entries of the first after the second began the stream (fix: a jump drops what the Ready delivered before it)"},
 	} {
 		o := DefaultOptions(c.hosts, c.seed)
 		o.Amnesia, o.RosterChanges, o.AcceptLoss, o.KeepEntries = 0.2, 0.02, true, c.keep
