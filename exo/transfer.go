@@ -11,10 +11,9 @@ import (
 // view change through which it rejoins (section 6). Agreed entries never
 // change, so it may hold and deliver them before it knows anything else;
 // the view change then starts from its agreement pointer, and the promises
-// and the install carry only what lies beyond it. Before, that view change
-// started from seq 0: every promise carried a whole log (a lab host needed
-// a 133 MB install, over the transport's cap), and a member whose log was
-// compacted could not take part at all.
+// and the install carry only what lies beyond it. (From seq 0, every
+// promise would carry a whole log, over the transport's cap for a rack of
+// any age, and a member whose log was compacted could not take part.)
 //
 // The transfer is resumable: its entries are persisted as they come (the
 // durable state stays amnesiac), and a restart goes on from the last one
