@@ -19,16 +19,22 @@ import (
 // the same stream as everyone. Before state transfer it never rejoined: its
 // view change from seq 0 found no witness holding the log's start.
 //
-// EXO_JOIN_KEEP (keep_entries, default 1024: the smallest allowed) and
+// EXO_JOIN_KEEP (keep_entries, default 1024: the smallest allowed),
 // EXO_JOIN_PER_HOST (messages each host publishes before E comes back,
-// default 3000) make it the documented larger run (docs/recovery.md).
+// default 3000) and EXO_JOIN_FETCH_BYTES (fetch_bytes) make it the
+// documented larger run (docs/recovery.md); EXO_JOIN_RATE=1 adds a load
+// during E's transfer and reports the rack's agreed rate during it against
+// the rate before.
 func TestRackJoinCompacted(t *testing.T) {
 	keep, perHost := envInt(t, "EXO_JOIN_KEEP", 1024), envInt(t, "EXO_JOIN_PER_HOST", 3000)
+	fetchBytes := envInt(t, "EXO_JOIN_FETCH_BYTES", daemon.DefaultFetchBytes)
+	rate := os.Getenv("EXO_JOIN_RATE") == "1"
 	r := rack(t, 5)
 	dir := t.TempDir()
 	c := startWith(t, r, func(cfg *daemon.Config) {
 		Durable(dir, false)(cfg)
 		cfg.KeepEntries = keep
+		cfg.FetchBytes = fetchBytes
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
@@ -57,6 +63,25 @@ func TestRackJoinCompacted(t *testing.T) {
 	if st0.LogBase == 0 {
 		t.Fatalf("A never compacted (log base 0, agreed %d): the test needs a compacted rack", st0.Agreed)
 	}
+	var stopLoad func()
+	var d0 uint64
+	var t0 time.Time
+	if rate {
+		// A steady load at A-D; the agreed rate at A over 3 s before E
+		// starts, then from E's start to its rejoin.
+		stopLoad = backgroundLoad(ctx, c, all[:4])
+		time.Sleep(time.Second)
+		a, _ := c.Status(ctx, 0)
+		time.Sleep(3 * time.Second)
+		b, _ := c.Status(ctx, 0)
+		t.Logf("before E: A delivered %.0f msgs/s", float64(b.Delivered-a.Delivered)/3)
+		d0, t0 = b.Delivered, time.Now()
+		defer func() {
+			if stopLoad != nil {
+				stopLoad()
+			}
+		}()
+	}
 	start := time.Now()
 	if err := c.StartHost(ctx, 4, true); err != nil {
 		t.Fatal(err)
@@ -73,6 +98,12 @@ func TestRackJoinCompacted(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	rejoined := time.Since(start)
+	if rate {
+		a, _ := c.Status(ctx, 0)
+		t.Logf("from the status before E's start to its rejoin (%v): A delivered %.0f msgs/s", time.Since(t0).Round(time.Millisecond), float64(a.Delivered-d0)/time.Since(t0).Seconds())
+		stopLoad()
+		stopLoad = nil
+	}
 	if f := st.Counters["fetched_entries"]; rejoined > 0 {
 		t.Logf("state transfer: %d entries, %.1f MB in %v: %.0f entries/s, %.1f MB/s", f, float64(st.Counters["fetched_bytes"])/1e6,
 			rejoined.Round(time.Millisecond), float64(f)/rejoined.Seconds(), float64(st.Counters["fetched_bytes"])/1e6/rejoined.Seconds())
@@ -161,3 +192,23 @@ func checkRoundAgrees(ctx context.Context, t *testing.T, c *Cluster, hosts []int
 }
 
 func removeAll(dir string) error { return os.RemoveAll(dir) }
+
+// backgroundLoad publishes from hosts in rounds until the returned stop is
+// called, tolerating failures.
+func backgroundLoad(ctx context.Context, c *Cluster, hosts []int) (stop func()) {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for k := 0; ; k++ {
+			select {
+			case <-done:
+				return
+			default:
+			}
+			c.Publish(ctx, Load{Hosts: hosts, PerHost: 500, Size: 64, Window: 8, Round: 5000 + k, Tolerant: true})
+		}
+	}()
+	return func() { close(done); wg.Wait() }
+}
