@@ -5,7 +5,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
 )
 
 // TestRackAcceptLoss: two of three hosts lose their disks. They fetch the
