@@ -30,18 +30,9 @@ func TestRackAcceptLoss(t *testing.T) {
 		t.Fatalf("exo recover --accept-loss on a healthy rack: %v\n%s", err, out)
 	}
 	for _, i := range []int{1, 2} {
-		if err := c.Kill(i); err != nil {
-			t.Fatal(err)
-		}
+		wipe(t, c, i)
 	}
 	for _, i := range []int{1, 2} {
-		cfg, err := c.Config(i)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := removeAll(cfg.DataDir); err != nil {
-			t.Fatal(err)
-		}
 		if err := c.StartHost(ctx, i, true); err != nil {
 			t.Fatal(err)
 		}

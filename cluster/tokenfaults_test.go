@@ -73,21 +73,7 @@ func TestRackTokenFaults(t *testing.T) {
 	// load publishes from hosts in rounds until stop is closed, tolerating
 	// failures (a host cut off or dead).
 	load := func(hosts []int) (stop func()) {
-		done := make(chan struct{})
-		var wg sync.WaitGroup
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for k := 0; ; k++ {
-				select {
-				case <-done:
-					return
-				default:
-				}
-				c.Publish(ctx, Load{Hosts: hosts, PerHost: 200, Size: 64, Window: 32, Round: 1000 + 100*round + k, OnAck: onAck, Tolerant: true})
-			}
-		}()
-		return func() { close(done); wg.Wait() }
+		return backgroundLoad(ctx, c, Load{Hosts: hosts, PerHost: 200, Size: 64, Window: 32, Round: 1000 + 100*round, OnAck: onAck})
 	}
 	armed := func(i int) bool {
 		st, err := c.Status(ctx, i)

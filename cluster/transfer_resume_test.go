@@ -34,17 +34,9 @@ func TestRackTransferResume(t *testing.T) {
 	if _, err := c.Publish(ctx, Load{Hosts: all, PerHost: 500, Size: 64, Window: 8, Round: 1}); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.Kill(4); err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := c.Config(4)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := removeAll(cfg.DataDir); err != nil {
-		t.Fatal(err)
-	}
+	wipe(t, c, 4)
 	var st0 daemon.Status
+	var err error
 	for round := 2; st0.LogBase == 0; round++ {
 		if _, err := c.Publish(ctx, Load{Hosts: all[:4], PerHost: 20000, Size: 64, Window: 8, Round: round}); err != nil {
 			t.Fatal(err)

@@ -42,16 +42,7 @@ func TestRackJoinCompacted(t *testing.T) {
 	if _, err := c.Publish(ctx, Load{Hosts: all, PerHost: 2000, Size: 64, Window: 8, Round: 1}); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.Kill(4); err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := c.Config(4)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.RemoveAll(cfg.DataDir); err != nil {
-		t.Fatal(err)
-	}
+	wipe(t, c, 4)
 	// The rack moves on without E, compacting past everything E held.
 	if _, err := c.Publish(ctx, Load{Hosts: all[:4], PerHost: perHost, Size: 64, Window: 8, Round: 2}); err != nil {
 		t.Fatal(err)
@@ -69,7 +60,7 @@ func TestRackJoinCompacted(t *testing.T) {
 	if rate {
 		// A steady load at A-D; the agreed rate at A over 3 s before E
 		// starts, then from E's start to its rejoin.
-		stopLoad = backgroundLoad(ctx, c, all[:4])
+		stopLoad = backgroundLoad(ctx, c, Load{Hosts: all[:4], PerHost: 500, Size: 64, Window: 8, Round: 5000})
 		time.Sleep(time.Second)
 		a, _ := c.Status(ctx, 0)
 		time.Sleep(3 * time.Second)
@@ -191,11 +182,27 @@ func checkRoundAgrees(ctx context.Context, t *testing.T, c *Cluster, hosts []int
 	return len(acked)
 }
 
-func removeAll(dir string) error { return os.RemoveAll(dir) }
+// wipe kills host i's daemon and removes its durable log: a lost disk.
+func wipe(t *testing.T, c *Cluster, i int) {
+	t.Helper()
+	if err := c.Kill(i); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := c.Config(i)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(cfg.DataDir); err != nil {
+		t.Fatal(err)
+	}
+}
 
-// backgroundLoad publishes from hosts in rounds until the returned stop is
-// called, tolerating failures.
-func backgroundLoad(ctx context.Context, c *Cluster, hosts []int) (stop func()) {
+// backgroundLoad publishes l again and again (Round l.Round, l.Round+1,
+// ...) until the returned stop is called, tolerating failures (a host cut
+// off or dead).
+func backgroundLoad(ctx context.Context, c *Cluster, l Load) (stop func()) {
+	l.Tolerant = true
+	first := l.Round
 	done := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -207,7 +214,8 @@ func backgroundLoad(ctx context.Context, c *Cluster, hosts []int) (stop func()) 
 				return
 			default:
 			}
-			c.Publish(ctx, Load{Hosts: hosts, PerHost: 500, Size: 64, Window: 8, Round: 5000 + k, Tolerant: true})
+			l.Round = first + k
+			c.Publish(ctx, l)
 		}
 	}()
 	return func() { close(done); wg.Wait() }
