@@ -1291,6 +1291,7 @@ func (nd *Node) Clone() *Node {
 	c.pendHead = 0
 	c.held = maps.Clone(nd.held)
 	c.orphans = maps.Clone(nd.orphans)
+	c.floorFrom = slices.Clone(nd.floorFrom) // appended to in place (pastFloor)
 	if nd.voided != nil {
 		v := *nd.voided
 		c.voided = &v

@@ -153,10 +153,7 @@ func (nd *Node) stepTransfer(m *Message) {
 		// (EventFloorJump: the entries between are lost to it).
 		old := nd.base
 		nd.event(EventFloorJump, 0, m.Start, m.From)
-		nd.ms = memberState{roster: append([]uint8(nil), m.StartRoster...), from: m.Start}
-		nd.baseMS = nd.ms
-		nd.applyRoster(true)
-		nd.resetAt(m.Start, m.Entries[0].History)
+		nd.startLogAt(m.Start, m.Entries[0].History, m.StartRoster)
 		nd.p.Agreed, nd.delivered = m.Start, m.Start
 		nd.orphans, nd.orphanCfgs, nd.voided = nil, 0, nil
 		nd.rd.Truncate, nd.rd.HasTruncate = old, true
@@ -295,12 +292,7 @@ func (nd *Node) restoreTransfer(hs HardState) {
 	if len(hs.Log) == 0 {
 		return
 	}
-	if hs.Roster != nil {
-		nd.ms = memberState{roster: append([]uint8(nil), hs.Roster...), from: hs.Log[0].Seq}
-		nd.baseMS = nd.ms
-		nd.applyRoster(true)
-	}
-	nd.resetAt(hs.Log[0].Seq, hs.Log[0].History)
+	nd.startLogAt(hs.Log[0].Seq, hs.Log[0].History, hs.Roster)
 	// Every entry an amnesiac host holds is agreed: a transfer appends
 	// agreed entries only, and a host that became amnesiac cut its
 	// unagreed ones in the Ready that made it so, before its durable state
@@ -319,6 +311,18 @@ func (nd *Node) restoreTransfer(hs HardState) {
 	if end := hs.Log[len(hs.Log)-1].Seq + 1; end > nd.p.Append {
 		nd.rd.Truncate, nd.rd.HasTruncate = nd.p.Append, true // a broken sequence: drop what follows
 	}
+}
+
+// startLogAt empties the log and starts it at seq, whose entry carries
+// history hist, under roster (in effect there at least; nil: keep this
+// host's).
+func (nd *Node) startLogAt(seq uint64, hist []uint8, roster []uint8) {
+	if roster != nil {
+		nd.ms = memberState{roster: slices.Clone(roster), from: seq}
+		nd.baseMS = nd.ms
+		nd.applyRoster(true)
+	}
+	nd.resetAt(seq, hist)
 }
 
 // Transferring reports whether this host is fetching the rack's agreed log
