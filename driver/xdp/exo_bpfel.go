@@ -116,7 +116,8 @@ type exoExoTctx struct {
 	Olen    uint32
 	Plen    uint32
 	Mac     [6]uint8
-	Pad     [2]uint8
+	Full    uint8
+	Pad     uint8
 	Hist    [128]uint8
 	Save    struct {
 		_        structs.HostLayout

@@ -42,9 +42,9 @@ const (
 	slotSize = 8 + SlotData
 	// DefaultRingSize is the default size of the record ring.
 	DefaultRingSize = 16 << 20
-	// RingRoom is the room the program wants free in the ring before it
-	// takes the state's lock; with less, the frame is dropped untouched
-	// (CounterRingFull).
+	// RingRoom is the room the program wants free in the ring for a frame
+	// it records; with less, such a frame is dropped untouched
+	// (CounterRingFull), and one it would not record keeps its verdict.
 	RingRoom = 256 << 10
 	// RecordHeaderLen is sizeof(struct exo_rec): the header of a record,
 	// before the received frame.

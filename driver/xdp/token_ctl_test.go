@@ -8,6 +8,7 @@ package xdp
 import (
 	"bytes"
 	"errors"
+	"net"
 	"os"
 	"testing"
 	"time"
@@ -334,6 +335,36 @@ func TestTokenRingWrap(t *testing.T) {
 		t.Errorf("RING_FULL with %d bytes free, want just under %d", free, RingRoom)
 	}
 	t.Logf("ring of %d bytes full after %d records (%d bytes, %d free)", ringSize, len(sent), used, ringSize-used)
+	// A full ring drops only what it would record: a frame from a foreign
+	// MAC and one of a stale epoch keep their verdicts (an attack on a
+	// host whose control plane is behind is still counted as such).
+	mac := func(i byte) net.HardwareAddr { return net.HardwareAddr{2, 0, 0, 0, 0, i} }
+	roster := []net.HardwareAddr{mac(0), mac(1), mac(2), mac(3), mac(4)}
+	roster[e.Tx.Pred] = testSrcMAC
+	if err := h.p.SetRoster(roster); err != nil {
+		t.Fatal(err)
+	}
+	foreign0, _ := h.p.ForeignMACs()
+	reasons0, _ := h.p.Counters()
+	stale := base
+	stale.Epoch--
+	for _, in := range []struct {
+		src   net.HardwareAddr
+		frame []byte
+	}{{mac(9), frameOf(0)}, {testSrcMAC, seal(stale, tokKeys)}} {
+		if act, _ := h.run(in.src, in.frame); act != ActionDrop {
+			t.Fatalf("action %s", act)
+		}
+	}
+	foreign1, _ := h.p.ForeignMACs()
+	reasons1, _ := h.p.Counters()
+	if tc, _ := h.p.TokenCounters(); tc.RingFull != ringFull || foreign1 != foreign0+1 || reasons1[exo.ReasonStaleEpoch] != reasons0[exo.ReasonStaleEpoch]+1 {
+		t.Fatalf("full ring: RING_FULL %d -> %d, FOREIGN_MAC %d -> %d, STALE_EPOCH %d -> %d; want the verdicts counted, not RING_FULL",
+			ringFull, tc.RingFull, foreign0, foreign1, reasons0[exo.ReasonStaleEpoch], reasons1[exo.ReasonStaleEpoch])
+	}
+	if err := h.p.SetRoster(nil); err != nil {
+		t.Fatal(err)
+	}
 	if n := read(0); n != len(sent) {
 		t.Fatalf("read %d of %d", n, len(sent))
 	}

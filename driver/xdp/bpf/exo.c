@@ -94,6 +94,9 @@ char __license[] SEC("license") = "Dual MIT/GPL";
 /* Not a reason: the state's tx_on was not the one the path expected (the
  * mode changed between the hint and the lock). */
 #define EXO_REASON_MODE 0xff
+/* exo_tok's verdict for a frame it would record while the ring lacks
+ * EXO_RING_ROOM (counted as EXO_COUNTER_RING_FULL, never a reason). */
+#define EXO_REASON_RING_FULL 0xfe
 
 /* "EXOM": a struct exo_meta precedes the frame (data_meta .. data). */
 #define EXO_META_MAGIC 0x45584f4d
@@ -350,7 +353,9 @@ struct exo_tctx {
 	__u32 olen;  /* the packet to send: Ethernet header to the end of the padding */
 	__u32 plen;  /* the received packet's length (before any growth) */
 	__u8 mac[6]; /* Ethernet source MAC */
-	__u8 pad[2];
+	__u8 full;   /* exo_tok: the ring lacked EXO_RING_ROOM (kept here, not in a
+		      * register: one verifier state for both answers) */
+	__u8 pad;
 	__u8 hist[EXO_MAX_HISTORY];
 	struct exo_save save;
 };
@@ -1099,9 +1104,10 @@ static __always_inline int build(struct xdp_md *ctx, const struct exo_tctx *t, c
  * decoded, its group, tag and roster MAC looked up, all in exo_tctx):
  * exo.Engine.Step.
  *
- *   1. Less than EXO_RING_ROOM free in exo_ring: drop untouched
- *      (EXO_COUNTER_RING_FULL); a record is never lost once the state
- *      moved.
+ *   1. Less than EXO_RING_ROOM free in exo_ring: a frame that step 4
+ *      would record is dropped untouched (EXO_COUNTER_RING_FULL; a record
+ *      is never lost once the state moved); one it would not record
+ *      (a foreign MAC, a stale epoch, a duplicate) keeps its verdict.
  *   2. Copy the received frame (after the Ethernet header) into the
  *      record (exo_recbuf).
  *   3. If the frame may be from pred (read without the lock), grow the
@@ -1145,13 +1151,10 @@ int exo_tok(struct xdp_md *ctx)
 	if (!t || !rb || !s || !a || !q || !tailp)
 		return XDP_DROP; /* unreachable: array maps */
 
-	/* 1. Room in the ring. */
+	/* 1. Room in the ring (a helper: asked here, acted on under the lock). */
 	avail = bpf_ringbuf_query(&exo_ring, BPF_RB_AVAIL_DATA);
 	size = bpf_ringbuf_query(&exo_ring, BPF_RB_RING_SIZE);
-	if (avail > size || size - avail < EXO_RING_ROOM) {
-		count(EXO_COUNTER_RING_FULL);
-		return XDP_DROP;
-	}
+	t->full = avail > size || size - avail < EXO_RING_ROOM;
 
 	/* 2. The received frame, into the record. */
 	data = (void *)(long)ctx->data;
@@ -1203,6 +1206,15 @@ int exo_tok(struct xdp_md *ctx)
 	    !(t->f.epoch > s->epoch && (reason == EXO_REASON_BAD_SENDER || reason == EXO_REASON_BAD_HISTLEN ||
 					reason == EXO_REASON_BAD_HISTORY_ID)))
 		goto unlock;
+	if (*(volatile __u8 *)&t->full) {
+		/* A frame to record, no room for its record: dropped with the
+		 * state untouched (a record is never lost once the state
+		 * moved). A frame not recorded kept its verdict above: a
+		 * flood of foreign-MAC or stale frames is counted as such
+		 * while the control plane is behind. */
+		reason = EXO_REASON_RING_FULL;
+		goto unlock;
+	}
 	if (exo_bench_undo_accept)
 		bench_save(&t->save, s);
 	record = 1;
@@ -1337,6 +1349,10 @@ unlock:
 	/* 5. The frame sent and the record. */
 	if (reason == EXO_REASON_MODE) {
 		count(EXO_COUNTER_MODE);
+		return XDP_DROP;
+	}
+	if (reason == EXO_REASON_RING_FULL) {
+		count(EXO_COUNTER_RING_FULL);
 		return XDP_DROP;
 	}
 	count(mflags ? EXO_COUNTER_FOREIGN_MAC : reason);
