@@ -40,9 +40,14 @@ const (
 	// Epoch is the sender's log epoch (a wake of another epoch is
 	// ignored).
 	MsgWake
+	// MsgHeld tells the other members what the sender holds: Lo, the
+	// first seq it serves to a fetch (Node.ArchiveBase), and Agreed, its
+	// agreement pointer (Node.AnnounceHeld; the rack's floor, RackFloor).
+	// It changes nothing in the protocol.
+	MsgHeld
 )
 
-var msgNames = [...]string{"?", "Fetch", "FetchResp", "Prepare", "Promise", "Nack", "Install", "Rejoin", "Wake"}
+var msgNames = [...]string{"?", "Fetch", "FetchResp", "Prepare", "Promise", "Nack", "Install", "Rejoin", "Wake", "Held"}
 
 func (t MsgType) String() string {
 	if int(t) < len(msgNames) {
@@ -77,7 +82,13 @@ type Message struct {
 	// requester cannot go on from its log and starts there by state
 	// transfer (transfer.go).
 	StartRoster []uint8
-	Entries     []Entry
+	// ArchiveHi (FetchResp, as the node hands it over): the answer's
+	// entries are in the responder's archive (Node.SetArchive), from Start
+	// below ArchiveHi: the application fills Entries, at most
+	// ArchiveLimit, and clears ArchiveHi before sending it.
+	ArchiveHi    uint64
+	ArchiveLimit FetchLimit
+	Entries      []Entry
 }
 
 func (m Message) String() string {

@@ -254,8 +254,14 @@ type Node struct {
 	// the log, at the log's base, and a queued change.
 	uid        uint8
 	ms, baseMS memberState
-	leaving    bool // a change that removes this host took effect in its log
-	notMember  bool // the current roster does not hold this host
+	// archBase and archRoster: the application's archive below the log
+	// (SetArchive): agreed entries from archBase on, and the roster there.
+	archOK     bool
+	archBase   uint64
+	archRoster []uint8
+	memberHeld map[uint8]Held // what the other members last announced (held.go)
+	leaving    bool           // a change that removes this host took effect in its log
+	notMember  bool           // the current roster does not hold this host
 	pendingCfg *ConfigChange
 	// voided is this host's configuration entry that a view change voided
 	// (its epoch ended before the entry took effect) and the seq of the
@@ -471,6 +477,7 @@ func (nd *Node) Compact(upTo uint64) {
 func (nd *Node) resetAt(seq uint64, hist []uint8) {
 	nd.log = nd.log[:0]
 	nd.base = seq
+	nd.archOK = false // what lay below is not this log's any more
 	nd.p.Append = seq
 	nd.p.ClearHistory()
 	copy(nd.p.History[:nd.h], hist)
@@ -913,25 +920,84 @@ func (nd *Node) fetchAgain() {
 	nd.fetch(nd.uidOf(peer), lo, 0)
 }
 
+// FetchLimit sizes one fetch answer: Entries entries (or as many as
+// there are), then more while the answer's binary size stays within Bytes
+// (0: Entries exactly). The node sizes answers from its log with it, and
+// an application sizes those it fills from its archive (SetArchive) with
+// the one the answer carries.
+type FetchLimit struct {
+	Entries int
+	Bytes   int
+}
+
+// More reports whether an answer of n entries and size bytes so far takes
+// one more entry of next bytes.
+func (l FetchLimit) More(n, size, next int) bool {
+	return n < l.Entries || (l.Bytes > 0 && size+next <= l.Bytes)
+}
+
+// fetchLimit is this node's answer size (Config.MaxFetchEntries and
+// Config.FetchBytes).
+func (nd *Node) fetchLimit() FetchLimit {
+	return FetchLimit{Entries: nd.cfg.MaxFetchEntries, Bytes: nd.cfg.FetchBytes}
+}
+
 // fetchEnd is where a fetch response from start ends, given the log's end
-// (or the asked bound) end: MaxFetchEntries entries, and more while their
-// binary size stays within FetchBytes.
+// (or the asked bound) end, under fetchLimit.
 func (nd *Node) fetchEnd(start, end uint64) uint64 {
-	cut := min(end, start+uint64(nd.cfg.MaxFetchEntries))
-	if nd.cfg.FetchBytes == 0 {
-		return cut
-	}
-	size := 0
-	for s := start; s < cut; s++ {
-		size += nd.log[s-nd.base].BinarySize()
-	}
+	l := nd.fetchLimit()
+	cut, size := start, 0
 	for ; cut < end; cut++ {
-		size += nd.log[cut-nd.base].BinarySize()
-		if size > nd.cfg.FetchBytes {
+		next := nd.log[cut-nd.base].BinarySize()
+		if !l.More(int(cut-start), size, next) {
 			break
 		}
+		size += next
 	}
 	return cut
+}
+
+// SetArchive tells the node that its application keeps the agreed entries
+// from base up to the log's base (LogBase) outside the node, readable on
+// demand: the durable log's older segments, which the daemon's retention
+// policy keeps (docs/recovery.md, "Retention"); roster is the roster in
+// force at base. A fetch from below LogBase is then answered from there:
+// the answer (MsgFetchResp with ArchiveHi set) leaves its Entries to the
+// application, which reads them, at most ArchiveLimit, from Start below
+// ArchiveHi before sending it, or drops the answer when it no longer holds
+// them (the requester asks again). base at or past LogBase means none;
+// compacting the log (Compact) does not move base; a log that starts anew
+// (a floor jump, a cut for lost state) drops the archive.
+func (nd *Node) SetArchive(base uint64, roster []uint8) {
+	nd.archOK, nd.archBase, nd.archRoster = base < nd.base, base, slices.Clone(roster)
+}
+
+// ArchiveBase returns the first position this node answers fetches from:
+// the archive's base (SetArchive), or LogBase without one.
+func (nd *Node) ArchiveBase() uint64 {
+	if !nd.archOK {
+		return nd.base
+	}
+	return min(nd.archBase, nd.base)
+}
+
+// archiveAnswer answers a fetch from below the log's base out of the
+// archive (SetArchive): from m.Lo, or from the archive's base with the
+// roster there when it was cut past m.Lo too; up to the log's base (the
+// next fetch goes on from the log).
+func (nd *Node) archiveAnswer(m *Message) Message {
+	start := max(m.Lo, nd.archBase)
+	hi := nd.base
+	if m.Epoch == nd.p.Epoch && m.Hi > start && m.Hi < hi {
+		hi = m.Hi
+	}
+	resp := Message{Type: MsgFetchResp, From: nd.uid, To: m.From, LogEpoch: nd.p.Epoch, Agreed: nd.p.Agreed,
+		Start: start, Hi: nd.p.Append, Skipped: nd.skippedList(), Roster: nd.ms.roster,
+		ArchiveHi: hi, ArchiveLimit: nd.fetchLimit()}
+	if start > m.Lo {
+		resp.StartRoster = slices.Clone(nd.archRoster)
+	}
+	return resp
 }
 
 // answered takes note of a fetch answer m: the ticks the fetch under way
@@ -1290,6 +1356,8 @@ func (nd *Node) Clone() *Node {
 	c.pending = slices.Clone(nd.pending[nd.pendHead:])
 	c.pendHead = 0
 	c.held = maps.Clone(nd.held)
+	c.memberHeld = maps.Clone(nd.memberHeld)
+	c.archRoster = slices.Clone(nd.archRoster)
 	c.orphans = maps.Clone(nd.orphans)
 	c.floorFrom = slices.Clone(nd.floorFrom) // appended to in place (pastFloor)
 	if nd.voided != nil {

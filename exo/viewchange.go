@@ -193,6 +193,10 @@ func (nd *Node) Step(m Message) {
 		if nd.amnesiac {
 			return
 		}
+		if m.Lo < nd.base && nd.archOK && nd.archBase < nd.base {
+			nd.rd.Messages = append(nd.rd.Messages, nd.archiveAnswer(&m))
+			return
+		}
 		start := max(min(m.Lo, nd.p.Append), nd.base)
 		end := nd.p.Append
 		if m.Epoch == nd.p.Epoch && m.Hi > start && m.Hi < end {
@@ -308,6 +312,8 @@ func (nd *Node) Step(m Message) {
 			nd.hurry = nd.n
 			nd.maybeSend(false)
 		}
+	case MsgHeld:
+		nd.heldBy(m)
 	case MsgRejoin:
 		if pos, ok := nd.posOf(m.From); ok && nd.skipped[pos] {
 			nd.readmit[pos] = true
@@ -348,6 +354,11 @@ func (nd *Node) Step(m Message) {
 }
 
 func (nd *Node) stepFetchResp(m Message) {
+	for i := range m.Entries {
+		if m.Entries[i].Seq != m.Start+uint64(i) {
+			return // not a run of the log from Start: a broken responder; ignored
+		}
+	}
 	if nd.amnesiac {
 		nd.stepTransfer(&m)
 		return

@@ -33,6 +33,7 @@ type simOptions struct {
 	Crashes    bool
 	Amnesia    float64
 	Keep       int
+	Retain     int
 	AcceptLoss bool
 	Forge      float64
 	Roster     float64
@@ -74,6 +75,8 @@ type simReport struct {
 	AgreedEntries  uint64          `json:"agreed_entries_delivered"`
 	Dropped        uint64          `json:"dropped_reported"`
 	Compactions    uint64          `json:"compactions,omitempty"`
+	ArchiveAnswers uint64          `json:"archive_answers,omitempty"`
+	ArchiveMisses  uint64          `json:"archive_misses,omitempty"`
 	PastFloor      uint64          `json:"past_floor,omitempty"`
 	AcceptedLosses uint64          `json:"accepted_losses,omitempty"`
 	LostEntries    uint64          `json:"lost_entries,omitempty"`
@@ -164,6 +167,7 @@ is agreed once) and liveness (after the faults stop the rack converges within
 	f.Float64Var(&o.Amnesia, "amnesia", 0, "probability that a restart also loses the durable state")
 	f.BoolVar(&o.AcceptLoss, "accept-loss", false, "when a run stalls on a fork only a lost disk could decide, the operator accepts the loss (exo recover --accept-loss) and the rack gets another quiet phase; entries delivered before may then change only at the positions the command reported, and only if every host that delivered them lost its state")
 	f.IntVar(&o.Keep, "keep-entries", 0, "compact every host's log as the daemon's keep_entries does (0: never): a host that lost its state rejoins by state transfer")
+	f.IntVar(&o.Retain, "retain", 0, "with --keep-entries: keep compacted entries on each host's disk until this many behind its agreement pointer (the daemon's retain.entries) and answer fetches from them")
 	f.Float64Var(&o.Forge, "forge", 0, "probability per frame that an attacker without the key also delivers a forged copy (changed tag, or changed fields under the old tag); every copy must be BAD_TAG")
 	f.Float64Var(&o.Keys, "key-rotations", 0, "per-tick probability that the operator starts a key rotation (when none runs): hosts stage the next key at random ticks; every run must end with every member sending under the newest key")
 	f.Float64Var(&o.Roster, "roster-changes", 0, "per-tick probability that a member proposes a membership change (remove a host, add one back, add a spare host); the checker checks the switch points and that consecutive rosters differ by one host")
@@ -198,6 +202,8 @@ func (o *simOptions) validate() error {
 		return fmt.Errorf("--delay: %d must not be negative", o.Delay)
 	case o.Keep < 0:
 		return fmt.Errorf("--keep-entries: %d must not be negative (0: never compact)", o.Keep)
+	case o.Retain < 0 || (o.Retain > 0 && o.Keep == 0):
+		return fmt.Errorf("--retain: %d must be 0, or positive with --keep-entries (it keeps what compaction cuts)", o.Retain)
 	case o.Workers < 1:
 		return fmt.Errorf("--workers: %d must be at least 1", o.Workers)
 	case o.TimeoutMin < 0 || o.TimeoutMin > exo.DefaultTokenTimeout:
@@ -223,6 +229,7 @@ func (o *simOptions) options(hosts int, seed uint64) sim.Options {
 	s.Partitions, s.Crashes, s.Amnesia, s.ProposeP = o.Partitions, o.Crashes, o.Amnesia, o.Propose
 	s.Forge = o.Forge
 	s.KeepEntries = o.Keep
+	s.Retain = o.Retain
 	s.AcceptLoss = o.AcceptLoss
 	s.RosterChanges = o.Roster
 	s.KeyRotations = o.Keys
@@ -252,6 +259,7 @@ func (o *simOptions) replay(hosts int, seed uint64) string {
 	add(o.Faults && !o.Crashes, "--crashes=false")
 	add(o.Amnesia != 0, fmt.Sprintf("--amnesia %g", o.Amnesia))
 	add(o.Keep != 0, fmt.Sprintf("--keep-entries %d", o.Keep))
+	add(o.Retain != 0, fmt.Sprintf("--retain %d", o.Retain))
 	add(o.AcceptLoss, "--accept-loss")
 	add(o.Forge != 0, fmt.Sprintf("--forge %g", o.Forge))
 	add(o.Roster != 0, fmt.Sprintf("--roster-changes %g", o.Roster))
@@ -312,6 +320,9 @@ func runSim(ctx context.Context, o *simOptions) error {
 		}
 		if o.Keep > 0 {
 			fmt.Fprintf(o.Out, " compactions=%d past-floor=%d floor-jumps=%d (each to a compacted position: checked)", rep.Compactions, rep.PastFloor, rep.FloorJumps)
+			if o.Retain > 0 {
+				fmt.Fprintf(o.Out, " archive-answers=%d archive-misses=%d", rep.ArchiveAnswers, rep.ArchiveMisses)
+			}
 		}
 		fmt.Fprintln(o.Out)
 		if t := rep.Token; t != nil {
@@ -413,6 +424,8 @@ feed:
 		rep.Crashes += st.Crashes
 		rep.Partitions += st.Partitions
 		rep.Compactions += st.Compactions
+		rep.ArchiveAnswers += st.ArchiveAnswers
+		rep.ArchiveMisses += st.ArchiveMisses
 		rep.PastFloor += st.PastFloor
 		rep.AcceptedLosses += st.AcceptedLosses
 		rep.LostEntries += st.LostEntries

@@ -53,6 +53,14 @@ type Options struct {
 	// host that lost its state then rejoins by state transfer from a
 	// compacted log (transfer.go).
 	KeepEntries int
+	// Retain, with KeepEntries, keeps what compaction cuts from a host's
+	// log on its simulated disk, as the daemon's retention policy does
+	// (retain.entries, wal.Log.Retain): the archive starts at the first
+	// former log base that leaves at most Retain agreed entries behind the
+	// agreement pointer, and the host answers fetches from below its
+	// log's base out of it (exo.Node.SetArchive). A host that lost its
+	// disk lost its archive too.
+	Retain int
 	// AcceptLoss plays the operator's way out of a stall on an ambiguous
 	// fork (exo recover --accept-loss, Node.AcceptLoss): when the quiet
 	// phase ends with a view change waiting on one, its initiator accepts
@@ -163,6 +171,11 @@ type host struct {
 	node    *exo.Node
 	up      bool
 	durable exo.HardState // persisted by every Ready
+	// archive is the simulated disk's part below the log's base
+	// (Options.Retain): entries from bases[0].at on; bases are the former
+	// log bases with the roster at each, where the archive may start.
+	archive []exo.Entry
+	bases   []archBase
 	downFor int
 	inc     int // incarnation, for the checker's delivery streams
 	removed bool
@@ -189,16 +202,20 @@ type host struct {
 
 // Sim is one simulated rack.
 type Sim struct {
-	opt   Options
-	rng   *rand.Rand
-	hosts []*host
-	cut   [][]bool  // cut[a][b]: nothing from a reaches b
-	busy  [][]int64 // busy[a][b]: the OOB link from a to b carries a message until this step
-	q     queue
-	now   int64
-	order uint64
-	tick  int
-	quiet bool
+	// brokenArchive (tests only) fills archive answers with the content of
+	// the entry after each, as a reader off by one would: the checker must
+	// catch it.
+	brokenArchive bool
+	opt           Options
+	rng           *rand.Rand
+	hosts         []*host
+	cut           [][]bool  // cut[a][b]: nothing from a reaches b
+	busy          [][]int64 // busy[a][b]: the OOB link from a to b carries a message until this step
+	q             queue
+	now           int64
+	order         uint64
+	tick          int
+	quiet         bool
 	// amnesiac is set once any host restarted without its state; fenced
 	// once any restarted fenced (Options.Token).
 	amnesiac, fenced bool
@@ -242,6 +259,8 @@ type Stats struct {
 	Token          token.Stats
 	FencedRestarts uint64
 	Compactions    uint64 // log compactions (Options.KeepEntries)
+	ArchiveAnswers uint64 // fetch answers filled from an archive (Options.Retain)
+	ArchiveMisses  uint64 // fetch answers dropped: the archive no longer held their start
 	PastFloor      uint64 // hosts that fell behind every member's log and became amnesiac
 	AcceptedLosses uint64 // operator overrides of a stall on an ambiguous fork (Options.AcceptLoss)
 	LostEntries    uint64 // agreed entries replaced after an override (each checked against its doubt)
@@ -660,6 +679,12 @@ func (s *Sim) step() {
 				s.Stats.SilentTicks++
 			}
 			s.Stats.Ticks++
+			if s.opt.Retain > 0 && s.tick%64 == i%64 {
+				// What it serves, to the others, as the daemon announces
+				// it every second (it informs only: MsgHeld).
+				h.node.AnnounceHeld()
+				s.sync(i)
+			}
 		}
 	}
 	for _, h := range s.hosts {
@@ -814,6 +839,7 @@ func (s *Sim) ready(i int) {
 			}
 			s.chk.Begin(i, h.inc, e.Seq)
 			s.Stats.FloorJumps++
+			h.archive, h.bases = nil, nil // its log starts anew (the node dropped its archive)
 			h.switch_ = nd.ConfigSwitch() // the roster at the base: no switch this host saw
 		case exo.EventPastFloor:
 			// It became amnesiac: as after a crash, its publishers learn
@@ -867,6 +893,10 @@ func (s *Sim) ready(i int) {
 	}
 	for mi := range rd.Messages {
 		m := rd.Messages[mi]
+		if m.ArchiveHi > 0 && !s.fillArchive(h, &m) {
+			s.Stats.ArchiveMisses++
+			continue
+		}
 		s.Stats.Messages++
 		s.send(i, int(m.To), nil, &m)
 	}
@@ -897,17 +927,98 @@ func (s *Sim) ready(i int) {
 	nd.Advance()
 	if k := uint64(s.opt.KeepEntries); k > 0 && nd.Pointers().Agreed > nd.LogBase()+2*k {
 		// As the daemon compacts: memory, then the disk from the new
-		// base (its meta names the roster there).
+		// base (its meta names the roster there); what retention keeps
+		// of the rest goes to the archive.
+		oldBase, oldRoster := nd.LogBase(), nd.BaseRoster()
 		nd.Compact(nd.Pointers().Agreed - k)
 		cut := 0
 		for cut < len(h.durable.Log) && h.durable.Log[cut].Seq < nd.LogBase() {
 			cut++
+		}
+		if len(h.durable.Log) > 0 && h.durable.Log[0].Seq == oldBase {
+			s.retain(h, h.durable.Log[:cut], oldBase, oldRoster)
 		}
 		log := h.durable.Log[cut:]
 		h.durable = nd.HardStateMeta()
 		h.durable.Log = log
 		s.Stats.Compactions++
 	}
+}
+
+// archBase is a former log base and the roster in force there.
+type archBase struct {
+	at     uint64
+	roster []uint8
+}
+
+// retain moves what compaction cut (cut, the log from oldBase with
+// oldRoster there) into host h's archive, then removes from the archive's
+// front what Options.Retain no longer keeps, and tells the node.
+func (s *Sim) retain(h *host, cut []exo.Entry, oldBase uint64, oldRoster []uint8) {
+	if s.opt.Retain <= 0 || len(cut) == 0 {
+		return
+	}
+	if len(h.archive) > 0 && h.archive[len(h.archive)-1].Seq+1 != cut[0].Seq {
+		h.archive, h.bases = nil, nil // not contiguous: start anew
+	}
+	if len(h.archive) == 0 {
+		h.bases = nil
+	}
+	h.bases = append(h.bases, archBase{at: oldBase, roster: slices.Clone(oldRoster)})
+	h.archive = append(h.archive, cut...)
+	// At most Retain entries behind the agreement pointer, cut at the
+	// first former base at or past that floor (wal.Log.Retain).
+	var floor uint64
+	if agreed := h.node.Pointers().Agreed; agreed > uint64(s.opt.Retain) {
+		floor = agreed - uint64(s.opt.Retain)
+	}
+	k := 0
+	for k < len(h.bases) && h.bases[k].at < floor {
+		k++
+	}
+	h.bases = h.bases[k:]
+	if len(h.bases) == 0 {
+		h.archive = nil
+		h.node.SetArchive(h.node.LogBase(), nil) // none
+		return
+	}
+	drop := 0
+	for drop < len(h.archive) && h.archive[drop].Seq < h.bases[0].at {
+		drop++
+	}
+	h.archive = append([]exo.Entry(nil), h.archive[drop:]...)
+	h.node.SetArchive(h.bases[0].at, h.bases[0].roster)
+}
+
+// fillArchive fills a fetch answer the node left to the archive
+// (exo.Message.ArchiveHi), as the daemon's OOB sender does; false when
+// the archive no longer holds its start (the answer is dropped).
+func (s *Sim) fillArchive(h *host, m *exo.Message) bool {
+	if len(h.archive) == 0 || m.Start < h.archive[0].Seq || m.Start > h.archive[len(h.archive)-1].Seq {
+		return false
+	}
+	i := int(m.Start - h.archive[0].Seq)
+	size, n := 0, 0
+	for i+n < len(h.archive) && h.archive[i+n].Seq < m.ArchiveHi {
+		next := h.archive[i+n].BinarySize()
+		if !m.ArchiveLimit.More(n, size, next) {
+			break
+		}
+		size += next
+		n++
+	}
+	m.Entries = slices.Clone(h.archive[i : i+n])
+	if s.brokenArchive && i+n < len(h.archive) {
+		// Each entry's content from the next position, under its own seq.
+		for k := range m.Entries {
+			e := h.archive[i+k+1]
+			e.Seq = m.Entries[k].Seq
+			m.Entries[k] = e
+		}
+	}
+	m.ArchiveHi = 0
+	s.Stats.ArchiveAnswers++
+	return true
 }
 
 // quietPhase steps the rack for Options.Quiet ticks, or until it settled.
@@ -1091,6 +1202,9 @@ func (s *Sim) restart(i int) {
 	if s.rng.Float64() >= s.opt.Amnesia {
 		h.node, err = exo.RestartNode(s.config(i), h.durable)
 		s.tracef("restart host %d durable", i)
+		if err == nil && len(h.archive) > 0 {
+			h.node.SetArchive(h.bases[0].at, h.bases[0].roster)
+		}
 		if err == nil {
 			// It delivers its log again from its base (compacted), or
 			// goes on with a state transfer (amnesiac before the crash).
@@ -1105,6 +1219,7 @@ func (s *Sim) restart(i int) {
 	} else {
 		h.node, err = exo.NewAmnesiacNode(s.config(i))
 		h.durable = exo.HardState{Amnesiac: true}
+		h.archive, h.bases = nil, nil
 		s.chk.LostState(i, h.inc-1)
 		s.amnesiac = true
 		s.tracef("restart host %d amnesiac", i)

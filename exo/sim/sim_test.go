@@ -522,3 +522,43 @@ func TestRosterAmnesiaSeeds(t *testing.T) {
 		}
 	}
 }
+
+// TestRetainSeeds: with what compaction cuts retained on disk
+// (Options.Retain far above KeepEntries) hosts that lost their disk or
+// fell behind every member's in-memory log catch up from the members'
+// archives, entry by entry: no floor jump, no past-floor, and fetch
+// answers come from the archives. A reader that fills answers one entry
+// late is caught.
+func TestRetainSeeds(t *testing.T) {
+	run := func(broken bool) (violations int, answers, jumps uint64) {
+		for _, c := range []struct {
+			hosts  int
+			roster float64
+		}{{3, 0}, {5, 0}, {3, 0.02}, {5, 0.02}} {
+			for seed := uint64(1); seed <= 15; seed++ {
+				o := DefaultOptions(c.hosts, seed)
+				o.KeepEntries, o.Retain, o.Amnesia, o.RosterChanges = 16, 1<<20, 0.2, c.roster
+				s, err := New(o)
+				if err != nil {
+					t.Fatal(err)
+				}
+				s.brokenArchive = broken
+				if err := s.Run(); err != nil {
+					violations++
+					if !broken {
+						t.Errorf("hosts=%d seed=%d roster=%g: %v", c.hosts, seed, c.roster, err)
+					}
+				}
+				answers += s.Stats.ArchiveAnswers
+				jumps += s.Stats.FloorJumps + s.Stats.PastFloor
+			}
+		}
+		return
+	}
+	if _, answers, jumps := run(false); answers == 0 || jumps != 0 {
+		t.Errorf("%d answers from archives, %d floor jumps and past-floor events: want some, and none", answers, jumps)
+	}
+	if v, _, _ := run(true); v == 0 {
+		t.Error("archive answers filled one entry late passed every seed: the checker does not bite")
+	}
+}

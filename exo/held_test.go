@@ -1,0 +1,83 @@
+package exo
+
+import "testing"
+
+// TestHeldAndArchive: members compacted to different bases, one with an
+// archive below its log, announce what they hold; every host computes
+// the same rack floor (the lowest position a majority serves) and the
+// members that lag; a fetch from below a member's log is answered from its
+// archive (entries left to the embedder), and from the archive's base with
+// the roster there when asked for less.
+func TestHeldAndArchive(t *testing.T) {
+	r := newRack(t, 5, nil)
+	for i := range r.nodes {
+		r.nodes[i].Propose([]byte("x"))
+		r.collect(i)
+	}
+	for steps := 0; r.frames < 200 && steps < 10000; steps++ {
+		if len(r.inbox) == 0 {
+			for i, nd := range r.nodes {
+				nd.Tick()
+				r.collect(i)
+			}
+			continue
+		}
+		f := r.inbox[0]
+		r.inbox = r.inbox[1:]
+		f()
+	}
+	if a := r.nodes[1].Pointers().Agreed; a < 60 {
+		t.Fatalf("agreed %d: want 60 entries", a)
+	}
+	// A: log from 40, archive from 25; B: log from 50, archive from 30;
+	// C: log from 20; D and E: whole logs.
+	r.nodes[0].Compact(40)
+	r.nodes[0].SetArchive(25, []uint8{0, 1, 2, 3, 4})
+	r.nodes[1].Compact(50)
+	r.nodes[1].SetArchive(30, []uint8{0, 1, 2, 3, 4})
+	r.nodes[2].Compact(20)
+	if r.nodes[0].ArchiveBase() != 25 || r.nodes[2].ArchiveBase() != 20 {
+		t.Fatalf("archive bases %d, %d", r.nodes[0].ArchiveBase(), r.nodes[2].ArchiveBase())
+	}
+	if _, ok := r.nodes[3].RackFloor(); ok {
+		t.Fatal("a rack floor before any announcement")
+	}
+	for i, nd := range r.nodes {
+		nd.AnnounceHeld()
+		r.collect(i)
+	}
+	r.run(1000)
+	for i, nd := range r.nodes {
+		// Served from: 25, 30, 20, 0, 0 -> the third lowest is 20.
+		if f, ok := nd.RackFloor(); !ok || f != 20 || len(nd.HeldByMembers()) != 5 {
+			t.Errorf("host %d: rack floor %d %v from %+v, want 20", i, f, ok, nd.HeldByMembers())
+		}
+	}
+	if lag := r.nodes[0].LaggingBelow(r.nodes[0].Pointers().Agreed + 1); len(lag) != 4 {
+		t.Errorf("lagging below the end: %+v, want the 4 others", lag)
+	}
+	// D fetches from 10 at B: answered from B's archive base (30) with the
+	// roster there, entries left to the embedder, up to B's log base.
+	b := r.nodes[1]
+	b.Step(Message{Type: MsgFetch, From: 3, To: 1, Lo: 10, Epoch: b.Pointers().Epoch})
+	msgs := append([]Message(nil), b.Ready().Messages...) // Advance reuses the Ready's memory
+	b.Advance()
+	if len(msgs) != 1 {
+		t.Fatalf("answers %v", msgs)
+	}
+	m := msgs[0]
+	if m.Start != 30 || m.ArchiveHi != 50 || m.StartRoster == nil || len(m.Entries) != 0 || m.ArchiveLimit.Entries == 0 {
+		t.Fatalf("archive answer %+v: want Start 30, ArchiveHi 50, the roster, no entries", m)
+	}
+	// From 35: from there, no roster; from 55: from the log as before.
+	b.Step(Message{Type: MsgFetch, From: 3, To: 1, Lo: 35, Epoch: b.Pointers().Epoch})
+	b.Step(Message{Type: MsgFetch, From: 3, To: 1, Lo: 55, Epoch: b.Pointers().Epoch})
+	msgs = append(msgs[:0], b.Ready().Messages...)
+	b.Advance()
+	if m := msgs[0]; m.Start != 35 || m.ArchiveHi != 50 || m.StartRoster != nil {
+		t.Fatalf("archive answer from 35: %+v", m)
+	}
+	if m := msgs[1]; m.Start != 55 || m.ArchiveHi != 0 || len(m.Entries) == 0 || m.Entries[0].Seq != 55 {
+		t.Fatalf("answer from 55: %+v", m)
+	}
+}
