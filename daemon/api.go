@@ -292,9 +292,16 @@ func (d *Daemon) subscribe(ctx context.Context, c net.Conn, w *bufio.Writer, wmu
 		if len(d.history) > 0 {
 			oldest = d.history[0][0].Seq
 		}
-		text := fmt.Sprintf("seq %d is no longer in memory; the oldest is %d", from, oldest)
+		text := fmt.Sprintf("seq %d is no longer in memory; the oldest a subscription can start from is %d", from, oldest)
 		if from < d.streamFrom {
 			text = fmt.Sprintf("seq %d is below this host's stream, which starts at seq %d (its log's base after a restart, or where a state transfer started it: the rack had compacted what lay before); the oldest held is %d", from, d.streamFrom, oldest)
+		}
+		if d.retained < oldest {
+			// The disk holds more (retain): for joiners and hosts far
+			// behind, not for subscriptions.
+			text += fmt.Sprintf(" (this host's durable log retains the log from seq %d on, served to hosts that join or fall behind, not to subscribers)", d.retained)
+		} else {
+			text += fmt.Sprintf(" (this host's retained log starts at seq %d)", d.retained)
 		}
 		d.mu.Unlock()
 		return send(client.TypeError, client.U64(0), client.U16(client.CodeCompacted), []byte(text))

@@ -16,6 +16,8 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/exo-rack/exo/exo"
@@ -151,6 +153,15 @@ type Config struct {
 	// KeepEntries is how many agreed entries stay in memory for gap repair
 	// and subscribers (default 262144); older ones are compacted.
 	KeepEntries int `json:"keep_entries,omitempty"`
+	// Retain is the durable log's retention policy: how much agreed log
+	// the disk keeps below the in-memory log (keep_entries), from which a
+	// host that joins or fell far behind is answered (docs/recovery.md,
+	// "Retention"). Unset keeps no more than the in-memory log.
+	Retain Retain `json:"retain,omitzero"`
+	// SegmentBytes is the size of the durable log's segment files
+	// (default 64 MiB, 1 MiB..1 GiB): the unit in which retention removes
+	// the log, so a bytes bound is kept to within one segment.
+	SegmentBytes int64 `json:"segment_bytes,omitempty"`
 	// DataDir holds the durable log; empty keeps the log in memory only.
 	DataDir string `json:"data_dir,omitempty"`
 	// Fsync is the durable log's policy: "none", "batch" (default: once per
@@ -254,6 +265,58 @@ func (c *Config) defaults() {
 	}
 }
 
+// Retain is the retention policy of the durable log (config "retain").
+// Every bound set applies: the log below the in-memory one is removed,
+// whole segments at a time, past the first bound reached. It never
+// removes what the in-memory log holds (unagreed entries among it); a
+// bound tighter than keep_entries compacts the in-memory log too.
+type Retain struct {
+	// Entries keeps at most this many agreed entries behind the
+	// agreement pointer.
+	Entries uint64 `json:"entries,omitempty"`
+	// BytesText ("512MiB", "2GiB", or a number of bytes) bounds the
+	// segments' bytes, to within one segment (segment_bytes).
+	BytesText string `json:"bytes,omitempty"`
+	Bytes     int64  `json:"-"`
+	// AgeText ("24h") removes segments whose newest entry is older.
+	AgeText string        `json:"age,omitempty"`
+	Age     time.Duration `json:"-"`
+}
+
+// Policy returns the policy for the durable log (Validate parsed it).
+func (r Retain) Policy() wal.Policy {
+	return wal.Policy{Entries: r.Entries, Bytes: r.Bytes, Age: r.Age}
+}
+
+// parseBytes reads a byte count: a number, optionally with KiB, MiB, GiB
+// or TiB (or KB, MB, GB, TB, as powers of 1000).
+func parseBytes(s string) (int64, error) {
+	units := []struct {
+		suffix string
+		mult   int64
+	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"TiB", 1 << 40}, {"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"TB", 1e12}, {"B", 1}}
+	num, mult := strings.TrimSpace(s), int64(1)
+	for _, u := range units {
+		if strings.HasSuffix(num, u.suffix) {
+			num, mult = strings.TrimSpace(strings.TrimSuffix(num, u.suffix)), u.mult
+			break
+		}
+	}
+	v, err := strconv.ParseFloat(num, 64)
+	if err != nil || v < 0 || v*float64(mult) > 1<<62 {
+		return 0, fmt.Errorf("%q is not a size such as \"512MiB\" or \"2GiB\"", s)
+	}
+	return int64(v * float64(mult)), nil
+}
+
+// segmentBytes is segment_bytes or its default.
+func (c *Config) segmentBytes() int64 {
+	if c.SegmentBytes == 0 {
+		return wal.DefaultSegmentBytes
+	}
+	return c.SegmentBytes
+}
+
 // member returns the roster entry of member id, or nil.
 func (c *Config) member(id int) *Member {
 	for i := range c.Roster {
@@ -275,6 +338,20 @@ func (c *Config) Validate() error {
 			return fieldErr("tick", "%q is not a duration such as \"1ms\"", c.TickText)
 		}
 		c.Tick = d
+	}
+	if c.Retain.BytesText != "" {
+		b, err := parseBytes(c.Retain.BytesText)
+		if err != nil {
+			return fieldErr("retain.bytes", "%v", err)
+		}
+		c.Retain.Bytes = b
+	}
+	if c.Retain.AgeText != "" {
+		d, err := time.ParseDuration(c.Retain.AgeText)
+		if err != nil || d <= 0 {
+			return fieldErr("retain.age", "%q is not a positive duration such as \"24h\"", c.Retain.AgeText)
+		}
+		c.Retain.Age = d
 	}
 	c.KeyGrace = 5 * time.Second
 	if c.KeyGraceText != "" {
@@ -336,6 +413,12 @@ func (c *Config) Validate() error {
 		return fieldErr("fsync", "%q needs data_dir", c.Fsync)
 	case c.KeepEntries < 1024 || c.KeepEntries > 1<<30:
 		return fieldErr("keep_entries", "%d is outside 1024..%d", c.KeepEntries, 1<<30)
+	case c.SegmentBytes != 0 && (c.SegmentBytes < 1<<20 || c.SegmentBytes > 1<<30):
+		return fieldErr("segment_bytes", "%d is outside 1MiB..1GiB", c.SegmentBytes)
+	case !c.Retain.Policy().Zero() && c.DataDir == "":
+		return fieldErr("retain", "needs data_dir (it is the durable log's policy)")
+	case c.Retain.Bytes != 0 && c.Retain.Bytes < 2*c.segmentBytes():
+		return fieldErr("retain.bytes", "%d bytes is under two segments (segment_bytes %d): the segment being written alone may reach one", c.Retain.Bytes, c.segmentBytes())
 	}
 	// Tick counts: the core adds and multiplies them (takeover ranks, the
 	// doubling view-change timeout), so they stay far from overflow.

@@ -103,6 +103,13 @@ type Daemon struct {
 	keyFPs    [2]uint64 // fingerprints as of the last keysChanged (for the log of a retire)
 	// dup: another host sends as this member id (dupid.go).
 	dup dupAlarm
+	// archive reads the retained durable log for fetch answers below the
+	// core's log (FillArchive, from the OOB senders); retainAt is the last
+	// retention check.
+	archive  *wal.Reader
+	retainAt time.Time
+	logBytes int64     // the durable log's size at the last retention check
+	heldAt   time.Time // the last exo.Node.AnnounceHeld
 
 	// Shared with API goroutines (subscribers).
 	mu         sync.Mutex
@@ -110,6 +117,7 @@ type Daemon struct {
 	histMsgs   int                // messages in history
 	histBase   int                // messages dropped from the front of history
 	streamFrom uint64             // the first seq of this host's delivered stream: its log base at the start, or where a state transfer jumped to (under mu)
+	retained   uint64             // the first seq this host serves to fetches (exo.Node.ArchiveBase), for the subscribers' errors (under mu)
 	subs       map[*subscriber]struct{}
 	delivCnt   uint64
 }
@@ -146,7 +154,7 @@ func newDaemon(cfg *Config, conn FrameConn, o OOB, log *slog.Logger) (*Daemon, e
 	var hs exo.HardState
 	if cfg.DataDir != "" {
 		pol, _ := wal.ParseSync(cfg.Fsync)
-		if disk, hs, err = wal.Open(cfg.DataDir, pol); err != nil {
+		if disk, hs, err = wal.OpenWith(cfg.DataDir, pol, wal.Options{SegmentBytes: cfg.SegmentBytes}); err != nil {
 			return nil, fmt.Errorf("daemon: %w", err)
 		}
 		if disk.Repair != "" {
@@ -166,7 +174,12 @@ func newDaemon(cfg *Config, conn FrameConn, o OOB, log *slog.Logger) (*Daemon, e
 	if err != nil {
 		return nil, fmt.Errorf("daemon: %w", err)
 	}
-	d := &Daemon{cfg: cfg, log: log, conn: conn, oob: o, node: nd, disk: disk, restarted: restarted,
+	var archive *wal.Reader
+	if disk != nil {
+		archive = wal.NewReader(cfg.DataDir)
+		nd.SetArchive(disk.Archive()) // the retained log below the core's (retain)
+	}
+	d := &Daemon{cfg: cfg, log: log, conn: conn, oob: o, node: nd, disk: disk, archive: archive, restarted: restarted,
 		chunk: cc.MaxBatchBytes, fatal: make(chan error, 1), tickAt: time.Now(),
 		nextID: rand.Uint64() >> 16, waiters: map[uint64]func(client.Ack){},
 		reasm: map[uint8]*reassembler{}, subs: map[*subscriber]struct{}{},
@@ -200,6 +213,7 @@ func newDaemon(cfg *Config, conn FrameConn, o OOB, log *slog.Logger) (*Daemon, e
 	// delivers its log again), whose roster the durable state names.
 	d.tracker = exo.NewRosterTracker(hs.Roster, cfg.Hosts)
 	d.streamFrom = nd.LogBase()
+	d.retained = nd.ArchiveBase()
 	d.refreshRoster()
 	if own := conn.HardwareAddr().String(); own != d.macs[uint8(cfg.ID)].String() {
 		return nil, fmt.Errorf("daemon: %w: the mac of member %d is %s but interface %s has %s",
@@ -336,6 +350,12 @@ func (d *Daemon) frameLoop(ctx context.Context) {
 			d.catchUpClock(now, true)
 			d.watchBehind(now)
 		}
+		if now.Sub(d.heldAt) >= heldEvery {
+			// What this host serves, to the other members (the rack's
+			// floor in their status).
+			d.node.AnnounceHeld()
+			d.heldAt = now
+		}
 		d.readyLocked()
 		d.wakeAt = d.nextWake()
 		if now := time.Now(); d.wakeAt.After(now) {
@@ -462,6 +482,13 @@ func (d *Daemon) oobLoop(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case m := <-d.oob.Recv():
+			if m.Type == exo.MsgHeld {
+				// It only informs (the rack's floor): no quiesce, no Ready.
+				d.core.Lock()
+				d.node.Step(m)
+				d.core.Unlock()
+				continue
+			}
 			d.countFetched(&m)
 			d.core.Lock()
 			d.catchUpClock(time.Now(), false)
@@ -698,6 +725,15 @@ func (d *Daemon) ready() error {
 	// The durable log first: nothing else is sent that the disk does not
 	// hold (under the fsync policy).
 	if d.disk != nil {
+		for _, e := range rd.Events {
+			if e.Kind == exo.EventFloorJump {
+				// The log starts anew past this host's: none of what the
+				// disk held (archive included) continues it.
+				if err := d.disk.Reset(); err != nil {
+					return err
+				}
+			}
+		}
 		if rd.HasTruncate {
 			if err := d.disk.Truncate(rd.Truncate); err != nil {
 				return err
@@ -832,21 +868,99 @@ func (d *Daemon) ready() error {
 	}
 	d.metrics.observe(p, nd.Pending(), nd.Recovery())
 	d.metrics.tokenTimeout.Set((time.Duration(nd.Detector().Timeout) * d.cfg.Tick).Seconds())
+	compacted := false
 	if keep := uint64(d.cfg.KeepEntries); p.Agreed > nd.LogBase()+2*keep {
 		nd.Compact(p.Agreed - keep)
-		if d.disk != nil {
-			// The roster at the new base first: the disk keeps every entry
-			// from the base its meta names.
-			d.setMeta(nd)
-			if err := d.disk.Commit(); err != nil {
-				return err
-			}
-			if err := d.disk.Compact(nd.LogBase()); err != nil {
-				return err
-			}
-		}
+		compacted = true
+	}
+	if d.disk != nil && (compacted || time.Since(d.retainAt) >= retainEvery) {
+		return d.retain(nd, compacted)
 	}
 	return nil
+}
+
+// retainEvery spaces the retention checks between compactions (a bytes or
+// age bound moves without them); heldEvery the announcements of what this
+// host serves (exo.Node.AnnounceHeld).
+const (
+	retainEvery = time.Second
+	heldEvery   = time.Second
+)
+
+// retain applies the retention policy (config retain) to the durable log:
+// the in-memory log first compacted to the policy's floor if that is
+// past it (the disk holds at least the core's log), the meta with the
+// roster at the core's new base committed, then the segments below the
+// floor removed; the core learns where its archive now starts.
+func (d *Daemon) retain(nd *exo.Node, compacted bool) error {
+	d.retainAt = time.Now()
+	p := nd.Pointers()
+	floor, err := d.disk.Floor(d.cfg.Retain.Policy(), p.Agreed, d.retainAt)
+	if err != nil {
+		return err
+	}
+	if floor > nd.LogBase() && !d.cfg.Retain.Policy().Zero() {
+		nd.Compact(floor)
+		compacted = true
+	}
+	if compacted {
+		// The roster at the new base first: the disk keeps every entry
+		// from the base its meta names.
+		d.setMeta(nd)
+		if err := d.disk.Commit(); err != nil {
+			return err
+		}
+		if d.cfg.Retain.Policy().Zero() {
+			floor = nd.LogBase()
+		}
+	}
+	if _, err := d.disk.Retain(floor); err != nil {
+		return err
+	}
+	before := nd.ArchiveBase()
+	nd.SetArchive(d.disk.Archive())
+	if after := nd.ArchiveBase(); after > before {
+		if lag := nd.LaggingBelow(after); len(lag) > 0 {
+			// Retention does not wait for them (the disk's bound comes
+			// first), but says so: they catch up from other members, or
+			// start at a member's base.
+			d.metrics.retainLagging.Inc()
+			d.log.Warn("retention removed log that lagging members had not agreed yet", "from_seq", before, "to_seq", after, "lagging", fmt.Sprint(lag))
+		}
+	}
+	d.mu.Lock()
+	d.retained = nd.ArchiveBase()
+	d.mu.Unlock()
+	d.metrics.retainedBase.Set(float64(nd.ArchiveBase()))
+	if f, ok := nd.RackFloor(); ok {
+		d.metrics.rackFloor.Set(float64(f))
+	}
+	d.logBytes = d.disk.Size()
+	d.metrics.logBytes.Set(float64(d.logBytes))
+	return nil
+}
+
+// FillArchive fills a fetch answer that the core left to the retained log
+// (exo.Message.ArchiveHi; oob.Config.Fill) from the durable log's
+// segments, outside the core's lock. False when they no longer hold its
+// start: the answer is dropped and the requester asks again (by then the
+// core answers from the new base).
+func (d *Daemon) FillArchive(m *exo.Message) bool {
+	if d.archive == nil {
+		d.metrics.archiveMisses.Inc()
+		return false
+	}
+	es, err := d.archive.Read(m.Start, m.ArchiveHi, m.ArchiveLimit)
+	if err != nil || len(es) == 0 {
+		d.metrics.archiveMisses.Inc()
+		if err != nil && !errors.Is(err, wal.ErrNotRetained) {
+			d.log.Warn("retained log: read failed; the fetch answer is dropped", "from_seq", m.Start, "err", err)
+		}
+		return false
+	}
+	m.Entries = es
+	d.metrics.archiveAnswers.Inc()
+	return true
 }
 
 // deliverEntry reassembles the messages of an agreed entry and hands them
@@ -969,20 +1083,30 @@ func (d *Daemon) failWaiters(err error) {
 
 // Status is the daemon's status (exo status --json).
 type Status struct {
-	ID          int    `json:"id"`
-	Hosts       int    `json:"hosts"`
-	Epoch       uint32 `json:"epoch"`
-	Promised    uint32 `json:"promised"`
-	Halted      bool   `json:"halted"`
-	Append      uint64 `json:"append_pointer"`
-	Agreed      uint64 `json:"agreement_pointer"`
-	LogBase     uint64 `json:"log_base"`
-	Holder      int    `json:"token_holder"`
-	Pending     int    `json:"queue_depth"`
-	Delivered   uint64 `json:"messages_delivered"`
-	Subscribers int    `json:"subscribers"`
-	Waiting     int    `json:"publishes_waiting"`
-	Skipped     []int  `json:"skipped_hosts"`
+	ID       int    `json:"id"`
+	Hosts    int    `json:"hosts"`
+	Epoch    uint32 `json:"epoch"`
+	Promised uint32 `json:"promised"`
+	Halted   bool   `json:"halted"`
+	Append   uint64 `json:"append_pointer"`
+	Agreed   uint64 `json:"agreement_pointer"`
+	LogBase  uint64 `json:"log_base"`
+	// RetainedBase is the first seq this host serves to a fetch (a joiner,
+	// a host far behind): the retained durable log's start (retain), or
+	// log_base without one; LogBytes is the durable log's size.
+	RetainedBase uint64 `json:"retained_base"`
+	LogBytes     int64  `json:"log_bytes,omitempty"`
+	// RackFloor is the lowest seq a majority of the members serve, from
+	// what they announced (exo.Node.RackFloor; absent until h+1 known);
+	// Held is what each member serves (first seq) and has agreed.
+	RackFloor   *uint64    `json:"rack_floor,omitempty"`
+	Held        []exo.Held `json:"held,omitempty"`
+	Holder      int        `json:"token_holder"`
+	Pending     int        `json:"queue_depth"`
+	Delivered   uint64     `json:"messages_delivered"`
+	Subscribers int        `json:"subscribers"`
+	Waiting     int        `json:"publishes_waiting"`
+	Skipped     []int      `json:"skipped_hosts"`
 	// Membership (docs/protocol.md section 7): the current roster (member
 	// ids by position), this host's position in it (-1: no member), the
 	// seq it applies from, whether a change is in flight.
@@ -1149,11 +1273,15 @@ func (d *Daemon) statusJSON() []byte {
 	p := nd.Pointers()
 	d.mu.Lock()
 	st := Status{ID: d.cfg.ID, Hosts: len(d.roster), Epoch: p.Epoch, Promised: nd.Promised(), Halted: nd.Halted(),
-		Append: p.Append, Agreed: p.Agreed, LogBase: nd.LogBase(), Holder: int(nd.Holder()), Pending: nd.Pending(),
+		Append: p.Append, Agreed: p.Agreed, LogBase: nd.LogBase(), RetainedBase: nd.ArchiveBase(), LogBytes: d.logBytes, Holder: int(nd.Holder()), Pending: nd.Pending(),
 		Delivered: d.delivCnt, Subscribers: len(d.subs), Waiting: len(d.waiters), Skipped: []int{},
 		Counters: d.metrics.counters(), Offload: d.offloadStatusLocked(), Token: d.tokenStatusLocked(), Keys: d.keyStatus(),
 		Recovery: recoveryStatus(nd.Recovery(), p, nd), Detector: detectorStatus(nd.Detector(), d.cfg.Tick), DuplicateID: d.dupStatus()}
 	d.mu.Unlock()
+	if f, ok := nd.RackFloor(); ok {
+		st.RackFloor = &f
+	}
+	st.Held = nd.HeldByMembers()
 	for i := range d.roster {
 		if nd.Skipped(uint8(i)) {
 			st.Skipped = append(st.Skipped, i)

@@ -290,7 +290,19 @@ func TestConfigErrors(t *testing.T) {
 	} else if cc := c.coreConfig(9000); cc.MaxBatchBytes > TokenMaxBatch || cc.IdleRotations != 32 {
 		t.Errorf("fpga_token: batch %d (want at most %d), idle rotations %d (want 32)", cc.MaxBatchBytes, TokenMaxBatch, cc.IdleRotations)
 	}
+	// Retention: sizes and ages parsed, the bytes bound at least two
+	// segments.
+	ret := strings.Replace(good, `"group":1,`, `"group":1,"data_dir":"/d","segment_bytes":1048576,"retain":{"entries":1000000,"bytes":"2.5MiB","age":"36h"},`, 1)
+	if c, err := ParseConfig([]byte(ret)); err != nil || c.Retain.Bytes != 5<<19 || c.Retain.Age != 36*time.Hour || c.Retain.Entries != 1e6 {
+		t.Fatalf("retain config: %v %+v", err, c)
+	}
+	withRet := func(extra string) string { return strings.Replace(good, `"group":1,`, `"group":1,`+extra, 1) }
 	for _, c := range []struct{ json, field string }{
+		{withRet(`"retain":{"entries":5},`), "retain: needs data_dir"},
+		{withRet(`"data_dir":"/d","retain":{"bytes":"lots"},`), "retain.bytes"},
+		{withRet(`"data_dir":"/d","retain":{"bytes":"100MiB"},`), "retain.bytes: 104857600 bytes is under two segments"},
+		{withRet(`"data_dir":"/d","retain":{"age":"yesterday"},`), "retain.age"},
+		{withRet(`"data_dir":"/d","segment_bytes":4096,`), "segment_bytes"},
 		{`{"group":1,"id":5,"interface":"exo0","api_socket":"/x","key_file":"/k","roster":[{"id":0,"mac":"02:00:00:00:00:01","oob":"10.0.0.1:1"}]}`, "id"},
 		{`{"group":1,"id":0,"interface":"","api_socket":"/x","key_file":"/k","roster":[{"id":0,"mac":"02:00:00:00:00:01","oob":"10.0.0.1:1"}]}`, "interface"},
 		{`{"group":1,"id":0,"interface":"e","api_socket":"/x","key_file":"/k","roster":[{"id":0,"mac":"zz","oob":"10.0.0.1:1"}]}`, "roster[0].mac"},

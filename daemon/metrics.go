@@ -32,6 +32,10 @@ type metrics struct {
 	viewChanges, takeovers          prometheus.Counter
 	falseTakeovers                  prometheus.Counter
 	pastFloor, floorJumps           prometheus.Counter
+	archiveAnswers, archiveMisses   prometheus.Counter
+	retainedBase, logBytes          prometheus.Gauge
+	rackFloor                       prometheus.Gauge
+	retainLagging                   prometheus.Counter
 	viewChangeCauses                *prometheus.CounterVec
 	viewChangeTime, epochFirstFrame prometheus.Histogram
 	tokenTimeout                    prometheus.Gauge
@@ -79,6 +83,12 @@ func newMetrics() *metrics {
 		takeovers:      c("token_takeovers_total", "Token takeovers by this host."),
 		pastFloor:      c("past_floor_total", "Times this host fell behind every member's retained log (keep_entries) and became amnesiac, to rejoin by state transfer."),
 		floorJumps:     c("floor_jumps_total", "State transfers that started at a member's log base past this host's log: the entries between were not delivered here."),
+		archiveAnswers: c("archive_answers_total", "Fetch answers read from the retained durable log below the in-memory log (retain)."),
+		archiveMisses:  c("archive_misses_total", "Fetch answers dropped because the retained log no longer held (or could not read) their start; the requester asks again."),
+		retainedBase:   g("retained_base", "The first seq this host still holds and serves: the retained durable log's start (retain), or the in-memory log's base."),
+		logBytes:       g("log_bytes", "Bytes of the durable log's segments (retain bounds them)."),
+		rackFloor:      g("rack_floor", "The lowest seq a majority of the members serve to a fetch, from what they announced (a host that joins below it may find too few members to fetch from)."),
+		retainLagging:  c("retention_lagging_cuts_total", "Times retention removed log that a member, by its last announcement, had not agreed yet."),
 		viewChangeCauses: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "view_change_causes_total",
 			Help: "View changes started by this host, by cause (exo.Cause: divergence, retry, promise-timeout, ...; docs/recovery.md)."}, []string{"cause"}),
 		falseTakeovers: c("false_takeovers_total", "Takeovers that passed this host over while it was running (false takeovers, seen by their victim; with no fault in force every one is false)."),
@@ -108,7 +118,7 @@ func newMetrics() *metrics {
 	}
 	m.reg.MustRegister(m.info, m.appendPtr, m.agreedPtr, m.epoch, m.queueDepth, m.halted, m.framesIn, m.framesOut,
 		m.oobOut, m.fetchedEntries, m.fetchedBytes, m.readErrors, m.writeErrors, m.foreignMAC, m.badFragments, m.published, m.delivered, m.queueFull,
-		m.viewChanges, m.viewChangeCauses, m.viewChangeTime, m.pastFloor, m.floorJumps, m.epochFirstFrame, m.takeovers, m.falseTakeovers, m.tokenTimeout, m.rejects, m.tokenHold, m.offloadDrops, m.offloadPushes,
+		m.viewChanges, m.viewChangeCauses, m.viewChangeTime, m.pastFloor, m.floorJumps, m.archiveAnswers, m.archiveMisses, m.retainedBase, m.logBytes, m.rackFloor, m.retainLagging, m.epochFirstFrame, m.takeovers, m.falseTakeovers, m.tokenTimeout, m.rejects, m.tokenHold, m.offloadDrops, m.offloadPushes,
 		m.keyPhase, m.keyEvents, m.safetyEvents, m.behindEntries, m.behindEpoch, m.ticks, m.wakeups, m.tokenWait, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	for r := exo.Reason(1); r < exo.NumReasons; r++ {
 		m.rejects.WithLabelValues(r.String())
@@ -178,6 +188,8 @@ func (m *metrics) counters() map[string]uint64 {
 	read("takeovers", m.takeovers)
 	read("past_floor", m.pastFloor)
 	read("floor_jumps", m.floorJumps)
+	read("archive_answers", m.archiveAnswers)
+	read("archive_misses", m.archiveMisses)
 	read("rejects", m.rejects)
 	read("key_events", m.keyEvents)
 	read("safety_events", m.safetyEvents)

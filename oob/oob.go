@@ -54,6 +54,14 @@ type Config struct {
 	// of a message is cut off.
 	BodyTimeout time.Duration
 	Logger      *slog.Logger
+	// Fill fills a fetch answer whose entries the core left to the
+	// application's archive (exo.Message.ArchiveHi set), in the peer's
+	// sender goroutine, just before it is encoded: reading the retained
+	// log never holds the caller's core. It returns false when the
+	// entries are no longer there; the answer is then dropped (counted in
+	// Stats.Dropped; the requester asks again). Without Fill such answers
+	// are dropped.
+	Fill func(m *exo.Message) bool
 }
 
 // Stats counts what a Transport did.
@@ -585,6 +593,20 @@ func (t *Transport) handshake(c net.Conn, peer uint8) error {
 
 // sender keeps a connection to one peer and writes its queue to it,
 // reconnecting with back-off.
+// fill readies m for encoding: an answer left to the archive is filled
+// (Config.Fill), once; false drops it.
+func (t *Transport) fill(m *exo.Message) bool {
+	if m.ArchiveHi == 0 {
+		return true
+	}
+	if t.cfg.Fill == nil || !t.cfg.Fill(m) {
+		t.dropped.Add(1)
+		return false
+	}
+	m.ArchiveHi = 0
+	return true
+}
+
 func (t *Transport) sender(ctx context.Context, p *peer) {
 	var c net.Conn
 	var w *bufio.Writer
@@ -631,6 +653,9 @@ func (t *Transport) sender(ctx context.Context, p *peer) {
 				backoff = 20 * time.Millisecond
 				c, w = conn, bufio.NewWriter(&progressWriter{c: conn, timeout: t.cfg.WriteTimeout})
 			}
+			if !t.fill(&m) {
+				break
+			}
 			b, err := encodeFrame(&m)
 			if err != nil {
 				t.log.Error("oob encode", "err", err)
@@ -645,6 +670,9 @@ func (t *Transport) sender(ctx context.Context, p *peer) {
 			// Coalesce whatever else is queued into one flush.
 			for err == nil && len(p.q) > 0 {
 				m2 := <-p.q
+				if !t.fill(&m2) {
+					continue
+				}
 				var b2 []byte
 				if b2, err = encodeFrame(&m2); err == nil {
 					_, err = w.Write(b2)

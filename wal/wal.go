@@ -26,6 +26,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/exo-rack/exo/exo"
 )
@@ -59,9 +61,8 @@ func ParseSync(s string) (Sync, error) {
 }
 
 const (
-	segmentBytes = 64 << 20
-	metaFile     = "meta.json"
-	maxRecord    = 1 << 20
+	metaFile  = "meta.json"
+	maxRecord = 1 << 20
 )
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
@@ -93,11 +94,23 @@ type Meta struct {
 	FastArmed bool   `json:"fast_armed,omitempty"`
 	FastEpoch uint32 `json:"fast_epoch,omitempty"`
 	Fenced    bool   `json:"fenced,omitempty"`
+	// Retained lists former values of RosterAt with the roster at each,
+	// oldest first, that the segments still hold: where the retained log
+	// below RosterAt (the archive, Archive) may start. SetMeta records
+	// them as RosterAt moves up; the caller's Meta need not carry them.
+	Retained []Base `json:"retained,omitempty"`
+}
+
+// Base is a position of the log with the roster in force there.
+type Base struct {
+	At     uint64  `json:"at"`
+	Roster []uint8 `json:"roster"`
 }
 
 type segment struct {
 	first uint64 // seq of its first record
 	path  string
+	size  int64 // bytes (the last segment's: Log.size)
 }
 
 // Log is an open durable log. It is not safe for concurrent use.
@@ -113,17 +126,40 @@ type Log struct {
 	disk   Meta // the meta last written (or read)
 	dirty  bool
 	buf    []byte
+	segMax int64  // a segment is rolled at this size (Options.SegmentBytes)
 	Repair string // what Open cut from a damaged tail ("" if nothing)
 }
 
+// Options tunes a log.
+type Options struct {
+	// SegmentBytes is the size at which a segment file is closed and the
+	// next one begun (default 64 MiB): the unit in which retention
+	// removes the log (Retain).
+	SegmentBytes int64
+}
+
+// DefaultSegmentBytes is Options.SegmentBytes's default.
+const DefaultSegmentBytes = 64 << 20
+
 // Open opens (or creates) the log in dir and returns it with the durable
-// state it holds (empty when new).
+// state it holds (empty when new), with default Options.
 func Open(dir string, sync Sync) (*Log, exo.HardState, error) {
+	return OpenWith(dir, sync, Options{})
+}
+
+// OpenWith is Open with options. The state's log starts at the meta's
+// RosterAt: segments wholly below it (the archive, read on demand by a
+// Reader) are not read, so a restart's memory follows the in-memory log,
+// not the retained one.
+func OpenWith(dir string, sync Sync, o Options) (*Log, exo.HardState, error) {
 	var hs exo.HardState
 	if err := os.MkdirAll(dir, 0o750); err != nil {
 		return nil, hs, fmt.Errorf("wal: %w", err)
 	}
-	l := &Log{dir: dir, sync: sync}
+	l := &Log{dir: dir, sync: sync, segMax: o.SegmentBytes}
+	if l.segMax <= 0 {
+		l.segMax = DefaultSegmentBytes
+	}
 	if b, err := os.ReadFile(filepath.Join(dir, metaFile)); err == nil {
 		if err := json.Unmarshal(b, &l.meta); err != nil {
 			return nil, hs, fmt.Errorf("wal: %s: %w", metaFile, err)
@@ -147,12 +183,24 @@ func Open(dir string, sync Sync) (*Log, exo.HardState, error) {
 	var entries []exo.Entry
 	for i := 0; i < len(l.segs); i++ {
 		s := l.segs[i]
-		if len(entries) > 0 && s.first != entries[len(entries)-1].Seq+1 || len(entries) == 0 && i > 0 {
+		if i > 0 && s.first != l.end {
 			l.Repair = fmt.Sprintf("segment %s does not follow seq %d: removed with every later segment", s.path, l.end)
 			l.dropFrom(i)
 			break
 		}
+		if l.meta.Roster != nil && i+1 < len(l.segs) && l.segs[i+1].first <= l.meta.RosterAt {
+			// Wholly below the core's log: archive, not read here (its
+			// records are checked when a Reader reads them).
+			fi, err := os.Stat(s.path)
+			if err != nil {
+				return nil, hs, fmt.Errorf("wal: %w", err)
+			}
+			l.segs[i].size = fi.Size()
+			l.end = l.segs[i+1].first
+			continue
+		}
 		es, offs, good, err := readSegment(s)
+		l.segs[i].size = good
 		entries = append(entries, es...)
 		if len(es) > 0 {
 			l.end = es[len(es)-1].Seq + 1
@@ -179,6 +227,7 @@ func Open(dir string, sync Sync) (*Log, exo.HardState, error) {
 			return nil, hs, fmt.Errorf("wal: %w", err)
 		}
 	}
+	l.trimRetained()
 	if l.meta.Roster != nil {
 		// The roster is the one at RosterAt: entries below it (kept by a
 		// whole-segment compaction) are not handed to the core.
@@ -197,6 +246,19 @@ func Open(dir string, sync Sync) (*Log, exo.HardState, error) {
 // Empty reports whether the log holds neither entries nor state.
 func (l *Log) Empty() bool {
 	return len(l.segs) == 0 && l.meta.Epoch == 0 && l.meta.Promised == 0 && !l.meta.Amnesiac
+}
+
+// trimRetained drops the retained bases that the segments no longer hold
+// (all of them when there is no segment).
+func (l *Log) trimRetained() {
+	k := 0
+	for k < len(l.meta.Retained) && (len(l.segs) == 0 || l.meta.Retained[k].At < l.segs[0].first) {
+		k++
+	}
+	if k > 0 {
+		l.meta.Retained = slices.Clone(l.meta.Retained[k:])
+		l.dirty = true
+	}
 }
 
 func (l *Log) dropFrom(i int) {
@@ -304,6 +366,7 @@ func (l *Log) Truncate(seq uint64) error {
 	}
 	if len(l.segs) == 0 {
 		l.end = seq
+		l.trimRetained()
 		return nil
 	}
 	first := l.segs[len(l.segs)-1].first
@@ -318,6 +381,24 @@ func (l *Log) Truncate(seq uint64) error {
 	}
 	l.end = seq
 	return nil
+}
+
+// Reset removes every segment: the log starts anew at the seq of the next
+// Append (a state transfer that jumps past this host's log, where the
+// entries between are not this host's to keep). The meta is kept.
+func (l *Log) Reset() error {
+	if l.f != nil {
+		l.f.Close()
+		l.f = nil
+	}
+	for _, sg := range l.segs {
+		if err := os.Remove(sg.path); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("wal: reset: %w", err)
+		}
+	}
+	l.segs, l.offs, l.size, l.end = nil, nil, 0, 0
+	l.trimRetained()
+	return syncDir(l.dir)
 }
 
 // Append writes entries at the end of the log (their seqs must follow).
@@ -344,7 +425,7 @@ func (l *Log) Append(es []exo.Entry) error {
 			}
 			return fmt.Errorf("wal: append seq %d at end %d", e.Seq, l.end)
 		}
-		if l.f == nil || l.size >= segmentBytes {
+		if l.f == nil || l.size >= l.segMax {
 			if err := flush(); err != nil {
 				return err
 			}
@@ -376,6 +457,7 @@ func (l *Log) roll(first uint64) error {
 			return fmt.Errorf("wal: fsync: %w", err)
 		}
 		l.f.Close()
+		l.segs[len(l.segs)-1].size = l.size
 	}
 	path := filepath.Join(l.dir, fmt.Sprintf("seg-%020d.log", first))
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_TRUNC|os.O_APPEND, 0o640)
@@ -392,6 +474,13 @@ func (l *Log) roll(first uint64) error {
 // recomputed after a restart).
 func (l *Log) SetMeta(m Meta) {
 	old := l.meta
+	m.Retained = old.Retained
+	if old.Roster != nil && m.RosterAt > old.RosterAt && len(l.segs) > 0 && l.segs[0].first <= old.RosterAt {
+		// The core's log base moved up over entries the segments still
+		// hold: the old base may start the retained log.
+		m.Retained = append(slices.Clone(old.Retained), Base{At: old.RosterAt, Roster: slices.Clone(old.Roster)})
+		l.dirty = true
+	}
 	l.meta = m
 	if m.Amnesiac != old.Amnesiac || m.Epoch != old.Epoch || m.Promised != old.Promised || !slices.Equal(m.Skipped, old.Skipped) ||
 		!slices.Equal(m.Roster, old.Roster) || (m.Roster == nil) != (old.Roster == nil) || m.RosterAt != old.RosterAt ||
@@ -457,7 +546,101 @@ func (l *Log) Compact(seq uint64) error {
 		}
 		l.segs = l.segs[1:]
 	}
+	l.trimRetained()
 	return nil
+}
+
+// Policy is a retention policy: how much of the agreed log the segments
+// keep below the core's log (RosterAt). A zero field sets no bound; a
+// zero Policy keeps nothing below it.
+type Policy struct {
+	Entries uint64        // at most this many entries behind the agreement pointer
+	Bytes   int64         // at most this many bytes of segments in all
+	Age     time.Duration // no segment whose newest record is older than this
+}
+
+// Zero reports whether p sets no bound.
+func (p Policy) Zero() bool { return p.Entries == 0 && p.Bytes == 0 && p.Age == 0 }
+
+// Floor returns the position below which p removes the log, given the
+// agreement pointer and the time now: never above agreed. With a zero
+// policy it is RosterAt (the log is kept with the core's, no further). A
+// floor above RosterAt asks the caller to compact the core's log there
+// first (the segments hold at least the core's log).
+func (l *Log) Floor(p Policy, agreed uint64, now time.Time) (uint64, error) {
+	if p.Zero() {
+		return min(l.meta.RosterAt, agreed), nil
+	}
+	var floor uint64
+	if p.Entries > 0 && agreed > p.Entries {
+		floor = agreed - p.Entries
+	}
+	if p.Bytes > 0 {
+		total := l.size
+		for i := len(l.segs) - 2; i >= 0; i-- {
+			total += l.segs[i].size
+			if total > p.Bytes {
+				floor = max(floor, l.segs[i+1].first)
+				break
+			}
+		}
+	}
+	if p.Age > 0 {
+		for i := len(l.segs) - 2; i >= 0; i-- {
+			fi, err := os.Stat(l.segs[i].path)
+			if err != nil {
+				return 0, fmt.Errorf("wal: retain: %w", err)
+			}
+			if now.Sub(fi.ModTime()) > p.Age {
+				floor = max(floor, l.segs[i+1].first)
+				break
+			}
+		}
+	}
+	return min(floor, agreed), nil
+}
+
+// Retain removes the log below floor (Floor's answer) as far as it can:
+// the retained log must start at a base whose roster is known (a former
+// RosterAt, Meta.Retained, or RosterAt itself), so it starts at the first
+// such base at or past floor, and whole segments below it are removed. It
+// returns the archive's new base (Archive).
+func (l *Log) Retain(floor uint64) (uint64, error) {
+	k := 0
+	for k < len(l.meta.Retained) && l.meta.Retained[k].At < floor {
+		k++
+	}
+	if k > 0 {
+		l.meta.Retained = slices.Clone(l.meta.Retained[k:])
+		l.dirty = true
+		if err := l.Commit(); err != nil {
+			return 0, err
+		}
+	}
+	base, _ := l.Archive()
+	if err := l.Compact(base); err != nil {
+		return 0, err
+	}
+	return base, nil
+}
+
+// Archive returns where the retained log starts and the roster there: the
+// oldest retained base, or RosterAt (no archive) without one.
+func (l *Log) Archive() (uint64, []uint8) {
+	if len(l.meta.Retained) > 0 && len(l.segs) > 0 && l.meta.Retained[0].At >= l.segs[0].first {
+		r := l.meta.Retained[0]
+		return r.At, slices.Clone(r.Roster)
+	}
+	return l.meta.RosterAt, slices.Clone(l.meta.Roster)
+}
+
+// Size returns the bytes of the log's segments.
+func (l *Log) Size() int64 {
+	total := l.size
+	for i := 0; i+1 < len(l.segs); i++ {
+		total += l.segs[i].size
+	}
+	return total
 }
 
 // Close closes the log.
@@ -480,4 +663,98 @@ func syncDir(dir string) error {
 	}
 	defer d.Close()
 	return d.Sync()
+}
+
+// Reader reads ranges of the retained log from the segment files, apart
+// from the Log that writes them and safe for concurrent use: a daemon
+// answers fetches from below its in-memory log with it (the archive,
+// exo.Node.SetArchive) outside its core's lock. It keeps the last segment
+// it read (at most one segment's bytes), so a transfer reading the log
+// in order reads each segment once.
+type Reader struct {
+	dir string
+	mu  sync.Mutex
+	// the segment last read: its path, size on disk when read, entries
+	seg  string
+	size int64
+	es   []exo.Entry
+}
+
+// NewReader returns a Reader of the log in dir.
+func NewReader(dir string) *Reader { return &Reader{dir: dir} }
+
+// ErrNotRetained is returned by Reader.Read for a position the segments no
+// longer hold (retention removed it) or do not hold yet.
+var ErrNotRetained = errors.New("wal: position not retained")
+
+// Read returns the entries from lo on, below hi, as many as lim allows
+// (one segment at most: a shorter answer is still an answer). It fails
+// with ErrNotRetained when no segment holds lo.
+func (r *Reader) Read(lo, hi uint64, lim exo.FetchLimit) ([]exo.Entry, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if lo >= hi {
+		return nil, nil
+	}
+	if !r.holds(lo, hi) {
+		names, err := filepath.Glob(filepath.Join(r.dir, "seg-*.log"))
+		if err != nil {
+			return nil, fmt.Errorf("wal: read: %w", err)
+		}
+		path, first := "", uint64(0)
+		for _, n := range names {
+			f, err := strconv.ParseUint(strings.TrimSuffix(strings.TrimPrefix(filepath.Base(n), "seg-"), ".log"), 10, 64)
+			if err == nil && f <= lo && (path == "" || f > first) {
+				path, first = n, f
+			}
+		}
+		if path == "" {
+			return nil, fmt.Errorf("%w: seq %d (the oldest segment starts later)", ErrNotRetained, lo)
+		}
+		es, _, good, err := readSegment(segment{first: first, path: path})
+		if err != nil && (len(es) == 0 || es[len(es)-1].Seq+1 < hi) {
+			// A torn tail past what is asked is the segment being
+			// written; anything else is damage.
+			if errors.Is(err, os.ErrNotExist) {
+				return nil, fmt.Errorf("%w: seq %d (its segment was removed)", ErrNotRetained, lo)
+			}
+			if len(es) == 0 || es[len(es)-1].Seq < lo {
+				return nil, fmt.Errorf("wal: read %s: %w", path, err)
+			}
+		}
+		r.seg, r.size, r.es = path, good, es
+		if !r.has(lo) {
+			return nil, fmt.Errorf("%w: seq %d (segment %s ends before it)", ErrNotRetained, lo, filepath.Base(path))
+		}
+	}
+	i := int(lo - r.es[0].Seq)
+	n, size := 0, 0
+	for i+n < len(r.es) && r.es[i+n].Seq < hi {
+		next := r.es[i+n].BinarySize()
+		if !lim.More(n, size, next) {
+			break
+		}
+		size += next
+		n++
+	}
+	return r.es[i : i+n : i+n], nil
+}
+
+// has reports whether the segment read last holds lo.
+func (r *Reader) has(lo uint64) bool {
+	return len(r.es) > 0 && r.es[0].Seq <= lo && lo <= r.es[len(r.es)-1].Seq
+}
+
+// holds reports whether the segment read last holds lo and, unless it
+// ends first, everything up to hi (the segment being written may have
+// grown since).
+func (r *Reader) holds(lo, hi uint64) bool {
+	if !r.has(lo) {
+		return false
+	}
+	if r.es[len(r.es)-1].Seq+1 >= hi {
+		return true
+	}
+	fi, err := os.Stat(r.seg)
+	return err == nil && fi.Size() == r.size
 }

@@ -385,6 +385,7 @@ func newStatusCmd() *cobra.Command {
 			for _, k := range keys {
 				fmt.Fprintf(out, "%-20s %v\n", k, st[k])
 			}
+			fmt.Fprintf(out, "%-20s %s\n", "log", logLine(st))
 			if ks, ok := st["keys"].(map[string]any); ok {
 				line := fmt.Sprintf("sending under slot %v", ks["send_phase"])
 				switch {
@@ -415,6 +416,22 @@ func newStatusCmd() *cobra.Command {
 	cmd.Flags().StringVar(&socket, "socket", defaultSocket, "the daemon's API socket")
 	cmd.Flags().BoolVar(&jsonOut, "json", false, "print the status as JSON")
 	return cmd
+}
+
+// logLine says where this host's log starts in memory and where what it
+// serves to joiners starts (the retained durable log), and its size.
+func logLine(st map[string]any) string {
+	line := fmt.Sprintf("in memory from seq %v", st["log_base"])
+	if st["retained_base"] != nil && st["retained_base"] != st["log_base"] {
+		line += fmt.Sprintf("; retained on disk from seq %v (served to hosts that join or fall behind)", st["retained_base"])
+	}
+	if b, ok := st["log_bytes"].(float64); ok && b > 0 {
+		line += fmt.Sprintf("; durable log %.1f MiB", b/(1<<20))
+	}
+	if f, ok := st["rack_floor"]; ok {
+		line += fmt.Sprintf("; the rack's floor (a majority serves from) seq %v", f)
+	}
+	return line
 }
 
 // recoveryLine is the status's recovery object in one line: in step, or

@@ -182,6 +182,9 @@ type topTotals struct {
 	SlowestLag  uint64  `json:"slowest_lag"`
 	SlowestHost string  `json:"slowest_host,omitempty"`
 	Rejects     float64 `json:"rejects_per_second"`
+	// RackFloor is the lowest seq a majority of the members serve to a
+	// fetch, as the freshest status says (nil until it knows).
+	RackFloor *uint64 `json:"rack_floor,omitempty"`
 }
 
 // topReasons maps a reason name to its value.
@@ -220,6 +223,7 @@ func topBuild(targets []topTarget, prev map[string]topSample, cur []topSample, n
 	}
 	if fresh >= 0 {
 		s.Totals.MaxAppend = cur[fresh].St.Append
+		s.Totals.RackFloor = cur[fresh].St.RackFloor
 	}
 	for i, t := range targets {
 		h := &s.Hosts[i]
@@ -337,8 +341,12 @@ func renderTop(s topSnapshot) string {
 	if s.Totals.SlowestHost != "" {
 		slowest = fmt.Sprintf("%d (%s)", s.Totals.SlowestLag, s.Totals.SlowestHost)
 	}
-	fmt.Fprintf(&b, "rack: agreed %s msgs/s  slowest lag %s  append %d  rejects %s/s\n",
-		topRate(s.Totals.AgreedRate, true), slowest, s.Totals.MaxAppend, topRate(s.Totals.Rejects, true))
+	floor := "-"
+	if s.Totals.RackFloor != nil {
+		floor = fmt.Sprint(*s.Totals.RackFloor)
+	}
+	fmt.Fprintf(&b, "rack: agreed %s msgs/s  slowest lag %s  append %d  floor %s  rejects %s/s\n",
+		topRate(s.Totals.AgreedRate, true), slowest, s.Totals.MaxAppend, floor, topRate(s.Totals.Rejects, true))
 	nw := 4
 	for _, h := range s.Hosts {
 		nw = max(nw, len(h.Name))

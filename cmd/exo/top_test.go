@@ -44,6 +44,8 @@ func topFixture() ([]topTarget, map[string]topSample, []topSample, time.Time) {
 	a := st(0, 1500, 1490, 1, 6000, 1250, 10000, map[string]uint64{"DUPLICATE": 12})
 	b := st(1, 1502, 1490, 1, 6100, 1262, 10000, nil)
 	b.Pending = 17
+	floor := uint64(420)
+	a.RackFloor, b.RackFloor = &floor, &floor
 	a.Keys = &daemon.KeyStatus{SendPhase: 0}
 	b.Keys = &daemon.KeyStatus{SendPhase: 0, Staged: true, Waiting: []int{2}}
 	b.Offload = &daemon.OffloadStatus{Mode: "xdp", Pushes: 640, Counters: map[string]uint64{
@@ -67,7 +69,7 @@ func TestTopRender(t *testing.T) {
 	snap := topBuild(targets, prev, cur, now, 500*time.Millisecond)
 	got := renderTop(snap)
 	want := `exo top  2026-03-14 15:09:26  hosts 3/4 up  token at B  epoch 3  every 500ms
-rack: agreed 4000 msgs/s  slowest lag 402 (C)  append 1502  rejects 126/s
+rack: agreed 4000 msgs/s  slowest lag 402 (C)  append 1502  floor 420  rejects 126/s
 HOST  ID  ROLE     EPOCH HALT  KEY      APPEND      AGREED     LAG  QUEUE TIMEOUT     IN/s    OUT/s  AGREED/s  FETCH/s   REJ/s  TOP REJECT        OFFLOAD
 A      0   member      3   no    0        1500        1490       2      0   1.0ms     2000      500      4000        0     4.0  DUPLICATE         -
 B      1  *holder      3   no  0>1        1502        1490       0     17   1.5ms     2000      504      4000        0       0  -                 xdp dropped 49 (BAD_GROUP) writes 640

@@ -10,6 +10,7 @@ import (
 
 	"github.com/exo-rack/exo/broadcast"
 	"github.com/exo-rack/exo/daemon"
+	"github.com/exo-rack/exo/exo"
 	"github.com/exo-rack/exo/oob"
 )
 
@@ -103,12 +104,16 @@ func Open(cfg *daemon.Config, log *slog.Logger) (*Host, error) {
 	for _, m := range cfg.Roster {
 		peers[uint8(m.ID)] = m.OOB
 	}
-	tr, err := oob.New(oob.Config{ID: uint8(cfg.ID), Group: cfg.Group, Listen: ownOOB(cfg), Peers: peers, Key: key, Logger: log})
+	// Fetch answers left to the retained log are read by the daemon, in
+	// the transport's senders (which start with Run, after New).
+	var d *daemon.Daemon
+	fill := func(m *exo.Message) bool { return d.FillArchive(m) }
+	tr, err := oob.New(oob.Config{ID: uint8(cfg.ID), Group: cfg.Group, Listen: ownOOB(cfg), Peers: peers, Key: key, Logger: log, Fill: fill})
 	if err != nil {
 		return fail(err)
 	}
 	cfg.Key = key // the daemon takes these bytes too: the file is read once
-	d, err := daemon.New(cfg, conn, tr, log)
+	d, err = daemon.New(cfg, conn, tr, log)
 	if err != nil {
 		stopOOB(tr)
 		return fail(err)

@@ -1,0 +1,156 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/exo-rack/exo/client"
+	"github.com/exo-rack/exo/daemon"
+)
+
+// TestRackJoinRetained: members keep 1,024 entries in memory but retain
+// their whole log on disk (retain.entries far above it, 1 MiB segments).
+// E, wiped and restarted with --join after the rack compacted past
+// everything it held, fetches the rack's log from seq 0 out of the
+// members' retained logs (their archive answers count), with no floor
+// jump, and rejoins; then a new round is at its positions in all five
+// streams.
+func TestRackJoinRetained(t *testing.T) {
+	r := rack(t, 5)
+	dir := t.TempDir()
+	c := startWith(t, r, func(cfg *daemon.Config) {
+		Durable(dir, false)(cfg)
+		cfg.KeepEntries = 1024
+		cfg.SegmentBytes = 1 << 20
+		cfg.Retain = daemon.Retain{Entries: 1 << 40}
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	all := []int{0, 1, 2, 3, 4}
+	if _, err := c.Publish(ctx, Load{Hosts: all, PerHost: 1000, Size: 64, Window: 8, Round: 1}); err != nil {
+		t.Fatal(err)
+	}
+	wipe(t, c, 4)
+	if _, err := c.Publish(ctx, Load{Hosts: all[:4], PerHost: 3000, Size: 64, Window: 8, Round: 2}); err != nil {
+		t.Fatal(err)
+	}
+	st0, err := c.Status(ctx, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st0.LogBase == 0 || st0.RetainedBase != 0 {
+		t.Fatalf("A: log base %d, retained base %d (agreed %d): the test needs a log compacted in memory and retained on disk from 0", st0.LogBase, st0.RetainedBase, st0.Agreed)
+	}
+	start := time.Now()
+	if err := c.StartHost(ctx, 4, true); err != nil {
+		t.Fatal(err)
+	}
+	var st daemon.Status
+	for {
+		st, err = c.Status(ctx, 4)
+		if err == nil && !st.Halted && !st.Recovery.StateTransfer && st.Epoch > 0 && st.Agreed >= st0.Agreed {
+			break
+		}
+		if time.Since(start) > 90*time.Second {
+			t.Fatalf("E did not rejoin within %v: %+v (err %v)", time.Since(start).Round(time.Second), st, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	rejoined := time.Since(start)
+	if st.Counters["floor_jumps"] != 0 || st.Counters["past_floor"] != 0 {
+		t.Errorf("E jumped (counters %v): the members' retained logs should have answered from seq 0", st.Counters)
+	}
+	if st.Counters["fetched_entries"] < st0.LogBase {
+		t.Errorf("E fetched %d entries, fewer than A's compacted %d", st.Counters["fetched_entries"], st0.LogBase)
+	}
+	var answers uint64
+	for _, h := range all[:4] {
+		s, err := c.Status(ctx, h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		answers += s.Counters["archive_answers"]
+	}
+	if answers == 0 {
+		t.Errorf("no member answered from its retained log")
+	}
+	n := checkRoundAgrees(ctx, t, c, all, 3)
+	t.Logf("A's log base %d, retained from %d (agreed %d, %d bytes on disk); E rejoined in %v from seq 0: %d entries, %d bytes fetched, %d archive answers from A-D; then %d acknowledged messages at their positions in all 5 streams",
+		st0.LogBase, st0.RetainedBase, st0.Agreed, st0.LogBytes, rejoined.Round(time.Millisecond), st.Counters["fetched_entries"], st.Counters["fetched_bytes"], answers, n)
+}
+
+// TestRackRetainBound: with retain.bytes 4 MiB (1 MiB segments) every
+// host's durable log (its segment files, measured on disk) stays under the
+// bound plus two segments while the rack agrees over 20 MB; a
+// subscription from seq 0 then fails with an error that says where this
+// host's log starts.
+func TestRackRetainBound(t *testing.T) {
+	const bound, seg = 4 << 20, 1 << 20
+	r := rack(t, 5)
+	dir := t.TempDir()
+	c := startWith(t, r, func(cfg *daemon.Config) {
+		Durable(dir, false)(cfg)
+		cfg.KeepEntries = 1024
+		cfg.SegmentBytes = seg
+		cfg.Retain = daemon.Retain{BytesText: fmt.Sprint(bound)}
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	all := []int{0, 1, 2, 3, 4}
+	var peak [5]int64
+	for round := 1; round <= 4; round++ {
+		if _, err := c.Publish(ctx, Load{Hosts: all, PerHost: 1000, Size: 1024, Window: 16, Round: round}); err != nil {
+			t.Fatal(err)
+		}
+		for _, h := range all {
+			cfg, err := c.Config(h)
+			if err != nil {
+				t.Fatal(err)
+			}
+			n := segmentBytes(t, cfg.DataDir)
+			peak[h] = max(peak[h], n)
+			// Retention runs at each compaction of the in-memory log
+			// (every keep_entries entries, ~1 MiB here): one segment may
+			// be written meanwhile, besides the one being written.
+			if n > bound+2*seg {
+				t.Errorf("host %d after round %d: durable log %d bytes, over the bound %d + two segments", h, round, n, bound)
+			}
+		}
+	}
+	st, err := c.Status(ctx, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.RetainedBase == 0 || st.LogBytes == 0 {
+		t.Fatalf("A: retained base %d, %d bytes: 20 MB agreed and nothing removed?", st.RetainedBase, st.LogBytes)
+	}
+	err = client.Subscribe(ctx, c.Socket(0), 0, func(client.Message) error { return errEnough })
+	var ae *client.APIError
+	if !errors.As(err, &ae) || ae.Code != client.CodeCompacted || !strings.Contains(ae.Text, fmt.Sprintf("starts at seq %d", st.RetainedBase)) &&
+		!strings.Contains(ae.Text, fmt.Sprintf("from seq %d on", st.RetainedBase)) {
+		t.Fatalf("subscribe from 0 at A (retained from %d): %v", st.RetainedBase, err)
+	}
+	t.Logf("peak durable log bytes per host %v (bound %d + a %d-byte segment); A retains from seq %d (agreed %d); subscribe from 0: %s", peak, bound, seg, st.RetainedBase, st.Agreed, ae.Text)
+}
+
+// segmentBytes is the size of the durable log's segment files in dir.
+func segmentBytes(t *testing.T, dir string) int64 {
+	t.Helper()
+	names, err := filepath.Glob(filepath.Join(dir, "seg-*.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n int64
+	for _, name := range names {
+		if fi, err := os.Stat(name); err == nil {
+			n += fi.Size()
+		}
+	}
+	return n
+}
