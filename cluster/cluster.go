@@ -403,8 +403,9 @@ func (c *Cluster) Proc(i int) int {
 
 // Usage is the resource use of one daemon process.
 type Usage struct {
-	RSSBytes uint64        // resident memory
-	CPU      time.Duration // user + system time so far
+	RSSBytes    uint64        // resident memory
+	MaxRSSBytes uint64        // the peak resident memory so far (VmHWM)
+	CPU         time.Duration // user + system time so far
 }
 
 // Usage reads host i's daemon's resident memory and CPU time from /proc.
@@ -423,6 +424,11 @@ func (c *Cluster) Usage(i int) (Usage, error) {
 			var kb uint64
 			fmt.Sscanf(strings.TrimPrefix(line, "VmRSS:"), "%d", &kb)
 			u.RSSBytes = kb * 1024
+		}
+		if strings.HasPrefix(line, "VmHWM:") {
+			var kb uint64
+			fmt.Sscanf(strings.TrimPrefix(line, "VmHWM:"), "%d", &kb)
+			u.MaxRSSBytes = kb * 1024
 		}
 	}
 	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))

@@ -940,25 +940,32 @@ func (d *Daemon) retain(nd *exo.Node, compacted bool) error {
 	return nil
 }
 
-// FillArchive fills a fetch answer that the core left to the retained log
-// (exo.Message.ArchiveHi; oob.Config.Fill) from the durable log's
-// segments, outside the core's lock. False when they no longer hold its
-// start: the answer is dropped and the requester asks again (by then the
-// core answers from the new base).
+// FillArchive fills a fetch answer or a promise that the core left to
+// the retained log (exo.Message.ArchiveHi; oob.Config.Fill) from the
+// durable log's segments, outside the core's lock. False when they no
+// longer hold what it needs: the message is dropped, as a lost one (a
+// fetch is asked again, and answered from the new base; a view change
+// times out and starts again).
 func (d *Daemon) FillArchive(m *exo.Message) bool {
 	if d.archive == nil {
 		d.metrics.archiveMisses.Inc()
 		return false
 	}
-	es, err := d.archive.Read(m.Start, m.ArchiveHi, m.ArchiveLimit)
-	if err != nil || len(es) == 0 {
+	var rerr error
+	ok := exo.FillFromArchive(m, func(lo, hi uint64, lim exo.FetchLimit) ([]exo.Entry, error) {
+		es, err := d.archive.Read(lo, hi, lim)
+		if err != nil {
+			rerr = err
+		}
+		return es, err
+	})
+	if !ok {
 		d.metrics.archiveMisses.Inc()
-		if err != nil && !errors.Is(err, wal.ErrNotRetained) {
-			d.log.Warn("retained log: read failed; the fetch answer is dropped", "from_seq", m.Start, "err", err)
+		if rerr != nil && !errors.Is(rerr, wal.ErrNotRetained) {
+			d.log.Warn("retained log: read failed; the message is dropped", "type", m.Type, "from_seq", m.Start, "err", rerr)
 		}
 		return false
 	}
-	m.Entries = es
 	d.metrics.archiveAnswers.Inc()
 	return true
 }

@@ -81,3 +81,42 @@ func TestHeldAndArchive(t *testing.T) {
 		t.Fatalf("answer from 55: %+v", m)
 	}
 }
+
+// TestFillFromArchive: a fetch answer takes one read; a promise needs its
+// whole range before its entries, over as many reads as it takes, or is
+// not sent.
+func TestFillFromArchive(t *testing.T) {
+	arch := make([]Entry, 100)
+	for i := range arch {
+		arch[i] = Entry{Seq: uint64(i), Epoch: 1, Count: 1, Payload: []byte{byte(i)}}
+	}
+	read := func(per int) func(lo, hi uint64, lim FetchLimit) ([]Entry, error) {
+		return func(lo, hi uint64, lim FetchLimit) ([]Entry, error) {
+			n := min(uint64(per), hi-lo, uint64(max(lim.Entries, 1)))
+			return arch[lo : lo+n], nil
+		}
+	}
+	m := Message{Type: MsgFetchResp, Start: 10, ArchiveHi: 60, ArchiveLimit: FetchLimit{Entries: 30}}
+	if !FillFromArchive(&m, read(20)) || m.ArchiveHi != 0 || len(m.Entries) != 20 || m.Entries[0].Seq != 10 {
+		t.Fatalf("fetch answer: %d entries from %v, ArchiveHi %d", len(m.Entries), m.Entries[0].Seq, m.ArchiveHi)
+	}
+	p := Message{Type: MsgPromise, Start: 10, ArchiveHi: 60, ArchiveLimit: FetchLimit{Entries: 50}, Entries: arch[60:70]}
+	if !FillFromArchive(&p, read(20)) || len(p.Entries) != 60 {
+		t.Fatalf("promise: %d entries, want 60", len(p.Entries))
+	}
+	for i, e := range p.Entries {
+		if e.Seq != uint64(10+i) {
+			t.Fatalf("promise entry %d is seq %d", i, e.Seq)
+		}
+	}
+	short := Message{Type: MsgPromise, Start: 10, ArchiveHi: 60, ArchiveLimit: FetchLimit{Entries: 50}, Entries: arch[60:70]}
+	gone := func(lo, hi uint64, lim FetchLimit) ([]Entry, error) {
+		if lo >= 30 {
+			return nil, nil // the rest was removed meanwhile
+		}
+		return read(20)(lo, hi, lim)
+	}
+	if FillFromArchive(&short, gone) {
+		t.Fatal("a promise missing part of its range was filled")
+	}
+}

@@ -82,13 +82,43 @@ type Message struct {
 	// requester cannot go on from its log and starts there by state
 	// transfer (transfer.go).
 	StartRoster []uint8
-	// ArchiveHi (FetchResp, as the node hands it over): the answer's
-	// entries are in the responder's archive (Node.SetArchive), from Start
-	// below ArchiveHi: the application fills Entries, at most
-	// ArchiveLimit, and clears ArchiveHi before sending it.
+	// ArchiveHi (FetchResp, Promise, as the node hands them over): the
+	// entries from Start below ArchiveHi are in the sender's archive
+	// (Node.SetArchive): the application reads them and puts them before
+	// Entries, then clears ArchiveHi, before sending. A FetchResp (no
+	// Entries) takes what ArchiveLimit allows, at least one; a Promise
+	// needs all of them (ArchiveLimit.Entries), or is not sent.
 	ArchiveHi    uint64
 	ArchiveLimit FetchLimit
 	Entries      []Entry
+}
+
+// FillFromArchive completes m (ArchiveHi set) with entries read from the
+// sender's archive by read(lo, hi, limit), which returns entries from lo
+// on, in order, as many as it can at once. A fetch answer (no Entries yet)
+// takes one read; a promise needs the whole range before its Entries, read
+// by as many calls as it takes. It reports whether m may be sent (ArchiveHi
+// is then 0). The daemon's OOB sender and the simulator share it.
+func FillFromArchive(m *Message, read func(lo, hi uint64, lim FetchLimit) ([]Entry, error)) bool {
+	var got []Entry
+	lo, lim := m.Start, m.ArchiveLimit
+	for lo < m.ArchiveHi {
+		es, err := read(lo, m.ArchiveHi, lim)
+		if err != nil || len(es) == 0 || es[0].Seq != lo {
+			break
+		}
+		got = append(got, es...)
+		lo += uint64(len(es))
+		lim.Entries -= len(es)
+		if len(m.Entries) == 0 {
+			break // a fetch answer: one read is an answer
+		}
+	}
+	if len(got) == 0 || (len(m.Entries) > 0 && lo != m.ArchiveHi) {
+		return false
+	}
+	m.Entries, m.ArchiveHi = append(got, m.Entries...), 0
+	return true
 }
 
 func (m Message) String() string {

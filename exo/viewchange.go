@@ -133,6 +133,14 @@ func (nd *Node) promise(e uint32, lo uint64) Message {
 		m.Agreed, m.LogEpoch = 0, 0 // no witness: only agreed entries (a transfer), no epoch
 	} else {
 		m.Entries = slices.Clone(nd.log[start-nd.base:])
+		if want := min(lo, nd.p.Agreed); want < start && nd.archOK && nd.archBase <= want && start-want <= uint64(nd.cfg.MaxFetchEntries) {
+			// Compacted past the initiator's lo, but the archive holds
+			// it: the embedder puts [want, start) before Entries (all of
+			// it, or the promise is not sent), so that the initiator can
+			// resolve from its lo.
+			m.Start, m.ArchiveHi = want, start
+			m.ArchiveLimit = FetchLimit{Entries: int(start - want)}
+		}
 	}
 	return m
 }

@@ -990,35 +990,39 @@ func (s *Sim) retain(h *host, cut []exo.Entry, oldBase uint64, oldRoster []uint8
 	h.node.SetArchive(h.bases[0].at, h.bases[0].roster)
 }
 
-// fillArchive fills a fetch answer the node left to the archive
-// (exo.Message.ArchiveHi), as the daemon's OOB sender does; false when
-// the archive no longer holds its start (the answer is dropped).
+// fillArchive fills a fetch answer or a promise that the node left to the
+// archive (exo.Message.ArchiveHi), as the daemon's OOB sender does; false
+// when the archive no longer holds what it needs (the message is dropped).
 func (s *Sim) fillArchive(h *host, m *exo.Message) bool {
-	if len(h.archive) == 0 || m.Start < h.archive[0].Seq || m.Start > h.archive[len(h.archive)-1].Seq {
-		return false
-	}
-	i := int(m.Start - h.archive[0].Seq)
-	size, n := 0, 0
-	for i+n < len(h.archive) && h.archive[i+n].Seq < m.ArchiveHi {
-		next := h.archive[i+n].BinarySize()
-		if !m.ArchiveLimit.More(n, size, next) {
-			break
+	ok := exo.FillFromArchive(m, func(lo, hi uint64, lim exo.FetchLimit) ([]exo.Entry, error) {
+		if len(h.archive) == 0 || lo < h.archive[0].Seq || lo > h.archive[len(h.archive)-1].Seq {
+			return nil, nil
 		}
-		size += next
-		n++
-	}
-	m.Entries = slices.Clone(h.archive[i : i+n])
-	if s.brokenArchive && i+n < len(h.archive) {
-		// Each entry's content from the next position, under its own seq.
-		for k := range m.Entries {
-			e := h.archive[i+k+1]
-			e.Seq = m.Entries[k].Seq
-			m.Entries[k] = e
+		i := int(lo - h.archive[0].Seq)
+		size, n := 0, 0
+		for i+n < len(h.archive) && h.archive[i+n].Seq < hi {
+			next := h.archive[i+n].BinarySize()
+			if !lim.More(n, size, next) {
+				break
+			}
+			size += next
+			n++
 		}
+		es := slices.Clone(h.archive[i : i+n])
+		if s.brokenArchive && i+n < len(h.archive) {
+			// Each entry's content from the next position, under its own seq.
+			for k := range es {
+				e := h.archive[i+k+1]
+				e.Seq = es[k].Seq
+				es[k] = e
+			}
+		}
+		return es, nil
+	})
+	if ok {
+		s.Stats.ArchiveAnswers++
 	}
-	m.ArchiveHi = 0
-	s.Stats.ArchiveAnswers++
-	return true
+	return ok
 }
 
 // quietPhase steps the rack for Options.Quiet ticks, or until it settled.

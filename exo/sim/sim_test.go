@@ -555,6 +555,16 @@ func TestRetainSeeds(t *testing.T) {
 		}
 		return
 	}
+	// A view change whose witnesses all compacted past its initiator's
+	// lo waited for ever (witnesses contradict an agreed entry): promises
+	// are now completed from the archive.
+	o := DefaultOptions(5, 53)
+	o.KeepEntries, o.Retain, o.Amnesia = 16, 100000, 0.2
+	if s, err := New(o); err != nil {
+		t.Fatal(err)
+	} else if err := s.Run(); err != nil {
+		t.Errorf("hosts=5 seed=53 (a promise compacted past the initiator's lo): %v", err)
+	}
 	if _, answers, jumps := run(false); answers == 0 || jumps != 0 {
 		t.Errorf("%d answers from archives, %d floor jumps and past-floor events: want some, and none", answers, jumps)
 	}
