@@ -447,7 +447,16 @@ func (nd *Node) Compact(upTo uint64) {
 	if upTo <= nd.base {
 		return
 	}
-	m := nd.memberAt(upTo)
+	// The configuration at s: a switch due at s applies there (memberAt
+	// applies it only when it steps the entry at s).
+	at := func(s uint64) memberState {
+		m := nd.memberAt(s)
+		if m.hasNext && m.nextAt <= s {
+			m.switchNow()
+		}
+		return m
+	}
+	m := at(upTo)
 	if m.pend || m.hasNext {
 		// Not inside a configuration change: the log's base is where a
 		// roster alone says the configuration (a restart, HardState.Roster,
@@ -456,7 +465,9 @@ func (nd *Node) Compact(upTo uint64) {
 		if upTo <= nd.base {
 			return
 		}
-		m = nd.memberAt(upTo)
+		// A change that took effect right before it (back to back) has
+		// switched at upTo: the base carries its roster.
+		m = at(upTo)
 	}
 	nd.baseMS = m
 	k := upTo - nd.base

@@ -409,9 +409,13 @@ func TestStateTransferSeeds(t *testing.T) {
 		{3, 5, 0, 0.02, "an amnesiac host's view change met witnesses compacted past its log and retried for ever (no return to the transfer, no floor jump)"},
 		{3, 4, 0, 0.02, "a log compacted inside a configuration change restarted without the change pending (compaction inside a change)"},
 		{5, 2, 0, 0.02, "all of the above with roster changes at 5 hosts"},
+		{5, 131, 0.2, 0.02, "a compaction to a change's entry that came right after another change's switch kept the roster before that switch (a host that started there by state transfer switched to other rosters than the rack)"},
 	} {
 		o := DefaultOptions(c.hosts, c.seed)
 		o.KeepEntries, o.Amnesia, o.RosterChanges = 32, c.amnesia, c.roster
+		if c.seed == 131 {
+			o.KeepEntries = 16
+		}
 		s, err := New(o)
 		if err != nil {
 			t.Fatal(err)
