@@ -902,6 +902,14 @@ func resolve(n int, lo, ownBase uint64, own []Entry, ws []Witness, force bool) (
 			}
 			possible, ambiguous := -1, false
 			for gi, g := range groups {
+				// Only members hold a branch that counts: a spare that
+				// follows the log (a host being added) promises too.
+				held := 0
+				for _, w := range g.ws {
+					if _, ok := slices.BinarySearch(roster, w.ID); ok {
+						held++
+					}
+				}
 				others := 0
 				for u := 0; u < n; u++ {
 					if isWitness[u] && (!isFenced[u] || j < fencedTo[u]) {
@@ -917,7 +925,7 @@ func resolve(n int, lo, ownBase uint64, own []Entry, ws []Witness, force bool) (
 						others++
 					}
 				}
-				if len(g.ws)+others >= h+1 {
+				if held+others >= h+1 {
 					if possible >= 0 {
 						if !force {
 							return Resolution{}, nil, ErrAmbiguous

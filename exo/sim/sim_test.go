@@ -576,3 +576,21 @@ func TestRetainSeeds(t *testing.T) {
 		t.Error("archive answers filled one entry late passed every seed: the checker does not bite")
 	}
 }
+
+// TestSpareWitnessSeed: a spare being added follows the log and promises
+// to view changes; counted as a member holding a branch, it made two
+// branches of a fork at the change's last entry look possible (3 holders
+// each where the roster of 5 has 6 answering hosts), and the rack waited
+// for ever on a fork every member had answered (seed 5168 of the issue's
+// `exo sim --hosts 5 --amnesia 0.2 --roster-changes 0.02`).
+func TestSpareWitnessSeed(t *testing.T) {
+	o := DefaultOptions(5, 5168)
+	o.Amnesia, o.RosterChanges = 0.2, 0.02
+	s, err := New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Run(); err != nil {
+		t.Fatal(err)
+	}
+}
