@@ -16,9 +16,9 @@ import (
 
 // TestRackJoinLarge is issue 17's run (opt-in: EXO_JOIN_LARGE=1; the log's
 // size EXO_JOIN_LARGE_MB, default 2048; message size EXO_JOIN_MSG, default
-// 16384): six lab hosts, A..E the first roster and F a spare that has
-// never run, durable logs kept whole on disk (retain) and 65,536 entries
-// in memory. The rack is loaded until A's durable log holds the size;
+// 16384; transfer_rate EXO_JOIN_PACE, default none): six lab hosts, A..E
+// the first roster and F a spare that has never run, durable logs kept
+// whole on disk (retain) and 4,096 entries in memory. The rack is loaded until A's durable log holds the size;
 // then under a steady load at A..D (a) E's disk is wiped and E restarts
 // with --join, (b) F starts with --join and `exo roster add 5` makes it a
 // member. Reported: each transfer's time and rate, the rack's agreed
@@ -33,11 +33,13 @@ func TestRackJoinLarge(t *testing.T) {
 	msg := envInt(t, "EXO_JOIN_MSG", 16384)
 	r := rack(t, 6)
 	dir := t.TempDir()
+	pace := os.Getenv("EXO_JOIN_PACE") // transfer_rate, e.g. 50MB
 	c := startWith(t, r, func(cfg *daemon.Config) {
 		Durable(dir, false)(cfg)
 		cfg.Hosts = 5
-		cfg.KeepEntries = 65536
+		cfg.KeepEntries = 4096 // the history holds as many messages: 64 MiB of 16 KiB ones
 		cfg.Retain = daemon.Retain{Entries: 1 << 40}
+		cfg.TransferRateText = pace
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Hour)
 	defer cancel()
@@ -61,6 +63,7 @@ func TestRackJoinLarge(t *testing.T) {
 			break
 		}
 	}
+	t.Logf("transfer_rate %q", pace)
 	t.Logf("A's durable log: %d bytes, %d entries (in memory from %d), after %v of load", st0.LogBytes, st0.Agreed, st0.LogBase, time.Since(t0).Round(time.Second))
 	// The rack's rate: A..D publish 64-byte messages; A's delivered
 	// msgs/s over 3 s before, then from a join's start to its end.

@@ -158,6 +158,14 @@ type Config struct {
 	// host that joins or fell far behind is answered (docs/recovery.md,
 	// "Retention"). Unset keeps no more than the in-memory log.
 	Retain Retain `json:"retain,omitzero"`
+	// TransferRateText ("50MB", "200MiB": bytes per second) paces a state
+	// transfer of this host (a --join, a host fallen past the floor): the
+	// next batch is asked for no sooner than its predecessor's bytes allow
+	// at this rate, so the members it fetches from keep serving the rack.
+	// Unset: no pacing. It must exceed the rack's log growth, or the
+	// transfer never ends.
+	TransferRateText string `json:"transfer_rate,omitempty"`
+	TransferRate     int64  `json:"-"`
 	// SegmentBytes is the size of the durable log's segment files
 	// (default 64 MiB, 1 MiB..1 GiB): the unit in which retention removes
 	// the log, so a bytes bound is kept to within one segment.
@@ -309,6 +317,23 @@ func parseBytes(s string) (int64, error) {
 	return int64(v * float64(mult)), nil
 }
 
+// transferPerTick is transfer_rate in bytes per tick (at least 1 when set).
+func (c *Config) transferPerTick() int {
+	if c.TransferRate == 0 {
+		return 0
+	}
+	return max(1, int(float64(c.TransferRate)*c.Tick.Seconds()))
+}
+
+// transferTicks is the least wait for a state transfer's answer: a batch
+// of fetch_bytes at 50 MB/s (a loaded member's OOB sender reading its
+// retained log and encoding, as measured on the lab rack: 20-80 ms for
+// 4 MiB), at most 2 s.
+func (c *Config) transferTicks() int {
+	d := time.Duration(float64(c.FetchBytes) / 50e6 * float64(time.Second))
+	return int(min(d, 2*time.Second) / c.Tick)
+}
+
 // segmentBytes is segment_bytes or its default.
 func (c *Config) segmentBytes() int64 {
 	if c.SegmentBytes == 0 {
@@ -345,6 +370,13 @@ func (c *Config) Validate() error {
 			return fieldErr("retain.bytes", "%v", err)
 		}
 		c.Retain.Bytes = b
+	}
+	if c.TransferRateText != "" {
+		b, err := parseBytes(c.TransferRateText)
+		if err != nil || b < 1<<20 {
+			return fieldErr("transfer_rate", "%q is not a rate of at least 1MiB (bytes per second, such as \"50MB\")", c.TransferRateText)
+		}
+		c.TransferRate = b
 	}
 	if c.Retain.AgeText != "" {
 		d, err := time.ParseDuration(c.Retain.AgeText)
@@ -495,6 +527,7 @@ func (c *Config) coreConfig(mtu int) exo.Config {
 		IdleBackoffMax:  orDefault(c.IdleBackoffMax, 256), ViewChangeTimeout: orDefault(c.ViewChangeTimeout, 800),
 		IdleRotations:   c.idleRotations(),
 		TakeoverStagger: 20, RejoinTicks: 400, FetchTicks: 20, FetchBytes: c.FetchBytes,
+		TransferBytesPerTick: c.transferPerTick(), TransferTicks: c.transferTicks(),
 		MaxBatchBytes: min(batch, 65535), MaxPending: c.QueueLen,
 		KeyPhase: uint8(c.KeyPhase), KeyGraceTicks: keyGraceTicks(c.KeyGrace, c.Tick),
 	}

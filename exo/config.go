@@ -103,6 +103,17 @@ type Config struct {
 	// catch-up's batches by bytes, so that a host behind fetches in few
 	// round trips whatever the size of its entries.
 	FetchBytes int
+	// TransferBytesPerTick paces a state transfer (transfer.go): after a
+	// batch of B bytes the next fetch leaves no sooner than B divided by
+	// this many ticks after the one before, so that a joiner takes its
+	// members' CPU and network a little at a time and the rack keeps
+	// agreeing (0: no pacing, each batch asked for as the last arrives).
+	TransferBytesPerTick int
+	// TransferTicks is the least time a state transfer waits for an answer
+	// before it asks another member (0: FetchTicks, as any fetch): an
+	// answer of FetchBytes takes longer than a gap repair's, and asking
+	// again only doubles the members' work (the late answer is used).
+	TransferTicks int
 }
 
 // Defaults used by WithDefaults for fields left zero.

@@ -37,7 +37,7 @@ func (nd *Node) NextTick() int {
 			if nd.fetching {
 				at(nd.fetchRTO() - nd.fetchTicks)
 			} else {
-				at(1)
+				at(nd.transfer.wait) // paced, or at once
 			}
 		case nd.notMember && nd.vc == nil:
 		case nd.vc != nil:

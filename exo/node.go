@@ -1037,7 +1037,10 @@ func (nd *Node) fetchRTO() int {
 	if nd.fetchEst.samples > 0 {
 		base = min(max(nd.cfg.FetchTicks, nd.fetchEst.rto()), 16*nd.cfg.FetchTicks)
 	}
-	return min(base<<min(nd.fetchTries, 3), 64*nd.cfg.FetchTicks)
+	if nd.transfer.on {
+		base = max(base, nd.cfg.TransferTicks)
+	}
+	return min(base<<min(nd.fetchTries, 3), max(64*nd.cfg.FetchTicks, 4*nd.cfg.TransferTicks))
 }
 
 // drainHeld appends held frames that the log has reached.

@@ -29,6 +29,9 @@ type transferState struct {
 	next  int     // index in the peers of the next member to ask
 	peers []uint8 // the members to ask: the roster the rack reported (nil: this host's)
 	seen  uint64  // the highest agreement pointer a responder reported
+	// wait is the ticks until the next fetch, when the last batch came
+	// sooner than Config.TransferBytesPerTick allows.
+	wait int
 }
 
 // transferPeers returns the members a transfer asks: the roster a member
@@ -110,6 +113,11 @@ func (nd *Node) tickTransfer() bool {
 	if nd.fetching && nd.fetchTicks < nd.fetchRTO() {
 		return true
 	}
+	if !nd.fetching && t.wait > 0 {
+		if t.wait--; t.wait > 0 {
+			return true // paced (Config.TransferBytesPerTick)
+		}
+	}
 	if t.tries >= nd.transferTries() && !nd.notMember {
 		t.on = false
 		nd.fetching = false
@@ -141,6 +149,7 @@ func (nd *Node) stepTransfer(m *Message) {
 	// transfer on (the fetch in flight otherwise goes on).
 	current := m.From == nd.fetchPeer
 	t.seen = max(t.seen, m.Agreed)
+	took := nd.fetchTicks
 	if current {
 		nd.answered(m)
 		nd.fetching = false
@@ -193,6 +202,15 @@ func (nd *Node) stepTransfer(m *Message) {
 		// only then).
 		if i := slices.Index(nd.transferPeers(), m.From); i >= 0 {
 			t.next = i
+		}
+		if r := nd.cfg.TransferBytesPerTick; r > 0 {
+			size := 0
+			for i := range m.Entries {
+				size += m.Entries[i].BinarySize()
+			}
+			if t.wait = (size+r-1)/r - took; t.wait > 0 {
+				return // paced: tickTransfer asks when the wait is over
+			}
 		}
 		nd.transferFetch()
 		return

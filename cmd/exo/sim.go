@@ -34,6 +34,7 @@ type simOptions struct {
 	Amnesia    float64
 	Keep       int
 	Retain     int
+	Pace       int
 	AcceptLoss bool
 	Forge      float64
 	Roster     float64
@@ -167,6 +168,7 @@ is agreed once) and liveness (after the faults stop the rack converges within
 	f.Float64Var(&o.Amnesia, "amnesia", 0, "probability that a restart also loses the durable state")
 	f.BoolVar(&o.AcceptLoss, "accept-loss", false, "when a run stalls on a fork only a lost disk could decide, the operator accepts the loss (exo recover --accept-loss) and the rack gets another quiet phase; entries delivered before may then change only at the positions the command reported, and only if every host that delivered them lost its state")
 	f.IntVar(&o.Keep, "keep-entries", 0, "compact every host's log as the daemon's keep_entries does (0: never): a host that lost its state rejoins by state transfer")
+	f.IntVar(&o.Pace, "transfer-pace", 0, "pace state transfers at this many bytes per tick (the daemon's transfer_rate; 0: none)")
 	f.IntVar(&o.Retain, "retain", 0, "with --keep-entries: keep compacted entries on each host's disk until this many behind its agreement pointer (the daemon's retain.entries) and answer fetches from them")
 	f.Float64Var(&o.Forge, "forge", 0, "probability per frame that an attacker without the key also delivers a forged copy (changed tag, or changed fields under the old tag); every copy must be BAD_TAG")
 	f.Float64Var(&o.Keys, "key-rotations", 0, "per-tick probability that the operator starts a key rotation (when none runs): hosts stage the next key at random ticks; every run must end with every member sending under the newest key")
@@ -202,6 +204,8 @@ func (o *simOptions) validate() error {
 		return fmt.Errorf("--delay: %d must not be negative", o.Delay)
 	case o.Keep < 0:
 		return fmt.Errorf("--keep-entries: %d must not be negative (0: never compact)", o.Keep)
+	case o.Pace < 0:
+		return fmt.Errorf("--transfer-pace: %d must not be negative (0: no pacing)", o.Pace)
 	case o.Retain < 0 || (o.Retain > 0 && o.Keep == 0):
 		return fmt.Errorf("--retain: %d must be 0, or positive with --keep-entries (it keeps what compaction cuts)", o.Retain)
 	case o.Workers < 1:
@@ -230,6 +234,7 @@ func (o *simOptions) options(hosts int, seed uint64) sim.Options {
 	s.Forge = o.Forge
 	s.KeepEntries = o.Keep
 	s.Retain = o.Retain
+	s.Config.TransferBytesPerTick = o.Pace
 	s.AcceptLoss = o.AcceptLoss
 	s.RosterChanges = o.Roster
 	s.KeyRotations = o.Keys
@@ -260,6 +265,7 @@ func (o *simOptions) replay(hosts int, seed uint64) string {
 	add(o.Amnesia != 0, fmt.Sprintf("--amnesia %g", o.Amnesia))
 	add(o.Keep != 0, fmt.Sprintf("--keep-entries %d", o.Keep))
 	add(o.Retain != 0, fmt.Sprintf("--retain %d", o.Retain))
+	add(o.Pace != 0, fmt.Sprintf("--transfer-pace %d", o.Pace))
 	add(o.AcceptLoss, "--accept-loss")
 	add(o.Forge != 0, fmt.Sprintf("--forge %g", o.Forge))
 	add(o.Roster != 0, fmt.Sprintf("--roster-changes %g", o.Roster))
