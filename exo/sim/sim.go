@@ -1045,6 +1045,18 @@ func (s *Sim) quietPhase() {
 func (s *Sim) acceptLoss() bool {
 	// An amnesiac initiator first: its rejoin is what waits (it takes
 	// no install but its own), and an override elsewhere leaves it so.
+	// As the operator's guide says, the operator looks there first: an
+	// amnesiac host that leads a view change whose promises are still on
+	// their way (just started) is given the time of a view change to show
+	// whether it waits on lost state.
+	vct := s.opt.Config.ViewChangeTimeout
+	if vct == 0 {
+		vct = exo.DefaultViewChangeTimeout
+	}
+	for k := 0; k <= vct && s.amnesiacLeadsUndecided(); k++ {
+		s.step()
+		s.tick++
+	}
 	order := make([]int, 0, len(s.hosts))
 	for i, h := range s.hosts {
 		if h.node.Amnesiac() {
@@ -1071,6 +1083,17 @@ func (s *Sim) acceptLoss() bool {
 		s.Stats.AcceptedLosses++
 		s.sync(i)
 		return true
+	}
+	return false
+}
+
+// amnesiacLeadsUndecided reports whether an up amnesiac host leads a view
+// change that does not wait on lost state (yet).
+func (s *Sim) amnesiacLeadsUndecided() bool {
+	for _, h := range s.hosts {
+		if h.up && h.node.Amnesiac() && h.node.Recovery().ViewChange != nil && !h.node.ViewChangeAmbiguous() {
+			return true
+		}
 	}
 	return false
 }
