@@ -1,7 +1,3 @@
-// Package hdl holds the Verilog of the Exo FPGA engine (rtl/, tb/); this
-// test runs its self-checking bench against the golden vectors under Icarus
-// Verilog and Verilator, so that `go test ./...` covers the RTL. See
-// docs/hardware.md and hdl/Makefile (`make -C hdl test`, the same runs).
 package hdl
 
 import (

@@ -1,8 +1,3 @@
-// Package wireshark holds the Wireshark dissector of Exo frames, exo.lua,
-// and its tests: the layout constants in exo.lua are generated from
-// hw/wire.json (go test ./tools/wireshark -update) and checked against it
-// and against package exo's generated Go constants; the dissector itself
-// is compared field by field with exo frame dump in cmd/exo (TestFrameGolden).
 package wireshark
 
 import (
