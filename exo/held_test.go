@@ -14,18 +14,7 @@ func TestHeldAndArchive(t *testing.T) {
 		r.nodes[i].Propose([]byte("x"))
 		r.collect(i)
 	}
-	for steps := 0; r.frames < 200 && steps < 10000; steps++ {
-		if len(r.inbox) == 0 {
-			for i, nd := range r.nodes {
-				nd.Tick()
-				r.collect(i)
-			}
-			continue
-		}
-		f := r.inbox[0]
-		r.inbox = r.inbox[1:]
-		f()
-	}
+	r.runTicking(200, nil)
 	if a := r.nodes[1].Pointers().Agreed; a < 60 {
 		t.Fatalf("agreed %d: want 60 entries", a)
 	}

@@ -947,6 +947,21 @@ func (l FetchLimit) More(n, size, next int) bool {
 	return n < l.Entries || (l.Bytes > 0 && size+next <= l.Bytes)
 }
 
+// Take returns how many of es, from the first, an answer takes: those
+// below hi, as many as l allows.
+func (l FetchLimit) Take(es []Entry, hi uint64) int {
+	n, size := 0, 0
+	for n < len(es) && es[n].Seq < hi {
+		next := es[n].BinarySize()
+		if !l.More(n, size, next) {
+			break
+		}
+		size += next
+		n++
+	}
+	return n
+}
+
 // fetchLimit is this node's answer size (Config.MaxFetchEntries and
 // Config.FetchBytes).
 func (nd *Node) fetchLimit() FetchLimit {
@@ -956,16 +971,7 @@ func (nd *Node) fetchLimit() FetchLimit {
 // fetchEnd is where a fetch response from start ends, given the log's end
 // (or the asked bound) end, under fetchLimit.
 func (nd *Node) fetchEnd(start, end uint64) uint64 {
-	l := nd.fetchLimit()
-	cut, size := start, 0
-	for ; cut < end; cut++ {
-		next := nd.log[cut-nd.base].BinarySize()
-		if !l.More(int(cut-start), size, next) {
-			break
-		}
-		size += next
-	}
-	return cut
+	return start + uint64(nd.fetchLimit().Take(nd.log[start-nd.base:end-nd.base], end))
 }
 
 // SetArchive tells the node that its application keeps the agreed entries

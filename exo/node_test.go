@@ -64,6 +64,27 @@ func (r *rack) collect(i int) {
 	nd.Advance()
 }
 
+// runTicking delivers, ticking every node whenever nothing is in flight,
+// until frames frames were sent in all (or 10,000 steps), calling after
+// (if not nil) after each delivery.
+func (r *rack) runTicking(frames int, after func()) {
+	for steps := 0; r.frames < frames && steps < 10000; steps++ {
+		if len(r.inbox) == 0 {
+			for i, nd := range r.nodes {
+				nd.Tick()
+				r.collect(i)
+			}
+			continue
+		}
+		f := r.inbox[0]
+		r.inbox = r.inbox[1:]
+		f()
+		if after != nil {
+			after()
+		}
+	}
+}
+
 // run delivers until nothing is in flight or limit deliveries were made.
 func (r *rack) run(limit int) {
 	for k := 0; len(r.inbox) > 0 && k < limit; k++ {
@@ -94,19 +115,7 @@ func TestAgreedExactlyHFramesLater(t *testing.T) {
 				_ = r.nodes[i].Propose([]byte(fmt.Sprintf("p%d", i)))
 				r.collect(i)
 			}
-			for steps := 0; r.frames < 300 && steps < 10000; steps++ {
-				if len(r.inbox) == 0 {
-					for i, nd := range r.nodes {
-						nd.Tick()
-						r.collect(i)
-					}
-					continue
-				}
-				f := r.inbox[0]
-				r.inbox = r.inbox[1:]
-				f()
-				check()
-			}
+			r.runTicking(300, check)
 			if len(r.agreed[0]) < 100 {
 				t.Fatalf("only %d entries agreed", len(r.agreed[0]))
 			}

@@ -728,15 +728,7 @@ func (r *Reader) Read(lo, hi uint64, lim exo.FetchLimit) ([]exo.Entry, error) {
 		}
 	}
 	i := int(lo - r.es[0].Seq)
-	n, size := 0, 0
-	for i+n < len(r.es) && r.es[i+n].Seq < hi {
-		next := r.es[i+n].BinarySize()
-		if !lim.More(n, size, next) {
-			break
-		}
-		size += next
-		n++
-	}
+	n := lim.Take(r.es[i:], hi)
 	return r.es[i : i+n : i+n], nil
 }
 

@@ -999,15 +999,7 @@ func (s *Sim) fillArchive(h *host, m *exo.Message) bool {
 			return nil, nil
 		}
 		i := int(lo - h.archive[0].Seq)
-		size, n := 0, 0
-		for i+n < len(h.archive) && h.archive[i+n].Seq < hi {
-			next := h.archive[i+n].BinarySize()
-			if !lim.More(n, size, next) {
-				break
-			}
-			size += next
-			n++
-		}
+		n := lim.Take(h.archive[i:], hi)
 		es := slices.Clone(h.archive[i : i+n])
 		if s.brokenArchive && i+n < len(h.archive) {
 			// Each entry's content from the next position, under its own seq.
