@@ -144,10 +144,13 @@ func TestRackRetainBound(t *testing.T) {
 	if st.RetainedBase == 0 || st.LogBytes == 0 {
 		t.Fatalf("A: retained base %d, %d bytes: 20 MB agreed and nothing removed?", st.RetainedBase, st.LogBytes)
 	}
+	if st.RackFloor == nil || *st.RackFloor == 0 || len(st.Held) != 5 {
+		t.Fatalf("A: rack floor %v from %+v: the members' announcements should give one", st.RackFloor, st.Held)
+	}
 	err = client.Subscribe(ctx, c.Socket(0), 0, func(client.Message) error { return errEnough })
 	var ae *client.APIError
-	if !errors.As(err, &ae) || ae.Code != client.CodeCompacted || !strings.Contains(ae.Text, fmt.Sprintf("starts at seq %d", st.RetainedBase)) &&
-		!strings.Contains(ae.Text, fmt.Sprintf("from seq %d on", st.RetainedBase)) {
+	if !errors.As(err, &ae) || ae.Code != client.CodeCompacted || !strings.Contains(ae.Text, "the rack's floor") ||
+		!strings.Contains(ae.Text, fmt.Sprintf("starts at seq %d", st.RetainedBase)) && !strings.Contains(ae.Text, fmt.Sprintf("from seq %d on", st.RetainedBase)) {
 		t.Fatalf("subscribe from 0 at A (retained from %d): %v", st.RetainedBase, err)
 	}
 	t.Logf("%v of load: peak durable log bytes per host %v (bound %d, segments of %d); A retains from seq %d (agreed %d); subscribe from 0: %s", time.Since(t0).Round(time.Second), peak, bound, seg, st.RetainedBase, st.Agreed, ae.Text)

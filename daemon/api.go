@@ -299,10 +299,14 @@ func (d *Daemon) subscribe(ctx context.Context, c net.Conn, w *bufio.Writer, wmu
 		if d.retained < oldest {
 			// The disk holds more (retain): for joiners and hosts far
 			// behind, not for subscriptions.
-			text += fmt.Sprintf(" (this host's durable log retains the log from seq %d on, served to hosts that join or fall behind, not to subscribers)", d.retained)
+			text += fmt.Sprintf(" (this host's durable log retains the log from seq %d on, served to hosts that join or fall behind, not to subscribers", d.retained)
 		} else {
-			text += fmt.Sprintf(" (this host's retained log starts at seq %d)", d.retained)
+			text += fmt.Sprintf(" (this host's retained log starts at seq %d", d.retained)
 		}
+		if d.rackFloor > 0 {
+			text += fmt.Sprintf("; the rack's floor, the lowest seq a majority of the members serve, is %d", d.rackFloor)
+		}
+		text += ")"
 		d.mu.Unlock()
 		return send(client.TypeError, client.U64(0), client.U16(client.CodeCompacted), []byte(text))
 	}

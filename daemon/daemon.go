@@ -118,6 +118,7 @@ type Daemon struct {
 	histBase   int                // messages dropped from the front of history
 	streamFrom uint64             // the first seq of this host's delivered stream: its log base at the start, or where a state transfer jumped to (under mu)
 	retained   uint64             // the first seq this host serves to fetches (exo.Node.ArchiveBase), for the subscribers' errors (under mu)
+	rackFloor  uint64             // the rack's floor (exo.Node.RackFloor), 0 while unknown, for the same (under mu)
 	subs       map[*subscriber]struct{}
 	delivCnt   uint64
 }
@@ -928,8 +929,9 @@ func (d *Daemon) retain(nd *exo.Node, compacted bool) error {
 			d.log.Warn("retention removed log that lagging members had not agreed yet", "from_seq", before, "to_seq", after, "lagging", fmt.Sprint(lag))
 		}
 	}
+	rf, _ := nd.RackFloor()
 	d.mu.Lock()
-	d.retained = nd.ArchiveBase()
+	d.retained, d.rackFloor = nd.ArchiveBase(), rf
 	d.mu.Unlock()
 	d.metrics.retainedBase.Set(float64(nd.ArchiveBase()))
 	if f, ok := nd.RackFloor(); ok {
@@ -1178,6 +1180,9 @@ type RecoveryStatus struct {
 	// behind every member's retained log), fetches the rack's agreed log
 	// before it rejoins (docs/recovery.md).
 	StateTransfer bool `json:"state_transfer,omitempty"`
+	// TransferTo is where the transfer heads: the highest agreement
+	// pointer a member reported (the append pointer is where it stands).
+	TransferTo uint64 `json:"transfer_to,omitempty"`
 	// ViewChange is the view change this host leads, if any.
 	ViewChange *ViewChangeStatus `json:"view_change,omitempty"`
 }
@@ -1254,7 +1259,7 @@ func (d *Daemon) AcceptLoss(from, to uint64) error {
 
 func recoveryStatus(r exo.Recovery, p exo.Pointers, nd *exo.Node) RecoveryStatus {
 	s := RecoveryStatus{RackEpoch: r.RackEpoch, RackSeq: r.RackSeq, Fetching: r.Fetching,
-		GatherEpoch: r.GatherEpoch, Gathered: r.Gathered, StateTransfer: r.Transferring}
+		GatherEpoch: r.GatherEpoch, Gathered: r.Gathered, StateTransfer: r.Transferring, TransferTo: r.TransferTo}
 	s.BehindEntries, s.BehindEpoch = r.Behind(p)
 	if r.Fetching {
 		s.FetchPeer, s.FetchTicks = int(r.FetchPeer), r.FetchTicks

@@ -27,8 +27,11 @@ type Recovery struct {
 	// ViewChange is the view change this host leads, nil if none.
 	ViewChange *ViewChangeStatus
 	// Transferring is set while this host, amnesiac, fetches the rack's
-	// agreed log before it rejoins (state transfer, transfer.go).
+	// agreed log before it rejoins (state transfer, transfer.go);
+	// TransferTo is the highest agreement pointer a member reported to it
+	// meanwhile (where the transfer heads; 0 before the first answer).
 	Transferring bool
+	TransferTo   uint64
 }
 
 // ViewChangeStatus is a view change in progress at its initiator.
@@ -65,6 +68,9 @@ func (r Recovery) Behind(p Pointers) (entries uint64, laterEpoch bool) {
 func (nd *Node) Recovery() Recovery {
 	r := Recovery{RackEpoch: nd.rackEpoch, RackSeq: nd.rackSeq,
 		Fetching: nd.fetching, FetchPeer: nd.fetchPeer, FetchTicks: nd.fetchTicks, Transferring: nd.transfer.on}
+	if nd.transfer.on {
+		r.TransferTo = nd.transfer.seen
+	}
 	if c := nd.catchup; c != nil {
 		r.GatherEpoch, r.Gathered = c.epoch, len(c.entries)
 	}

@@ -447,7 +447,11 @@ func recoveryLine(rs map[string]any) string {
 		parts = append(parts, "in step")
 	}
 	if rs["state_transfer"] == true {
-		parts = append(parts, fmt.Sprintf("state transfer: fetching the rack's agreed log before rejoining (the rack's newest frame heard: seq %v; progress: counters fetched_entries)", rs["rack_seq"]))
+		to := "?"
+		if v, ok := rs["transfer_to"]; ok {
+			to = fmt.Sprint(v)
+		}
+		parts = append(parts, fmt.Sprintf("state transfer: fetching the rack's agreed log up to seq %s before rejoining (the rack's newest frame heard: seq %v; progress: append_pointer, counters fetched_entries, exo top's ETA)", to, rs["rack_seq"]))
 	}
 	if rs["fetching"] == true {
 		parts = append(parts, fmt.Sprintf("fetching from member %v (%v ticks)", rs["fetch_peer"], rs["fetch_ticks"]))

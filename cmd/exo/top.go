@@ -140,6 +140,10 @@ type topHost struct {
 	// Transfer: the host fetches the rack's agreed log before it rejoins
 	// (a state transfer: --join, a wiped disk, or fallen behind).
 	Transfer bool `json:"state_transfer,omitempty"`
+	// TransferETA is the seconds the transfer still takes at its fetch rate
+	// (0: not known yet); shown in the TOP REJECT column while it runs.
+	TransferETA float64 `json:"transfer_eta_seconds,omitempty"`
+	transferTo  uint64
 	// Key is the key slot this host sends under, with the rotation in
 	// flight: "1", "0>1" (slot 1 staged, waiting for announcements), "1+0"
 	// (switched, the old key still valid); "" when the status has none.
@@ -235,7 +239,7 @@ func topBuild(targets []topTarget, prev map[string]topSample, cur []topSample, n
 			continue
 		}
 		h.Up, h.ID, h.Epoch, h.Halted = true, st.ID, st.Epoch, st.Halted
-		h.Transfer = st.Recovery.StateTransfer
+		h.Transfer, h.transferTo = st.Recovery.StateTransfer, st.Recovery.TransferTo
 		if k := st.Keys; k != nil {
 			switch other := 1 - k.SendPhase; {
 			case k.Staged:
@@ -293,6 +297,9 @@ func topBuild(targets []topTarget, prev map[string]topSample, cur []topSample, n
 		h.FramesOut = rate(p.St.Counters["frames_out"], st.Counters["frames_out"])
 		h.AgreedRate = rate(p.St.Delivered, st.Delivered)
 		h.Fetched = rate(p.St.Counters["fetched_entries"], st.Counters["fetched_entries"])
+		if h.Transfer && h.Fetched > 0 && h.transferTo > st.Append {
+			h.TransferETA = float64(h.transferTo-st.Append) / h.Fetched
+		}
 		before := topRejects(p.St)
 		var top float64
 		for name, v := range topRejects(st) {
@@ -376,6 +383,9 @@ func renderTop(s topSnapshot) string {
 		top := h.TopReject
 		if top == "" {
 			top = "-"
+		}
+		if h.Transfer && h.TransferETA > 0 {
+			top = "xfer ETA " + time.Duration(h.TransferETA*float64(time.Second)).Round(time.Second).String()
 		}
 		key := h.Key
 		if key == "" {

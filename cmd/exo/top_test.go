@@ -266,3 +266,21 @@ func TestTopTransfer(t *testing.T) {
 		t.Fatalf("C's row %q: want XFER in HALT", row)
 	}
 }
+
+// TestTopTransferETA: a host in a state transfer shows XFER and, from its
+// fetch rate and where the transfer heads, the time it still takes.
+func TestTopTransferETA(t *testing.T) {
+	targets, prev, cur, now := topFixture()
+	c := cur[2].St
+	c.Recovery.StateTransfer, c.Recovery.TransferTo = true, c.Append+8192 // 4096 entries/s: 2 s
+	snap := topBuild(targets, prev, cur, now, 500*time.Millisecond)
+	if eta := snap.Hosts[2].TransferETA; eta != 2 {
+		t.Fatalf("ETA %v s, want 2", eta)
+	}
+	got := renderTop(snap)
+	for _, want := range []string{"XFER", "xfer ETA 2s"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("no %q in:\n%s", want, got)
+		}
+	}
+}
