@@ -46,7 +46,8 @@ step "the etcd raft peer of exo bench --peer raft (its own module, tools/raftpee
 go build -o bin/staticcheck honnef.co/go/tools/cmd/staticcheck
 (cd tools/raftpeer && go vet ./... && ../../bin/staticcheck ./... && go test -count=1 ./...)
 
-step "generated files are current"
+step "generated files are current, go.mod tidy"
+go mod tidy -diff
 go run ./tools/hwgen -check
 go run ./tools/vecgen -out testdata/vectors -check
 
