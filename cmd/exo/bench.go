@@ -173,7 +173,16 @@ one process per host namespace, TCP between the OOB addresses, MemoryStorage,
 no fsync) with the same messages and load shapes, interleaved with exo's
 rounds, and prints exo/raft ratios. --hosts takes a list of rack sizes: each
 is measured on a rack built afresh, then a table and a plot (--plot) of
-latency and throughput against the size. Needs root.`,
+latency and throughput against the size. Needs root.
+
+The --offload modes: software (the daemon's defaults); software-block and
+software-busy (rx_poll block or busy); software-allprocs (procs -1,
+GOMAXPROCS every CPU); xdp (the daemon's default attach mode), xdp-native,
+xdp-generic; xdp-afxdp (AF_XDP delivery); xdp-token (xdp_token on: the
+program sends each host's frames, docs/token.md); fpga-sim and
+fpga-sim-token (fpga_token on: the simulated engine sends each host's
+frames), in a binary built with -tags fpgasim.
+`,
 		Example: `  sudo exo bench
   sudo exo bench --messages 200000 --json
   sudo exo bench --peer raft --hosts 5 --rounds 3   # etcd raft side by side
@@ -226,7 +235,7 @@ latency and throughput against the size. Needs root.`,
 	cmd.Flags().IntVar(&o.MTU, "mtu", 1500, "MTU of the lab rack's links: 9000 for jumbo frames (a frame then carries six times the batched messages)")
 	cmd.Flags().DurationVar(&o.Idle, "idle", 10*time.Second, "measure each daemon's CPU on the idle rack this long, before the latency run (0: skip)")
 	cmd.Flags().StringVar(&o.CPUProfile, "cpuprofile", "", "a directory: every daemon of every run writes a CPU profile there (<run>/<host>.cpu.pprof; read with go tool pprof)")
-	cmd.Flags().StringSliceVar(&o.Offloads, "offload", []string{"software"}, "offload modes to measure side by side, the first is the baseline (software: the daemon's defaults; software-block and software-busy: rx_poll block or busy; software-allprocs: procs -1, GOMAXPROCS every CPU; xdp: the daemon's default attach mode; xdp-native; xdp-generic; xdp-afxdp: AF_XDP delivery; xdp-token: xdp_token on, the program sends each host's frames (docs/token.md); fpga-sim and fpga-sim-token (fpga_token on: the simulated engine sends each host's frames), in a binary built with -tags fpgasim)")
+	cmd.Flags().StringSliceVar(&o.Offloads, "offload", []string{"software"}, "offload modes to measure side by side, the first the baseline (the modes: see above)")
 	cmd.Flags().BoolVar(&o.JSON, "json", false, "print the report as JSON")
 	cmd.Flags().StringVar(&o.Peer, "peer", "", "also measure this peer in the same run: raft (etcd raft, tools/raftpeer)")
 	cmd.Flags().StringVar(&o.PeerBin, "peer-bin", "", "the raftpeer binary (default: go build it from --peer-src)")

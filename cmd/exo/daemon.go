@@ -27,7 +27,15 @@ service for gap repair and reconciliation, the local API on a Unix socket
 
 It needs CAP_NET_RAW (run as root). SIGTERM or SIGINT stops it gracefully:
 pending publishes are answered "shutting down". The config file is JSON; see
-docs/operator.md for every field and an example.`,
+docs/operator.md for every field and an example.
+
+The --offload modes: software; xdp (the XDP program in front of the
+socket); auto (xdp, else software with one log line); xdp-token (xdp with
+xdp_token on: the program sends this host's frames); fpga-sim (the
+simulated FPGA engine, in a binary built with -tags fpgasim);
+fpga-sim-token (fpga-sim with fpga_token on: the engine sends this host's
+frames).
+`,
 		Example: `  exo daemon --config /etc/exo/exo.json
   ip netns exec exo-A exo daemon --config /tmp/exo-lab/A.json   # in the lab`,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -73,7 +81,7 @@ docs/operator.md for every field and an example.`,
 	}
 	cmd.Flags().StringVar(&cfgPath, "config", "", "the daemon's JSON config file")
 	cmd.Flags().BoolVar(&join, "join", false, "start as a host that lost its state and rejoin the running rack")
-	cmd.Flags().StringVar(&offload, "offload", "", "fast path, overriding the config: software, xdp (the XDP program in front of the socket), auto (xdp, else software with one log line), xdp-token (xdp with xdp_token on: the program sends this host's frames), fpga-sim (the simulated FPGA engine, in a binary built with -tags fpgasim) or fpga-sim-token (fpga-sim with fpga_token on: the engine sends this host's frames)")
+	cmd.Flags().StringVar(&offload, "offload", "", "fast path, overriding the config: software, xdp, auto, xdp-token, fpga-sim or fpga-sim-token (see above)")
 	cmd.Flags().StringVar(&level, "log-level", "info", "debug, info, warn or error")
 	cmd.Flags().StringVar(&format, "log-format", "text", "text or json")
 	cmd.Flags().StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile (pprof) of the whole run to this file, finished when the daemon stops (SIGTERM)")

@@ -107,7 +107,7 @@ func (o *frameFields) addFlags(cmd *cobra.Command) {
 	f.StringVar(&o.Tag, "tag", "0", "authentication tag, a 64-bit number (0x... for hex)")
 	f.IntVar(&o.Hosts, "hosts", 0, "rack size n: if given, check sender < n, hist_len = floor(n/2), ids < n")
 	f.StringVar(&o.JSON, "json", "", "read the frames from this JSON file (- = standard input) instead of the field flags")
-	f.StringVar(&o.KeyFile, "key-file", "", "the rack's group key file (the daemon's key_file): compute every frame's tag (SipHash-2-4 under the derived frame key; replaces a JSON tag); without it the tag is --tag's and the frames are unsigned")
+	f.StringVar(&o.KeyFile, "key-file", "", "the group key file (key_file): compute each frame's tag (else --tag's: unsigned)")
 	o.set = func(name string) bool { return cmd.Flags().Changed(name) }
 }
 

@@ -131,7 +131,14 @@ their durable state. A checker verifies agreement (no two hosts ever deliver
 different entries at one sequence number, across every view change), order
 (no gap, nothing twice), validity (every delivered payload was published and
 is agreed once) and liveness (after the faults stop the rack converges within
---quiet ticks). A failing seed is printed with the command that replays it.`,
+--quiet ticks). A failing seed is printed with the command that replays it.
+
+--accept-loss: when a run stalls on a fork only a lost disk could decide,
+the operator accepts the loss (exo recover --accept-loss, at a host that
+lost its state first) and the rack gets another quiet phase; entries
+delivered before may then change only at the positions the command
+reported, and only if every host that delivered them lost its state.
+`,
 		Example: `  exo sim --hosts 5 --seeds 10000
   exo sim --hosts 3,4,5,7,16 --seeds 1000 --json
   exo sim --hosts 5 --seed 42 --seeds 1 -v      # replay one seed with a trace
@@ -166,7 +173,7 @@ is agreed once) and liveness (after the faults stop the rack converges within
 	f.BoolVar(&o.Partitions, "partitions", true, "partition and heal the rack at random")
 	f.BoolVar(&o.Crashes, "crashes", true, "crash and restart hosts at random")
 	f.Float64Var(&o.Amnesia, "amnesia", 0, "probability that a restart also loses the durable state")
-	f.BoolVar(&o.AcceptLoss, "accept-loss", false, "when a run stalls on a fork only a lost disk could decide, the operator accepts the loss (exo recover --accept-loss) and the rack gets another quiet phase; entries delivered before may then change only at the positions the command reported, and only if every host that delivered them lost its state")
+	f.BoolVar(&o.AcceptLoss, "accept-loss", false, "play exo recover --accept-loss when a run stalls on lost state (see above)")
 	f.IntVar(&o.Keep, "keep-entries", 0, "compact every host's log as the daemon's keep_entries does (0: never): a host that lost its state rejoins by state transfer")
 	f.IntVar(&o.Pace, "transfer-pace", 0, "pace state transfers at this many bytes per tick (the daemon's transfer_rate; 0: none)")
 	f.IntVar(&o.Retain, "retain", 0, "with --keep-entries: keep compacted entries on each host's disk until this many behind its agreement pointer (the daemon's retain.entries) and answer fetches from them")
@@ -179,7 +186,7 @@ is agreed once) and liveness (after the faults stop the rack converges within
 	f.IntVar(&o.Backoff, "idle-backoff", exo.DefaultIdleBackoffMax, "the idle back-off's cap in ticks (the daemon's idle_backoff_max_ticks is 256; -1: none): an idle rack's passes slow down to it, a proposal wakes the rack")
 	f.BoolVar(&o.Token, "token", false, "every host runs a fast path that sends (xdp_token: the rule of exo.Engine, the daemon's control plane exo/token) in front of its core, which reads the fast path's records late (docs/token.md)")
 	f.IntVar(&o.TokenLag, "token-lag", 4, "with --token: network steps the control plane may take to read its fast path's records (now and then up to 4 ticks more)")
-	f.IntVar(&o.TimeoutMin, "token-timeout-min", def.Config.TokenTimeoutMin, "the floor of the adaptive token timeout, in ticks (the ceiling is the core's TokenTimeout, 16; 0, the default, or 16: a fixed timeout, as the daemon's default); the daemon's token_timeout_min_ticks")
+	f.IntVar(&o.TimeoutMin, "token-timeout-min", def.Config.TokenTimeoutMin, "the adaptive token timeout's floor in ticks (token_timeout_min_ticks; 0 or 16: fixed)")
 	f.IntVar(&o.IdleRot, "idle-rotations", exo.DefaultIdleRotations, "rotations of empty passes at full speed before the idle back-off (the daemon's idle_rotations: 4, 32 in token mode)")
 	f.IntVar(&o.Workers, "workers", runtime.GOMAXPROCS(0), "seeds run in parallel")
 	f.BoolVar(&o.JSON, "json", false, "print one JSON report per rack size")
