@@ -1393,6 +1393,7 @@ func (nd *Node) Clone() *Node {
 	if nd.vc != nil {
 		vc := *nd.vc
 		vc.promises = maps.Clone(nd.vc.promises)
+		vc.asked = slices.Clone(nd.vc.asked) // appended to in place
 		c.vc = &vc
 	}
 	c.rd = Ready{

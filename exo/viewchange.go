@@ -29,6 +29,7 @@ type viewChange struct {
 	lo       uint64
 	ticks    int
 	promises map[uint8]Message
+	asked    []uint8 // the hosts sent its Prepare
 	// ambiguous: a majority answered, but a fork could only be decided with
 	// the knowledge of hosts that did not (or that lost their state).
 	ambiguous bool
@@ -66,9 +67,16 @@ func (nd *Node) startViewChange(cause Cause) {
 	nd.vc.promises[nd.uid] = nd.promise(e, lo)
 	nd.rd.Events = append(nd.rd.Events, Event{Kind: EventViewChange, Epoch: e, Seq: nd.p.Append, Peer: nd.id, Cause: cause})
 	for _, u := range nd.peers() {
-		nd.rd.Messages = append(nd.rd.Messages, Message{Type: MsgPrepare, From: nd.uid, To: u, Epoch: e, Lo: lo, LogEpoch: nd.p.Epoch, Amnesiac: nd.amnesiac})
+		nd.askPromise(u)
 	}
 	nd.tryResolve()
+}
+
+// askPromise sends this host's view change's Prepare to member u.
+func (nd *Node) askPromise(u uint8) {
+	vc := nd.vc
+	vc.asked = append(vc.asked, u)
+	nd.rd.Messages = append(nd.rd.Messages, Message{Type: MsgPrepare, From: nd.uid, To: u, Epoch: vc.epoch, Lo: vc.lo, LogEpoch: nd.p.Epoch, Amnesiac: nd.amnesiac})
 }
 
 // diverged starts a view change after a divergence, unless this host was
@@ -275,6 +283,17 @@ func (nd *Node) Step(m Message) {
 		}
 		if nd.vc != nil && m.Epoch == nd.vc.epoch {
 			nd.vc.promises[m.From] = m
+			if m.Roster != nil && !m.Amnesiac && !nd.knowsRoster(m.Roster) {
+				// The witness is in a roster this host's log does not
+				// reach (a change beyond what it holds, as an amnesiac
+				// host's transfer ends below it): its members decide, so
+				// they are asked too.
+				for _, u := range m.Roster {
+					if u != nd.uid && !slices.Contains(nd.vc.asked, u) {
+						nd.askPromise(u)
+					}
+				}
+			}
 			nd.tryResolve()
 		}
 	case MsgNack:

@@ -508,6 +508,8 @@ func TestRosterAmnesiaSeeds(t *testing.T) {
 		{3, 687, 32, "with compaction: an amnesiac initiator went back to the transfer but asked a member that had no more, not the witness that had (fix: ask that witness first)"},
 		{5, 2929, 0, "a transfer ended at the word of a lagging member though another had reported more (fix: the highest agreement pointer reported counts)"},
 		{3, 292, 32, "with compaction: two floor jumps in one Ready delivered the entries of the first after the second began the stream (fix: a jump drops what the Ready delivered before it)"},
+		{3, 265, 0, "the operator accepted the loss at a member while the host that lost its state had just started a view change of its own, which then took no install (fix: the operator looks at a host that lost its state first, as the guide says)"},
+		{5, 174, 0, "an amnesiac initiator whose log ends before a roster change asked the old roster's members only and never reached a majority of the new one (fix: a witness's unknown roster's members are asked too)"},
 	} {
 		o := DefaultOptions(c.hosts, c.seed)
 		o.Amnesia, o.RosterChanges, o.AcceptLoss, o.KeepEntries = 0.2, 0.02, true, c.keep
