@@ -30,8 +30,10 @@ type transferState struct {
 	peers []uint8 // the members to ask: the roster the rack reported (nil: this host's)
 	seen  uint64  // the highest agreement pointer a responder reported
 	// wait is the ticks until the next fetch, when the last batch came
-	// sooner than Config.TransferBytesPerTick allows.
+	// sooner than Config.TransferBytesPerTick allows; from is the host
+	// that sent it.
 	wait int
+	from uint8
 }
 
 // transferPeers returns the members a transfer asks: the roster a member
@@ -116,6 +118,10 @@ func (nd *Node) tickTransfer() bool {
 	if !nd.fetching && t.wait > 0 {
 		if t.wait--; t.wait > 0 {
 			return true // paced (Config.TransferBytesPerTick)
+		}
+		if !slices.Contains(nd.transferPeers(), t.from) {
+			nd.transferFetchFrom(t.from) // a spare that held more, as above
+			return true
 		}
 	}
 	if t.tries >= nd.transferTries() && !nd.notMember {
@@ -209,8 +215,15 @@ func (nd *Node) stepTransfer(m *Message) {
 				size += m.Entries[i].BinarySize()
 			}
 			if t.wait = (size+r-1)/r - took; t.wait > 0 {
+				t.from = m.From
 				return // paced: tickTransfer asks when the wait is over
 			}
+		}
+		if !slices.Contains(nd.transferPeers(), m.From) {
+			// A witness out of the roster (a spare that followed the log,
+			// asked because it held more): on from it too.
+			nd.transferFetchFrom(m.From)
+			return
 		}
 		nd.transferFetch()
 		return

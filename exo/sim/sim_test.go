@@ -596,3 +596,21 @@ func TestSpareWitnessSeed(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestTransferFromSpareSeed: the only member of a roster of one lost its
+// disk; its transfer asked a spare that followed the log (it held more)
+// but went on with members only: none, so one batch per view change, and
+// the transfer was still running when the quiet phase ended (seed 4179 of
+// the command with --accept-loss). It goes on from the spare now
+// (the run still stalls: nobody that kept its state is a member).
+func TestTransferFromSpareSeed(t *testing.T) {
+	o := DefaultOptions(3, 4179)
+	o.Amnesia, o.RosterChanges, o.AcceptLoss = 0.2, 0.02, true
+	s, err := New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Run(); err != nil {
+		t.Fatal(err)
+	}
+}
