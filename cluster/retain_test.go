@@ -33,13 +33,7 @@ func TestRackJoinRetained(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	all := []int{0, 1, 2, 3, 4}
-	if _, err := c.Publish(ctx, Load{Hosts: all, PerHost: 1000, Size: 64, Window: 8, Round: 1}); err != nil {
-		t.Fatal(err)
-	}
-	wipe(t, c, 4)
-	if _, err := c.Publish(ctx, Load{Hosts: all[:4], PerHost: 3000, Size: 64, Window: 8, Round: 2}); err != nil {
-		t.Fatal(err)
-	}
+	wipeAndMoveOn(ctx, t, c, 1000, 3000)
 	st0, err := c.Status(ctx, 0)
 	if err != nil {
 		t.Fatal(err)

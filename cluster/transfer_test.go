@@ -39,14 +39,8 @@ func TestRackJoinCompacted(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
 	all := []int{0, 1, 2, 3, 4}
-	if _, err := c.Publish(ctx, Load{Hosts: all, PerHost: 2000, Size: 64, Window: 8, Round: 1}); err != nil {
-		t.Fatal(err)
-	}
-	wipe(t, c, 4)
 	// The rack moves on without E, compacting past everything E held.
-	if _, err := c.Publish(ctx, Load{Hosts: all[:4], PerHost: perHost, Size: 64, Window: 8, Round: 2}); err != nil {
-		t.Fatal(err)
-	}
+	wipeAndMoveOn(ctx, t, c, 2000, perHost)
 	st0, err := c.Status(ctx, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -193,6 +187,21 @@ func wipe(t *testing.T, c *Cluster, i int) {
 		t.Fatal(err)
 	}
 	if err := os.RemoveAll(cfg.DataDir); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// wipeAndMoveOn publishes first messages at each of the five hosts (round
+// 1), kills E and wipes its disk, then publishes then at each of A..D
+// (round 2): the rack moves on without E.
+func wipeAndMoveOn(ctx context.Context, t *testing.T, c *Cluster, first, then int) {
+	t.Helper()
+	all := []int{0, 1, 2, 3, 4}
+	if _, err := c.Publish(ctx, Load{Hosts: all, PerHost: first, Size: 64, Window: 8, Round: 1}); err != nil {
+		t.Fatal(err)
+	}
+	wipe(t, c, 4)
+	if _, err := c.Publish(ctx, Load{Hosts: all[:4], PerHost: then, Size: 64, Window: 8, Round: 2}); err != nil {
 		t.Fatal(err)
 	}
 }
