@@ -3,182 +3,149 @@ package cluster
 import (
 	"context"
 	"crypto/sha256"
+	"encoding/binary"
 	"errors"
-	"fmt"
-	"os"
+	"math/rand/v2"
 	"testing"
 	"time"
 
-	"github.com/exo-rack/exo/daemon"
-	"github.com/exo-rack/exo/exo"
-	"github.com/exo-rack/exo/wal"
+	"github.com/exo-rack/exo/client"
 )
 
-// TestRackJoinLarge is issue 17's run (opt-in: EXO_JOIN_LARGE=1; the log's
-// size EXO_JOIN_LARGE_MB, default 2048; message size EXO_JOIN_MSG, default
-// 16384; transfer_rate EXO_JOIN_PACE, default none): six lab hosts, A..E
-// the first roster and F a spare that has never run, durable logs kept
-// whole on disk (retain) and 4,096 entries in memory. The rack is loaded until A's durable log holds the size;
-// then under a steady load at A..D (a) E's disk is wiped and E restarts
-// with --join, (b) F starts with --join, follows the log as a spare, and
-// `exo roster add 5` makes it a member. Reported: each transfer's time and rate, the rack's agreed
-// msgs/s at A before and during it, every daemon's peak RSS; checked: E's
-// and F's durable logs hold the same entries as A's from seq 0 (a hash of
-// every entry), and a new round is at its positions in all six streams.
-func TestRackJoinLarge(t *testing.T) {
-	if os.Getenv("EXO_JOIN_LARGE") != "1" {
-		t.Skip("a long run (minutes of load, gigabytes of disk): EXO_JOIN_LARGE=1 runs it (docs/recovery.md)")
-	}
-	target := int64(envInt(t, "EXO_JOIN_LARGE_MB", 2048)) << 20
-	msg := envInt(t, "EXO_JOIN_MSG", 16384)
-	r := rack(t, 6)
-	dir := t.TempDir()
-	pace := os.Getenv("EXO_JOIN_PACE") // transfer_rate, e.g. 50MB
-	c := startWith(t, r, func(cfg *daemon.Config) {
-		Durable(dir, false)(cfg)
-		cfg.Hosts = 5
-		cfg.KeepEntries = 4096 // the history holds as many messages: 64 MiB of 16 KiB ones
-		cfg.Retain = daemon.Retain{Entries: 1 << 40}
-		cfg.TransferRateText = pace
-	})
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Hour)
+// TestRackLargeMessage: host A publishes one 1 MiB message (the default
+// max_message_bytes: several hundred fragments in consecutive entries of A)
+// while B..E publish small messages; every host delivers it whole (same
+// SHA-256) at the position A's publish returned, the streams are identical,
+// and one byte more is refused as too large.
+func TestRackLargeMessage(t *testing.T) {
+	r := rack(t, 5)
+	c := start(t, r)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	const spare = 5
-	wipe(t, c, spare) // a brand-new host: it never held the log
-	members := []int{0, 1, 2, 3, 4}
-	t0 := time.Now()
-	var st0 daemon.Status
-	for round := 1; ; round++ {
-		if _, err := c.Publish(ctx, Load{Hosts: members, PerHost: 500, Size: msg, Window: 16, Round: round}); err != nil {
-			t.Fatal(err)
-		}
-		var err error
-		if st0, err = c.Status(ctx, 0); err != nil {
-			t.Fatal(err)
-		}
-		if round%20 == 0 {
-			t.Logf("loaded %d MB of log in %v (agreed %d)", st0.LogBytes>>20, time.Since(t0).Round(time.Second), st0.Agreed)
-		}
-		if st0.LogBytes >= target {
-			break
-		}
-	}
-	t.Logf("transfer_rate %q", pace)
-	t.Logf("A's durable log: %d bytes, %d entries (in memory from %d), after %v of load", st0.LogBytes, st0.Agreed, st0.LogBase, time.Since(t0).Round(time.Second))
-	// The rack's rate: A..D publish 64-byte messages; A's delivered
-	// msgs/s over 3 s before, then from a join's start to its end.
-	stop := backgroundLoad(ctx, c, Load{Hosts: members[:4], PerHost: 500, Size: 64, Window: 8, Round: 100000})
-	defer func() {
-		if stop != nil {
-			stop()
-		}
-	}()
-	rate := func(d time.Duration) float64 {
-		a, _ := c.Status(ctx, 0)
-		time.Sleep(d)
-		b, _ := c.Status(ctx, 0)
-		return float64(b.Delivered-a.Delivered) / d.Seconds()
-	}
-	time.Sleep(time.Second)
-	before := rate(3 * time.Second)
-	join := func(name string, i int, add bool) {
-		t.Helper()
-		a0, _ := c.Status(ctx, 0)
-		start := time.Now()
-		if err := c.StartHost(ctx, i, true); err != nil {
-			t.Fatal(err)
-		}
-		var st daemon.Status
-		if add {
-			// As docs/operator.md says: the spare follows the log first
-			// (a transfer while it is no member: the rack does not wait
-			// for it), then the add makes it a member.
-			for {
-				var err error
-				if st, err = c.Status(ctx, i); err == nil && st.Agreed >= a0.Agreed {
-					break
-				}
-				if ctx.Err() != nil {
-					t.Fatalf("%s did not follow the log: %+v (err %v)", name, st, err)
-				}
-				time.Sleep(50 * time.Millisecond)
-			}
-			t.Logf("%s: following as a spare after %v", name, time.Since(start).Round(time.Millisecond))
-			out, err := r.CommandContext(ctx, 0, exoBin, "roster", "add", "--socket", c.Socket(0), "--timeout", "30m", fmt.Sprint(i)).CombinedOutput()
-			if err != nil {
-				t.Fatalf("exo roster add %d: %v\n%s", i, err, out)
-			}
-		}
-		for {
-			var err error
-			st, err = c.Status(ctx, i)
-			if err == nil && !st.Halted && !st.Recovery.StateTransfer && !st.Removed && st.Agreed >= a0.Agreed {
-				break
-			}
-			if ctx.Err() != nil {
-				t.Fatalf("%s did not catch up: %+v (err %v)", name, st, err)
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
-		took := time.Since(start)
-		a1, _ := c.Status(ctx, 0)
-		during := float64(a1.Delivered-a0.Delivered) / took.Seconds()
-		mb := float64(st.Counters["fetched_bytes"]) / 1e6
-		t.Logf("%s: caught up with A's %d entries in %v: fetched %d entries, %.0f MB (%.1f MB/s); A delivered %.0f msgs/s during it, %.2f of the %.0f before; floor jumps %d",
-			name, a0.Agreed, took.Round(time.Millisecond), st.Counters["fetched_entries"], mb, mb/took.Seconds(), during, during/before, before, st.Counters["floor_jumps"])
-		if st.Counters["floor_jumps"] != 0 || st.Counters["past_floor"] != 0 {
-			t.Errorf("%s started at a member's base: the retained logs should have served it from seq 0", name)
-		}
-	}
-	wipe(t, c, 4)
-	join("E (wiped, --join)", 4, false)
-	join("F (new, roster add)", spare, true)
-	stop()
-	stop = nil
-	for i := range r.Hosts {
-		u, err := c.Usage(i)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Logf("host %s: peak RSS %d MB, RSS now %d MB, CPU %v", r.Hosts[i].Name, u.MaxRSSBytes>>20, u.RSSBytes>>20, u.CPU.Round(time.Millisecond))
-	}
-	all := []int{0, 1, 2, 3, spare}
-	n := checkRoundAgrees(ctx, t, c, all, 200000)
-	// The logs on disk, from seq 0 to A's agreement pointer then: E's and
-	// F's must be A's, entry for entry.
-	upTo := st0.Agreed
-	want := logHash(t, c, 0, upTo)
-	for _, i := range []int{4, spare} {
-		if got := logHash(t, c, i, upTo); got != want {
-			t.Errorf("host %s: its durable log [0, %d) differs from A's", r.Hosts[i].Name, upTo)
-		}
-	}
-	t.Logf("E's and F's durable logs [0, %d) are A's; then %d acknowledged messages at their positions at A-D and F", upTo, n)
-}
+	all := []int{0, 1, 2, 3, 4}
+	small := []int{1, 2, 3, 4}
+	const perHost = 2000
 
-// logHash hashes host i's durable log from seq 0 below upTo (every entry's
-// seq, epoch, sender, history and payload).
-func logHash(t *testing.T, c *Cluster, i int, upTo uint64) [32]byte {
-	t.Helper()
-	cfg, err := c.Config(i)
+	big := make([]byte, 1<<20)
+	rng := rand.New(rand.NewPCG(7, 11))
+	for i := 0; i < len(big); i += 8 {
+		binary.LittleEndian.PutUint64(big[i:], rng.Uint64())
+	}
+	sum := sha256.Sum256(big)
+
+	cl, err := client.Dial(ctx, c.Socket(0))
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := wal.NewReader(cfg.DataDir)
-	h := sha256.New()
-	var buf []byte
-	for lo := uint64(0); lo < upTo; {
-		es, err := r.Read(lo, upTo, exo.FetchLimit{Entries: 4096})
-		if err != nil || len(es) == 0 {
-			t.Fatalf("host %s: read its log at %d: %v", c.Rack.Hosts[i].Name, lo, errors.Join(err, errors.New("no entries")))
-		}
-		for k := range es {
-			buf, _ = es[k].AppendBinary(buf[:0])
-			h.Write(buf)
-		}
-		lo += uint64(len(es))
+	defer cl.Close()
+	if _, err := cl.Publish(ctx, append(big, 0)); !errors.Is(err, client.ErrTooLarge) {
+		t.Fatalf("publishing 1 MiB + 1 byte: got %v, want %v", err, client.ErrTooLarge)
 	}
-	var out [32]byte
-	copy(out[:], h.Sum(nil))
-	return out
+
+	// B..E publish rounds of small messages until the large message is
+	// agreed, and one round more.
+	bigDone := make(chan struct{})
+	loadDone := make(chan struct{})
+	var res LoadResult
+	var loadErr error
+	rounds := 0
+	go func() {
+		defer close(loadDone)
+		for last := false; !last; rounds++ {
+			select {
+			case <-bigDone:
+				last = true
+			default:
+			}
+			r, err := c.Publish(ctx, Load{Hosts: small, PerHost: perHost, Size: 64, Round: rounds})
+			res.Published += r.Published
+			res.Elapsed += r.Elapsed
+			res.Failed += r.Failed
+			res.Errors = append(res.Errors, r.Errors...)
+			if err != nil {
+				loadErr = err
+				return
+			}
+		}
+	}()
+	time.Sleep(20 * time.Millisecond) // the small load is running
+	t0 := time.Now()
+	var pos client.Position
+	for {
+		pos, err = cl.Publish(ctx, big)
+		if errors.Is(err, client.ErrQueueFull) || errors.Is(err, client.ErrDropped) {
+			time.Sleep(5 * time.Millisecond)
+			continue
+		}
+		break
+	}
+	if err != nil {
+		t.Fatalf("publishing 1 MiB: %v", err)
+	}
+	bigLatency := time.Since(t0)
+	close(bigDone)
+	<-loadDone
+	if loadErr != nil {
+		t.Fatal(loadErr)
+	}
+	if res.Failed > 0 {
+		t.Fatalf("%d small publishes failed: %v", res.Failed, res.Errors)
+	}
+	streams, err := c.Collect(ctx, all, rounds*len(small)*perHost+1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := Compare(streams); err != nil {
+		t.Fatal(err)
+	}
+	for h, s := range streams {
+		found := 0
+		for _, m := range s {
+			if len(m.Payload) < 1000 {
+				continue
+			}
+			found++
+			if m.Position != pos || m.Sender != 0 {
+				t.Errorf("host %s: the large message is at %d.%d from %d, A's publish returned %d.%d",
+					r.Hosts[h].Name, m.Seq, m.Index, m.Sender, pos.Seq, pos.Index)
+			}
+			if got := sha256.Sum256(m.Payload); got != sum || len(m.Payload) != len(big) {
+				t.Errorf("host %s: the large message has %d bytes, sha256 %x; published %d bytes, sha256 %x",
+					r.Hosts[h].Name, len(m.Payload), got[:8], len(big), sum[:8])
+			}
+		}
+		if found != 1 {
+			t.Errorf("host %s delivered the large message %d times", r.Hosts[h].Name, found)
+		}
+	}
+	seen := map[[2]uint64]bool{}
+	var before, after int
+	for _, m := range streams[0] {
+		if len(m.Payload) != 64 {
+			continue
+		}
+		seen[[2]uint64{binary.BigEndian.Uint64(m.Payload), binary.BigEndian.Uint64(m.Payload[8:])}] = true
+		if m.Seq < pos.Seq {
+			before++
+		} else {
+			after++
+		}
+	}
+	for rd := range rounds {
+		for _, h := range small {
+			for k := range perHost {
+				if !seen[[2]uint64{uint64(rd)<<32 | uint64(h), uint64(k)}] {
+					t.Fatalf("small message %d of host %d in round %d missing", k, h, rd)
+				}
+			}
+		}
+	}
+	if before == 0 || after == 0 {
+		t.Errorf("the small messages were not concurrent with the large one: %d agreed before it, %d after", before, after)
+	}
+	st, _ := c.Status(ctx, 0)
+	t.Logf("1 MiB from A agreed at %d.%d after %v (%.1f MB/s), delivered whole on all 5 hosts (sha256 %x...); "+
+		"%d small messages from B..E at %.0f msgs/s, %d agreed before it and %d after; agreement pointer %d",
+		pos.Seq, pos.Index, bigLatency.Round(time.Millisecond), float64(len(big))/bigLatency.Seconds()/1e6, sum[:8],
+		res.Published, res.Rate(), before, after, st.Agreed)
 }

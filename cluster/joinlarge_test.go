@@ -1,0 +1,184 @@
+package cluster
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/exo-rack/exo/daemon"
+	"github.com/exo-rack/exo/exo"
+	"github.com/exo-rack/exo/wal"
+)
+
+// TestRackJoinLarge is issue 17's run (opt-in: EXO_JOIN_LARGE=1; the log's
+// size EXO_JOIN_LARGE_MB, default 2048; message size EXO_JOIN_MSG, default
+// 16384; transfer_rate EXO_JOIN_PACE, default none): six lab hosts, A..E
+// the first roster and F a spare that has never run, durable logs kept
+// whole on disk (retain) and 4,096 entries in memory. The rack is loaded until A's durable log holds the size;
+// then under a steady load at A..D (a) E's disk is wiped and E restarts
+// with --join, (b) F starts with --join, follows the log as a spare, and
+// `exo roster add 5` makes it a member. Reported: each transfer's time and rate, the rack's agreed
+// msgs/s at A before and during it, every daemon's peak RSS; checked: E's
+// and F's durable logs hold the same entries as A's from seq 0 (a hash of
+// every entry), and a new round is at its positions in all six streams.
+func TestRackJoinLarge(t *testing.T) {
+	if os.Getenv("EXO_JOIN_LARGE") != "1" {
+		t.Skip("a long run (minutes of load, gigabytes of disk): EXO_JOIN_LARGE=1 runs it (docs/recovery.md)")
+	}
+	target := int64(envInt(t, "EXO_JOIN_LARGE_MB", 2048)) << 20
+	msg := envInt(t, "EXO_JOIN_MSG", 16384)
+	r := rack(t, 6)
+	dir := t.TempDir()
+	pace := os.Getenv("EXO_JOIN_PACE") // transfer_rate, e.g. 50MB
+	c := startWith(t, r, func(cfg *daemon.Config) {
+		Durable(dir, false)(cfg)
+		cfg.Hosts = 5
+		cfg.KeepEntries = 4096 // the history holds as many messages: 64 MiB of 16 KiB ones
+		cfg.Retain = daemon.Retain{Entries: 1 << 40}
+		cfg.TransferRateText = pace
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Hour)
+	defer cancel()
+	const spare = 5
+	wipe(t, c, spare) // a brand-new host: it never held the log
+	members := []int{0, 1, 2, 3, 4}
+	t0 := time.Now()
+	var st0 daemon.Status
+	for round := 1; ; round++ {
+		if _, err := c.Publish(ctx, Load{Hosts: members, PerHost: 500, Size: msg, Window: 16, Round: round}); err != nil {
+			t.Fatal(err)
+		}
+		var err error
+		if st0, err = c.Status(ctx, 0); err != nil {
+			t.Fatal(err)
+		}
+		if round%20 == 0 {
+			t.Logf("loaded %d MB of log in %v (agreed %d)", st0.LogBytes>>20, time.Since(t0).Round(time.Second), st0.Agreed)
+		}
+		if st0.LogBytes >= target {
+			break
+		}
+	}
+	t.Logf("transfer_rate %q", pace)
+	t.Logf("A's durable log: %d bytes, %d entries (in memory from %d), after %v of load", st0.LogBytes, st0.Agreed, st0.LogBase, time.Since(t0).Round(time.Second))
+	// The rack's rate: A..D publish 64-byte messages; A's delivered
+	// msgs/s over 3 s before, then from a join's start to its end.
+	stop := backgroundLoad(ctx, c, Load{Hosts: members[:4], PerHost: 500, Size: 64, Window: 8, Round: 100000})
+	defer func() {
+		if stop != nil {
+			stop()
+		}
+	}()
+	rate := func(d time.Duration) float64 {
+		a, _ := c.Status(ctx, 0)
+		time.Sleep(d)
+		b, _ := c.Status(ctx, 0)
+		return float64(b.Delivered-a.Delivered) / d.Seconds()
+	}
+	time.Sleep(time.Second)
+	before := rate(3 * time.Second)
+	join := func(name string, i int, add bool) {
+		t.Helper()
+		a0, _ := c.Status(ctx, 0)
+		start := time.Now()
+		if err := c.StartHost(ctx, i, true); err != nil {
+			t.Fatal(err)
+		}
+		var st daemon.Status
+		if add {
+			// As docs/operator.md says: the spare follows the log first
+			// (a transfer while it is no member: the rack does not wait
+			// for it), then the add makes it a member.
+			for {
+				var err error
+				if st, err = c.Status(ctx, i); err == nil && st.Agreed >= a0.Agreed {
+					break
+				}
+				if ctx.Err() != nil {
+					t.Fatalf("%s did not follow the log: %+v (err %v)", name, st, err)
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+			t.Logf("%s: following as a spare after %v", name, time.Since(start).Round(time.Millisecond))
+			out, err := r.CommandContext(ctx, 0, exoBin, "roster", "add", "--socket", c.Socket(0), "--timeout", "30m", fmt.Sprint(i)).CombinedOutput()
+			if err != nil {
+				t.Fatalf("exo roster add %d: %v\n%s", i, err, out)
+			}
+		}
+		for {
+			var err error
+			st, err = c.Status(ctx, i)
+			if err == nil && !st.Halted && !st.Recovery.StateTransfer && !st.Removed && st.Agreed >= a0.Agreed {
+				break
+			}
+			if ctx.Err() != nil {
+				t.Fatalf("%s did not catch up: %+v (err %v)", name, st, err)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		took := time.Since(start)
+		a1, _ := c.Status(ctx, 0)
+		during := float64(a1.Delivered-a0.Delivered) / took.Seconds()
+		mb := float64(st.Counters["fetched_bytes"]) / 1e6
+		t.Logf("%s: caught up with A's %d entries in %v: fetched %d entries, %.0f MB (%.1f MB/s); A delivered %.0f msgs/s during it, %.2f of the %.0f before; floor jumps %d",
+			name, a0.Agreed, took.Round(time.Millisecond), st.Counters["fetched_entries"], mb, mb/took.Seconds(), during, during/before, before, st.Counters["floor_jumps"])
+		if st.Counters["floor_jumps"] != 0 || st.Counters["past_floor"] != 0 {
+			t.Errorf("%s started at a member's base: the retained logs should have served it from seq 0", name)
+		}
+	}
+	wipe(t, c, 4)
+	join("E (wiped, --join)", 4, false)
+	join("F (new, roster add)", spare, true)
+	stop()
+	stop = nil
+	for i := range r.Hosts {
+		u, err := c.Usage(i)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("host %s: peak RSS %d MB, RSS now %d MB, CPU %v", r.Hosts[i].Name, u.MaxRSSBytes>>20, u.RSSBytes>>20, u.CPU.Round(time.Millisecond))
+	}
+	all := []int{0, 1, 2, 3, spare}
+	n := checkRoundAgrees(ctx, t, c, all, 200000)
+	// The logs on disk, from seq 0 to A's agreement pointer then: E's and
+	// F's must be A's, entry for entry.
+	upTo := st0.Agreed
+	want := logHash(t, c, 0, upTo)
+	for _, i := range []int{4, spare} {
+		if got := logHash(t, c, i, upTo); got != want {
+			t.Errorf("host %s: its durable log [0, %d) differs from A's", r.Hosts[i].Name, upTo)
+		}
+	}
+	t.Logf("E's and F's durable logs [0, %d) are A's; then %d acknowledged messages at their positions at A-D and F", upTo, n)
+}
+
+// logHash hashes host i's durable log from seq 0 below upTo (every entry's
+// seq, epoch, sender, history and payload).
+func logHash(t *testing.T, c *Cluster, i int, upTo uint64) [32]byte {
+	t.Helper()
+	cfg, err := c.Config(i)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := wal.NewReader(cfg.DataDir)
+	h := sha256.New()
+	var buf []byte
+	for lo := uint64(0); lo < upTo; {
+		es, err := r.Read(lo, upTo, exo.FetchLimit{Entries: 4096})
+		if err != nil || len(es) == 0 {
+			t.Fatalf("host %s: read its log at %d: %v", c.Rack.Hosts[i].Name, lo, errors.Join(err, errors.New("no entries")))
+		}
+		for k := range es {
+			buf, _ = es[k].AppendBinary(buf[:0])
+			h.Write(buf)
+		}
+		lo += uint64(len(es))
+	}
+	var out [32]byte
+	copy(out[:], h.Sum(nil))
+	return out
+}
