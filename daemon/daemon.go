@@ -929,13 +929,13 @@ func (d *Daemon) retain(nd *exo.Node, compacted bool) error {
 			d.log.Warn("retention removed log that lagging members had not agreed yet", "from_seq", before, "to_seq", after, "lagging", fmt.Sprint(lag))
 		}
 	}
-	rf, _ := nd.RackFloor()
+	rf, known := nd.RackFloor()
 	d.mu.Lock()
 	d.retained, d.rackFloor = nd.ArchiveBase(), rf
 	d.mu.Unlock()
-	d.metrics.retainedBase.Set(float64(nd.ArchiveBase()))
-	if f, ok := nd.RackFloor(); ok {
-		d.metrics.rackFloor.Set(float64(f))
+	d.metrics.retainedBase.Set(float64(d.retained))
+	if known {
+		d.metrics.rackFloor.Set(float64(rf))
 	}
 	d.logBytes = d.disk.Size()
 	d.metrics.logBytes.Set(float64(d.logBytes))

@@ -1,9 +1,6 @@
 package exo
 
-import (
-	"slices"
-	"sort"
-)
+import "sort"
 
 // What each member holds, and the rack's floor. A member serves fetches
 // from its ArchiveBase (its retained log, or its log's base) to its log's
@@ -89,5 +86,5 @@ func (nd *Node) LaggingBelow(seq uint64) []Held {
 			out = append(out, h)
 		}
 	}
-	return slices.Clip(out)
+	return out
 }

@@ -92,6 +92,19 @@ func (nd *Node) transferFetch() {
 	nd.fetching = false
 }
 
+// transferFetchOn asks for the next batch from u, which sent the last
+// one: a member (the members after it are asked only on a timeout), or a
+// witness out of the roster that was asked because it held more (a spare
+// that followed the log).
+func (nd *Node) transferFetchOn(u uint8) {
+	if i := slices.Index(nd.transferPeers(), u); i >= 0 {
+		nd.transfer.next = i
+		nd.transferFetch()
+		return
+	}
+	nd.transferFetchFrom(u)
+}
+
 // transferFetchFrom asks member u for the agreed log from this host's end.
 func (nd *Node) transferFetchFrom(u uint8) {
 	nd.transfer.tries++
@@ -116,13 +129,10 @@ func (nd *Node) tickTransfer() bool {
 		return true
 	}
 	if !nd.fetching && t.wait > 0 {
-		if t.wait--; t.wait > 0 {
-			return true // paced (Config.TransferBytesPerTick)
+		if t.wait--; t.wait == 0 {
+			nd.transferFetchOn(t.from)
 		}
-		if !slices.Contains(nd.transferPeers(), t.from) {
-			nd.transferFetchFrom(t.from) // a spare that held more, as above
-			return true
-		}
+		return true // paced (Config.TransferBytesPerTick)
 	}
 	if t.tries >= nd.transferTries() && !nd.notMember {
 		t.on = false
@@ -205,10 +215,7 @@ func (nd *Node) stepTransfer(m *Message) {
 	if m.Agreed > nd.p.Append+uint64(nd.cfg.MaxFetchEntries) && nd.p.Append > from {
 		// More to come: the next batch from the same member (one that
 		// does not answer costs a fetch timeout; the next member is asked
-		// only then).
-		if i := slices.Index(nd.transferPeers(), m.From); i >= 0 {
-			t.next = i
-		}
+		// only then), paced (Config.TransferBytesPerTick).
 		if r := nd.cfg.TransferBytesPerTick; r > 0 {
 			size := 0
 			for i := range m.Entries {
@@ -216,16 +223,10 @@ func (nd *Node) stepTransfer(m *Message) {
 			}
 			if t.wait = (size+r-1)/r - took; t.wait > 0 {
 				t.from = m.From
-				return // paced: tickTransfer asks when the wait is over
+				return // tickTransfer asks when the wait is over
 			}
 		}
-		if !slices.Contains(nd.transferPeers(), m.From) {
-			// A witness out of the roster (a spare that followed the log,
-			// asked because it held more): on from it too.
-			nd.transferFetchFrom(m.From)
-			return
-		}
-		nd.transferFetch()
+		nd.transferFetchOn(m.From)
 		return
 	}
 	if nd.p.Append+uint64(nd.cfg.MaxFetchEntries) < t.seen && t.tries < nd.transferTries() {
