@@ -45,17 +45,7 @@ func TestRackJoinRetained(t *testing.T) {
 	if err := c.StartHost(ctx, 4, true); err != nil {
 		t.Fatal(err)
 	}
-	var st daemon.Status
-	for {
-		st, err = c.Status(ctx, 4)
-		if err == nil && !st.Halted && !st.Recovery.StateTransfer && st.Epoch > 0 && st.Agreed >= st0.Agreed {
-			break
-		}
-		if time.Since(start) > 90*time.Second {
-			t.Fatalf("E did not rejoin within %v: %+v (err %v)", time.Since(start).Round(time.Second), st, err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	st := waitRejoin(ctx, t, c, 4, start, 90*time.Second, func(st daemon.Status) bool { return st.Agreed >= st0.Agreed })
 	rejoined := time.Since(start)
 	if st.Counters["floor_jumps"] != 0 || st.Counters["past_floor"] != 0 {
 		t.Errorf("E jumped (counters %v): the members' retained logs should have answered from seq 0", st.Counters)

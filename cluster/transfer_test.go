@@ -71,17 +71,11 @@ func TestRackJoinCompacted(t *testing.T) {
 	if err := c.StartHost(ctx, 4, true); err != nil {
 		t.Fatal(err)
 	}
-	var st daemon.Status
-	for {
-		st, err = c.Status(ctx, 4)
-		if err == nil && !st.Halted && !st.Recovery.StateTransfer && st.Epoch > 0 && st.LogBase > 0 {
-			break
-		}
-		if time.Since(start) > 10*time.Minute || (keep == 1024 && time.Since(start) > 90*time.Second) {
-			t.Fatalf("E did not rejoin within %v: %+v (err %v)", time.Since(start).Round(time.Second), st, err)
-		}
-		time.Sleep(20 * time.Millisecond)
+	limit := 10 * time.Minute
+	if keep == 1024 {
+		limit = 90 * time.Second
 	}
+	st := waitRejoin(ctx, t, c, 4, start, limit, func(st daemon.Status) bool { return st.LogBase > 0 })
 	rejoined := time.Since(start)
 	if rate {
 		a, _ := c.Status(ctx, 0)
@@ -188,6 +182,23 @@ func wipe(t *testing.T, c *Cluster, i int) {
 	}
 	if err := os.RemoveAll(cfg.DataDir); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// waitRejoin waits until host i runs again in the rack (not halted, out of
+// its state transfer, in an epoch) and done holds for its status, and
+// fails the test once limit has passed since start.
+func waitRejoin(ctx context.Context, t *testing.T, c *Cluster, i int, start time.Time, limit time.Duration, done func(daemon.Status) bool) daemon.Status {
+	t.Helper()
+	for {
+		st, err := c.Status(ctx, i)
+		if err == nil && !st.Halted && !st.Recovery.StateTransfer && st.Epoch > 0 && done(st) {
+			return st
+		}
+		if time.Since(start) > limit {
+			t.Fatalf("%s did not rejoin within %v: %+v (err %v)", c.Rack.Hosts[i].Name, time.Since(start).Round(time.Second), st, err)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
 
