@@ -236,7 +236,14 @@ func (nd *Node) stepTransfer(m *Message) {
 		nd.transferFetch()
 		return
 	}
-	if (nd.p.Append > from || m.Agreed <= nd.p.Append) && !nd.notMember {
+	if nd.notMember {
+		// A spare within a batch of the rack follows the log: the next
+		// fetch after a token timeout, not at the next tick (a fetch a
+		// tick is thousands a second against the members).
+		t.wait, t.from = nd.cfg.TokenTimeout, m.From
+		return
+	}
+	if nd.p.Append > from || m.Agreed <= nd.p.Append {
 		// Within a batch of the rack's agreement pointer (as the
 		// responders report it): rejoin.
 		t.on = false

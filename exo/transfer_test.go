@@ -1,0 +1,61 @@
+package exo
+
+import "testing"
+
+// TestCaughtUpSpareFetchesAtTokenPace: a spare (a host out of the roster,
+// started without state) transfers the agreed log and then follows it by
+// fetching. Once it is within a batch of the rack, it asks again after a
+// token timeout, not at every tick: a fetch a tick (4,000 a second in the
+// daemon) cost the members of a lab rack a third of their rate while a new
+// host followed them.
+func TestCaughtUpSpareFetchesAtTokenPace(t *testing.T) {
+	const n, batch = 3, 4
+	r := loadedRack(t, n, batch, 60)
+	spare, err := NewAmnesiacNode(Config{ID: n, Hosts: n, Group: 1, MaxFetchEntries: batch})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.nodes = append(r.nodes, spare)
+	r.agreed = append(r.agreed, nil)
+	fetches := 0
+	r.dropMsg = func(m Message) bool {
+		if m.Type == MsgFetch && m.From == n {
+			fetches++
+		}
+		return false
+	}
+	var rackAgreed []uint64 // the rack's agreement pointer after each tick
+	tick := func() {
+		for i, nd := range r.nodes {
+			nd.Tick()
+			r.collect(i)
+		}
+		r.run(1000)
+		rackAgreed = append(rackAgreed, r.nodes[0].Pointers().Agreed)
+	}
+	tt := spare.cfg.TokenTimeout
+	// behind reports whether the spare lacks what the rack had agreed two
+	// token timeouts ago (the rack sends empty frames when idle: it moves
+	// on while the spare waits between fetches).
+	behind := func() bool {
+		k := len(rackAgreed) - 1 - 2*tt
+		return k < 0 || spare.Pointers().Agreed < rackAgreed[k]
+	}
+	for k := 0; k < 500 && behind(); k++ {
+		tick()
+	}
+	if behind() || !spare.Transferring() {
+		t.Fatalf("the spare's agreement pointer %d, the rack's %d, transferring %v: it did not catch up", spare.Pointers().Agreed, r.nodes[0].Pointers().Agreed, spare.Transferring())
+	}
+	const ticks = 400
+	fetches = 0
+	for k := 0; k < ticks; k++ {
+		tick()
+	}
+	if max := ticks/tt + 1; fetches > max {
+		t.Fatalf("a caught-up spare sent %d fetches in %d ticks; at most %d (one a token timeout of %d ticks)", fetches, ticks, max, tt)
+	}
+	if behind() {
+		t.Fatalf("the spare's agreement pointer %d, the rack's %d: it stopped following the log", spare.Pointers().Agreed, r.nodes[0].Pointers().Agreed)
+	}
+}
