@@ -33,6 +33,9 @@ type viewChange struct {
 	// ambiguous: a majority answered, but a fork could only be decided with
 	// the knowledge of hosts that did not (or that lost their state).
 	ambiguous bool
+	// formers: the hosts out of the roster this amnesiac initiator knows
+	// of were asked too (askFormers), as no member could witness.
+	formers bool
 }
 
 // nextEpoch returns the smallest epoch above floor that belongs to this host.
@@ -589,9 +592,56 @@ func (nd *Node) tryResolve() {
 	res, err := Resolve(nd.n, vc.lo, nd.base, nd.log, ws)
 	if err != nil {
 		vc.ambiguous = errors.Is(err, ErrAmbiguous) || errors.Is(err, ErrLostQuorum)
+		if nd.amnesiac && nd.membersLostState() {
+			if !vc.formers {
+				nd.askFormers()
+			}
+			// No member witnesses: what the spares hold decides, so the
+			// operator may resolve it only with all of them (one that
+			// did not answer may hold more that was delivered).
+			for _, u := range vc.asked {
+				if _, ok := vc.promises[u]; !ok {
+					vc.ambiguous = false
+				}
+			}
+		}
 		return // wait for more promises (or the timeout)
 	}
 	nd.install(res, false)
+}
+
+// membersLostState reports whether every member answered this host's view
+// change as one that lost its state (this host among them): no member can
+// witness what the rack agreed (a roster of one whose only member lost its
+// disk).
+func (nd *Node) membersLostState() bool {
+	for _, u := range union(nd.ms.roster, nd.ms.next) {
+		if p, ok := nd.vc.promises[u]; !ok || !p.Amnesiac {
+			return false
+		}
+	}
+	return true
+}
+
+// askFormers asks the hosts out of the roster this amnesiac initiator
+// knows of (the first roster's, the members its log's changes name, and
+// the host it fetched from last) for promises: spares that followed the
+// log hold what the rack agreed when no member does. Their promises do not
+// resolve the view change (only members' count), but they make it one the
+// operator can resolve (ErrLostQuorum, AcceptLoss) with what they hold.
+func (nd *Node) askFormers() {
+	nd.vc.formers = true
+	known := union(IdentityRoster(nd.n), nd.baseMS.roster, nd.baseMS.next, []uint8{nd.fetchPeer})
+	for i := range nd.log {
+		if c, ok := ParseConfigEntry(&nd.log[i]); ok && c.Member != HistoryNone {
+			known = union(known, []uint8{c.Member})
+		}
+	}
+	for _, u := range known {
+		if u != nd.uid && !slices.Contains(nd.vc.asked, u) {
+			nd.askPromise(u)
+		}
+	}
 }
 
 // witnesses returns the promises of the view change this host leads.
@@ -837,11 +887,12 @@ func resolve(n int, lo, ownBase uint64, own []Entry, ws []Witness, force bool) (
 	}
 	lostQuorum := false
 	if known < h+1 && members < n {
-		if known == 0 || slices.Contains(answered, false) {
+		if slices.Contains(answered, false) {
 			return Resolution{}, nil, ErrNeedMore
 		}
 		// Every member answered; those that lost their state are too
-		// many. Forced, the others decide, and everything from lo on is
+		// many. Forced, the others decide (when no member kept its state:
+		// the spares that followed the log), and everything from lo on is
 		// in doubt: hosts that lost their state may have agreed anything
 		// there.
 		if !force {

@@ -510,6 +510,9 @@ func TestRosterAmnesiaSeeds(t *testing.T) {
 		{3, 292, 32, "with compaction: two floor jumps in one Ready delivered the entries of the first after the second began the stream (fix: a jump drops what the Ready delivered before it)"},
 		{3, 265, 0, "the operator accepted the loss at a member while the host that lost its state had just started a view change of its own, which then took no install (fix: the operator looks at a host that lost its state first, as the guide says)"},
 		{5, 174, 0, "an amnesiac initiator whose log ends before a roster change asked the old roster's members only and never reached a majority of the new one (fix: a witness's unknown roster's members are asked too)"},
+		{3, 467, 0, "a roster of one whose only member lost its disk: the rack's log was held by spares only, which nobody asked, and the override refused (fix: the amnesiac initiator asks the hosts it knows of outside the roster, and the operator resolves with what they hold)"},
+		{3, 4179, 0, "the same at another seed"},
+		{3, 7162, 0, "the same, where the operator resolved with one spare's log while another spare that held and delivered more had not answered (fix: with no member as witness, every host asked must answer first)"},
 	} {
 		o := DefaultOptions(c.hosts, c.seed)
 		o.Amnesia, o.RosterChanges, o.AcceptLoss, o.KeepEntries = 0.2, 0.02, true, c.keep
