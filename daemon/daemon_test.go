@@ -297,12 +297,27 @@ func TestConfigErrors(t *testing.T) {
 		t.Fatalf("retain config: %v %+v", err, c)
 	}
 	withRet := func(extra string) string { return strings.Replace(good, `"group":1,`, `"group":1,`+extra, 1) }
+	// transfer_rate: a default pace, "off", or a rate.
+	for _, c := range []struct {
+		extra string
+		rate  int64
+	}{{``, DefaultTransferRate}, {`"transfer_rate":"off",`, 0}, {`"transfer_rate":"200MiB",`, 200 << 20}} {
+		cfg, err := ParseConfig([]byte(withRet(c.extra)))
+		if err != nil {
+			t.Fatalf("config with %s: %v", c.extra, err)
+		}
+		if cfg.TransferRate != c.rate {
+			t.Errorf("config with %s: transfer rate %d, want %d", c.extra, cfg.TransferRate, c.rate)
+		}
+	}
 	for _, c := range []struct{ json, field string }{
 		{withRet(`"retain":{"entries":5},`), "retain: needs data_dir"},
 		{withRet(`"data_dir":"/d","retain":{"bytes":"lots"},`), "retain.bytes"},
 		{withRet(`"data_dir":"/d","retain":{"bytes":"100MiB"},`), "retain.bytes: 104857600 bytes is under two segments"},
 		{withRet(`"data_dir":"/d","retain":{"age":"yesterday"},`), "retain.age"},
 		{withRet(`"data_dir":"/d","segment_bytes":4096,`), "segment_bytes"},
+		{withRet(`"transfer_rate":"fast",`), "transfer_rate"},
+		{withRet(`"transfer_rate":"1KB",`), "transfer_rate"},
 		{`{"group":1,"id":5,"interface":"exo0","api_socket":"/x","key_file":"/k","roster":[{"id":0,"mac":"02:00:00:00:00:01","oob":"10.0.0.1:1"}]}`, "id"},
 		{`{"group":1,"id":0,"interface":"","api_socket":"/x","key_file":"/k","roster":[{"id":0,"mac":"02:00:00:00:00:01","oob":"10.0.0.1:1"}]}`, "interface"},
 		{`{"group":1,"id":0,"interface":"e","api_socket":"/x","key_file":"/k","roster":[{"id":0,"mac":"zz","oob":"10.0.0.1:1"}]}`, "roster[0].mac"},

@@ -108,6 +108,9 @@ type Config struct {
 	// this many ticks after the one before, so that a joiner takes its
 	// members' CPU and network a little at a time and the rack keeps
 	// agreeing (0: no pacing, each batch asked for as the last arrives).
+	// Batches follow at once while the rack's agreement pointer is
+	// further ahead than the least it was after a batch: the pace never
+	// keeps a transfer from ending.
 	TransferBytesPerTick int
 	// TransferTicks is the least time a state transfer waits for an answer
 	// before it asks another member (0: FetchTicks, as any fetch): an

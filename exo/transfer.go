@@ -34,6 +34,11 @@ type transferState struct {
 	// that sent it.
 	wait int
 	from uint8
+	// gap is the least the rack's agreement pointer was ahead after a
+	// batch: a paced transfer asks for the next batch at once until it
+	// is below that again (the rack's log grew faster than the pace), so
+	// that the least gap shrinks and the transfer ends.
+	gap uint64
 }
 
 // transferPeers returns the members a transfer asks: the roster a member
@@ -215,8 +220,16 @@ func (nd *Node) stepTransfer(m *Message) {
 	if m.Agreed > nd.p.Append+uint64(nd.cfg.MaxFetchEntries) && nd.p.Append > from {
 		// More to come: the next batch from the same member (one that
 		// does not answer costs a fetch timeout; the next member is asked
-		// only then), paced (Config.TransferBytesPerTick).
-		if r := nd.cfg.TransferBytesPerTick; r > 0 {
+		// only then), paced (Config.TransferBytesPerTick) while the
+		// transfer gains on the rack: a pace below the rack's log growth
+		// would never end it, so batches follow at once until the gap is
+		// below the least one seen.
+		gap := m.Agreed - nd.p.Append
+		gaining := t.gap == 0 || gap < t.gap
+		if gaining {
+			t.gap = gap
+		}
+		if r := nd.cfg.TransferBytesPerTick; r > 0 && gaining {
 			size := 0
 			for i := range m.Entries {
 				size += m.Entries[i].BinarySize()

@@ -802,7 +802,9 @@ var (
 //     grouped by the entry they hold there. One group: take it. Several (a
 //     fork): an entry at or beyond this position can only have been agreed
 //     on a branch that h+1 hosts held, so a branch is possible when its
-//     witnesses plus the hosts that did not answer reach h+1. Exactly one
+//     witnesses plus the hosts that did not answer reach h+1, and when
+//     the h frames after its entry may have come from distinct hosts that
+//     held it (chainPossible). Exactly one
 //     possible branch: take it. None: nothing here was agreed; take the
 //     largest branch. Two or more: the answers cannot tell; wait for more
 //     (ErrNeedMore). With every host answering this never happens.
@@ -981,6 +983,7 @@ func resolve(n int, lo, ownBase uint64, own []Entry, ws []Witness, force bool) (
 					}
 				}
 				others := 0
+				chain := make([]bool, n) // hosts that may have sent a frame of the branch after j
 				for u := 0; u < n; u++ {
 					if isWitness[u] && (!isFenced[u] || j < fencedTo[u]) {
 						continue
@@ -993,9 +996,10 @@ func resolve(n int, lo, ownBase uint64, own []Entry, ws []Witness, force bool) (
 					}
 					if !elsewhere {
 						others++
+						chain[u] = true
 					}
 				}
-				if held+others >= h+1 {
+				if held+others >= h+1 && chainPossible(g.e, g.ws, j, top, h, roster, isFenced, chain) {
 					if possible >= 0 {
 						if !force {
 							return Resolution{}, nil, ErrAmbiguous
@@ -1055,6 +1059,39 @@ func resolve(n int, lo, ownBase uint64, own []Entry, ws []Witness, force bool) (
 		doubt.To = max(doubt.To, start+uint64(len(out)))
 	}
 	return Resolution{Start: start, Agreed: agreed, Entries: out}, doubt, nil
+}
+
+// chainPossible reports whether entry x at seq j, held by the witnesses
+// ws, may have been agreed: that needs the frames j+1..j+h after it, sent
+// by h distinct hosts other than x's sender, each of which held x. A
+// witness's own frames are all in its log (it appends what it sends, and
+// sends nothing after its promise; a fenced one excepted: its fast path may
+// have sent beyond its log), so the possible senders are those of the
+// frames after j in the witnesses' logs of this branch, the fenced
+// witnesses among them, and the hosts that did not answer and did not send
+// on another branch (chain, by roster position, on entry). A frame of an
+// older epoch than top is not judged so (its chain may lie in an install).
+func chainPossible(x *Entry, ws []*Witness, j uint64, top uint32, h int, roster []uint8, isFenced, chain []bool) bool {
+	if x.Epoch != top {
+		return true
+	}
+	for _, w := range ws {
+		if pos, ok := slices.BinarySearch(roster, w.ID); ok && isFenced[pos] {
+			chain[pos] = true
+		}
+		for s := j + 1; s <= j+uint64(h) && s < w.Start+uint64(len(w.Entries)); s++ {
+			if e := &w.Entries[s-w.Start]; e.Epoch == top && int(e.Sender) < len(chain) {
+				chain[e.Sender] = true
+			}
+		}
+	}
+	count := 0
+	for u, ok := range chain {
+		if ok && u != int(x.Sender) {
+			count++
+		}
+	}
+	return count >= h
 }
 
 // finalRoster returns the roster after entries, from member state m at their

@@ -465,8 +465,10 @@ func TestStateTransferStalls(t *testing.T) {
 // entry an override replaced was in the doubt it reported and delivered
 // only by hosts that lost their state (the checker's rule; none was
 // replaced on these seeds: the branches in doubt were never agreed).
-// Without it, 25 of the 600 runs stall (1, 13 and 11).
+// Without it, 3 of the 600 runs stall (1, 2 and 0; 1, 17 and 12 before a
+// branch needed the chain of frames that would have agreed it).
 func TestAcceptLossReleasesStalls(t *testing.T) {
+	total := uint64(0)
 	for _, hosts := range []int{3, 5, 7} {
 		stalled, accepted := 0, uint64(0)
 		for seed := uint64(1); seed <= 200; seed++ {
@@ -485,9 +487,16 @@ func TestAcceptLossReleasesStalls(t *testing.T) {
 			accepted += s.Stats.AcceptedLosses
 		}
 		t.Logf("hosts=%d: %d overrides, %d runs still stalled", hosts, accepted, stalled)
-		if stalled > 0 || accepted == 0 {
-			t.Errorf("hosts=%d: %d runs stalled after %d overrides, want none stalled (and some overrides)", hosts, stalled, accepted)
+		if stalled > 0 {
+			t.Errorf("hosts=%d: %d runs stalled after %d overrides, want none stalled", hosts, stalled, accepted)
 		}
+		total += accepted
+	}
+	// The override ran (a fork that only a lost disk can decide is rarer
+	// since a branch needs the chain of frames that would have agreed it:
+	// none at 7 hosts in these seeds).
+	if total == 0 {
+		t.Errorf("no override in %d runs: the test shows nothing", 3*200)
 	}
 }
 
