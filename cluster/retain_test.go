@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -33,7 +34,9 @@ func TestRackJoinRetained(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	all := []int{0, 1, 2, 3, 4}
-	wipeAndMoveOn(ctx, t, c, 1000, 3000)
+	var mu sync.Mutex
+	acked := map[string]client.Position{}
+	wipeAndMoveOn(ctx, t, c, 1000, 3000, func(p []byte, pos client.Position) { mu.Lock(); acked[string(p)] = pos; mu.Unlock() })
 	st0, err := c.Status(ctx, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -65,8 +68,23 @@ func TestRackJoinRetained(t *testing.T) {
 		t.Errorf("no member answered from its retained log")
 	}
 	n := checkRoundAgrees(ctx, t, c, all, 3)
-	t.Logf("A's log base %d, retained from %d (agreed %d, %d bytes on disk); E rejoined in %v from seq 0: %d entries, %d bytes fetched, %d archive answers from A-D; then %d acknowledged messages at their positions in all 5 streams",
-		st0.LogBase, st0.RetainedBase, st0.Agreed, st0.LogBytes, rejoined.Round(time.Millisecond), st.Counters["fetched_entries"], st.Counters["fetched_bytes"], answers, n)
+	// Every stream from seq 0: far below the subscriber history (1,024
+	// messages), from each host's retained log (E's holds what its
+	// transfer wrote), then the history: identical, every acknowledged
+	// message of the load at its position.
+	delivered, violations := c.CheckAckedAt(ctx, all, acked)
+	for _, v := range violations {
+		t.Error(v)
+	}
+	stA, err := c.Status(ctx, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if stA.Counters["archive_subscribed_entries"] == 0 {
+		t.Errorf("A read no entry from its retained log for a subscription from seq 0 (counters %v)", stA.Counters)
+	}
+	t.Logf("A's log base %d, retained from %d (agreed %d, %d bytes on disk); E rejoined in %v from seq 0: %d entries, %d bytes fetched, %d archive answers from A-D; then %d acknowledged messages at their positions in all 5 streams; subscriptions from seq 0: %d messages, identical at the 5 hosts, %d acknowledged ones at their positions (A read %d entries from its retained log for it)",
+		st0.LogBase, st0.RetainedBase, st0.Agreed, st0.LogBytes, rejoined.Round(time.Millisecond), st.Counters["fetched_entries"], st.Counters["fetched_bytes"], answers, n, delivered, len(acked), stA.Counters["archive_subscribed_entries"])
 }
 
 // TestRackRetainBound: with retain.bytes 4 MiB (1 MiB segments) every

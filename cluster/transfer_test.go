@@ -40,7 +40,7 @@ func TestRackJoinCompacted(t *testing.T) {
 	defer cancel()
 	all := []int{0, 1, 2, 3, 4}
 	// The rack moves on without E, compacting past everything E held.
-	wipeAndMoveOn(ctx, t, c, 2000, perHost)
+	wipeAndMoveOn(ctx, t, c, 2000, perHost, nil)
 	st0, err := c.Status(ctx, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -205,14 +205,14 @@ func waitRejoin(ctx context.Context, t *testing.T, c *Cluster, i int, start time
 // wipeAndMoveOn publishes first messages at each of the five hosts (round
 // 1), kills E and wipes its disk, then publishes then at each of A..D
 // (round 2): the rack moves on without E.
-func wipeAndMoveOn(ctx context.Context, t *testing.T, c *Cluster, first, then int) {
+func wipeAndMoveOn(ctx context.Context, t *testing.T, c *Cluster, first, then int, onAck func([]byte, client.Position)) {
 	t.Helper()
 	all := []int{0, 1, 2, 3, 4}
-	if _, err := c.Publish(ctx, Load{Hosts: all, PerHost: first, Size: 64, Window: 8, Round: 1}); err != nil {
+	if _, err := c.Publish(ctx, Load{Hosts: all, PerHost: first, Size: 64, Window: 8, Round: 1, OnAck: onAck}); err != nil {
 		t.Fatal(err)
 	}
 	wipe(t, c, 4)
-	if _, err := c.Publish(ctx, Load{Hosts: all[:4], PerHost: then, Size: 64, Window: 8, Round: 2}); err != nil {
+	if _, err := c.Publish(ctx, Load{Hosts: all[:4], PerHost: then, Size: 64, Window: 8, Round: 2, OnAck: onAck}); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -284,10 +284,39 @@ func encodeFrame(typ byte, parts ...[]byte) []byte {
 // busy stream costs a system call per burst, not per message.
 func (d *Daemon) subscribe(ctx context.Context, c net.Conn, w *bufio.Writer, wmu *sync.Mutex, send func(byte, ...[]byte) error, from uint64) error {
 	s := &subscriber{ch: make(chan client.Message, subQueue)}
+	var hdr [11]byte
+	emit := func(m client.Message) error { // wmu held
+		binary.BigEndian.PutUint64(hdr[:], m.Seq)
+		binary.BigEndian.PutUint16(hdr[8:], m.Index)
+		hdr[10] = m.Sender
+		return client.WriteFrame(w, client.TypeMessage, hdr[:], m.Payload)
+	}
+	var arch *archiveStream // the retained log below the history, once needed
+	next := from            // the first seq not yet sent
 	d.mu.Lock()
-	// Every message of an entry has the entry's seq.
-	i := sort.Search(len(d.history), func(i int) bool { return d.history[i][0].Seq >= from })
-	if i == 0 && (d.histBase > 0 || from < d.streamFrom) && (len(d.history) == 0 || d.history[0][0].Seq > from) {
+	for {
+		// Every message of an entry has the entry's seq.
+		i := sort.Search(len(d.history), func(i int) bool { return d.history[i][0].Seq >= next })
+		if i > 0 || (d.histBase == 0 && next >= d.streamFrom) || (len(d.history) > 0 && d.history[0][0].Seq <= next) {
+			break
+		}
+		// Below the history: from the retained log, up to the history's
+		// start (it moves on meanwhile: then again).
+		if len(d.history) > 0 && next >= d.streamFrom && next >= d.retained && d.disk != nil {
+			upTo := d.history[0][0].Seq
+			d.mu.Unlock()
+			if arch == nil {
+				arch = d.newArchiveStream(from)
+			}
+			if err := arch.send(next, upTo, emit, w, wmu); err == nil {
+				next = upTo
+				d.mu.Lock()
+				continue
+			} else if !errors.Is(err, errArchiveGone) {
+				return err
+			}
+			d.mu.Lock()
+		}
 		oldest := d.streamFrom
 		if len(d.history) > 0 {
 			oldest = d.history[0][0].Seq
@@ -296,20 +325,16 @@ func (d *Daemon) subscribe(ctx context.Context, c net.Conn, w *bufio.Writer, wmu
 		if from < d.streamFrom {
 			text = fmt.Sprintf("seq %d is below this host's stream, which starts at seq %d (its log's base after a restart, or where a state transfer started it: the rack had compacted what lay before); the oldest held is %d", from, d.streamFrom, oldest)
 		}
-		if d.retained < oldest {
-			// The disk holds more (retain): for joiners and hosts far
-			// behind, not for subscriptions.
-			text += fmt.Sprintf(" (this host's durable log retains the log from seq %d on, served to hosts that join or fall behind, not to subscribers", d.retained)
-		} else {
-			text += fmt.Sprintf(" (this host's retained log starts at seq %d", d.retained)
+		if next < d.retained {
+			text = fmt.Sprintf("seq %d is below this host's retained log, which starts at seq %d (retain); the oldest a subscription can start from is %d", from, d.retained, max(d.retained, d.streamFrom))
 		}
 		if d.rackFloor > 0 {
-			text += fmt.Sprintf("; the rack's floor, the lowest seq a majority of the members serve, is %d", d.rackFloor)
+			text += fmt.Sprintf(" (the rack's floor, the lowest seq a majority of the members serve, is %d)", d.rackFloor)
 		}
-		text += ")"
 		d.mu.Unlock()
 		return send(client.TypeError, client.U64(0), client.U16(client.CodeCompacted), []byte(text))
 	}
+	i := sort.Search(len(d.history), func(i int) bool { return d.history[i][0].Seq >= next })
 	// The entries' message slices never change once delivered: the copy
 	// of the list is enough to read them outside the lock.
 	backlog := slices.Clone(d.history[i:])
@@ -322,13 +347,6 @@ func (d *Daemon) subscribe(ctx context.Context, c net.Conn, w *bufio.Writer, wmu
 	// Detect the client going away while we wait for messages.
 	gone := make(chan struct{})
 	go func() { var b [1]byte; c.Read(b[:]); close(gone) }()
-	var hdr [11]byte
-	emit := func(m client.Message) error { // wmu held
-		binary.BigEndian.PutUint64(hdr[:], m.Seq)
-		binary.BigEndian.PutUint16(hdr[8:], m.Index)
-		hdr[10] = m.Sender
-		return client.WriteFrame(w, client.TypeMessage, hdr[:], m.Payload)
-	}
 	wmu.Lock()
 	var err error
 	for _, ms := range backlog {

@@ -58,7 +58,7 @@ type Daemon struct {
 	rawMACs   []net.HardwareAddr         // MAC by position in the core's current roster
 	roster    []uint8                    // the core's current roster (member ids by position)
 	pos       uint8                      // this host's position in it (exo.HistoryNone: no member)
-	tracker   *exo.RosterTracker         // the roster along the delivered stream
+	dec       *decoder                   // the delivered stream's rosters and fragments
 	vct       vcTrace                    // view changes, for the log and the metrics
 	replaying bool                       // the restart's first delivery (deliverAgreed)
 	chunk     int                        // bytes of one payload record
@@ -73,7 +73,6 @@ type Daemon struct {
 	f       exo.Frame
 	nextID  uint64
 	waiters map[uint64]func(client.Ack)
-	reasm   map[uint8]*reassembler // by member id
 	txbuf   []byte
 	holdAt  time.Time
 	// The clock (catchUpClock): the time of the last tick counted, and
@@ -183,7 +182,7 @@ func newDaemon(cfg *Config, conn FrameConn, o OOB, log *slog.Logger) (*Daemon, e
 	d := &Daemon{cfg: cfg, log: log, conn: conn, oob: o, node: nd, disk: disk, archive: archive, restarted: restarted,
 		chunk: cc.MaxBatchBytes, fatal: make(chan error, 1), tickAt: time.Now(),
 		nextID: rand.Uint64() >> 16, waiters: map[uint64]func(client.Ack){},
-		reasm: map[uint8]*reassembler{}, subs: map[*subscriber]struct{}{},
+		subs: map[*subscriber]struct{}{},
 		metrics: newMetrics(), macs: map[uint8]net.HardwareAddr{}}
 	for _, m := range cfg.Roster {
 		hw, _ := net.ParseMAC(m.MAC)
@@ -212,7 +211,7 @@ func newDaemon(cfg *Config, conn FrameConn, o OOB, log *slog.Logger) (*Daemon, e
 	}
 	// The delivered stream starts at the core's log base (a restart
 	// delivers its log again), whose roster the durable state names.
-	d.tracker = exo.NewRosterTracker(hs.Roster, cfg.Hosts)
+	d.dec = newDecoder(hs.Roster, cfg.Hosts, cfg.MaxMessage)
 	d.streamFrom = nd.LogBase()
 	d.retained = nd.ArchiveBase()
 	d.refreshRoster()
@@ -821,8 +820,7 @@ func (d *Daemon) ready() error {
 				"from_seq", e.Seq, "member", e.Peer)
 			// The delivered stream starts again there, in the roster there;
 			// fragments of messages that straddle the jump are lost.
-			d.tracker = exo.NewRosterTracker(nd.BaseRoster(), d.cfg.Hosts)
-			clear(d.reasm)
+			d.dec = newDecoder(nd.BaseRoster(), d.cfg.Hosts, d.cfg.MaxMessage)
 			d.mu.Lock()
 			d.streamFrom = e.Seq
 			d.mu.Unlock()
@@ -972,8 +970,6 @@ func (d *Daemon) FillArchive(m *exo.Message) bool {
 	return true
 }
 
-// deliverEntry reassembles the messages of an agreed entry and hands them
-// to subscribers and to the publishers waiting for them.
 // deliverAgreed delivers newly agreed entries. The first delivery of a
 // restarted daemon (its durable log's agreed entries, before the API
 // serves: no subscriber yet) builds the subscriber history of the newest
@@ -1009,63 +1005,20 @@ func (d *Daemon) deliverAgreed(es []exo.Entry) {
 // hold (deliverAgreed): the roster tracker and the sender's reassembler see
 // it as in deliverEntry; it returns the messages it completes.
 func (d *Daemon) passEntry(e *exo.Entry) int {
-	roster := d.tracker.Observe(e)
-	if _, ok := exo.ParseConfigEntry(e); ok || int(e.Sender) >= len(roster) {
-		return 0
-	}
-	uid := roster[e.Sender]
-	ra := d.reasm[uid]
-	if ra == nil {
-		ra = &reassembler{}
-		d.reasm[uid] = ra
-	}
 	n := 0
-	_ = e.Records(func(rec []byte) error {
-		if exo.IsControlRecord(rec) {
-			return nil
-		}
-		if _, _, done, err := ra.add(rec, d.cfg.MaxMessage); err == nil && done {
-			n++
-		}
-		return nil
-	})
+	d.dec.entry(e, func(uint8, uint64, uint16, []byte) { n++ }, nil)
 	return n
 }
 
+// deliverEntry reassembles the messages of an agreed entry and hands them
+// to subscribers and to the publishers waiting for them.
 func (d *Daemon) deliverEntry(e *exo.Entry) {
-	roster := d.tracker.Observe(e)
-	if _, ok := exo.ParseConfigEntry(e); ok {
-		return // a configuration entry: no application message
-	}
-	if int(e.Sender) >= len(roster) {
-		return
-	}
-	uid := roster[e.Sender] // the sender's member id
-	ra := d.reasm[uid]
-	if ra == nil {
-		ra = &reassembler{}
-		d.reasm[uid] = ra
-	}
-	var idx uint16
 	msgs := make([]client.Message, 0, e.Count)
 	// The entry's messages are copied out of the core's log (so that
 	// compacting the log frees that memory) into one buffer: one
 	// allocation an entry instead of one a message.
 	buf := make([]byte, 0, len(e.Payload))
-	_ = e.Records(func(rec []byte) error {
-		defer func() { idx++ }()
-		if exo.IsControlRecord(rec) {
-			return nil // a key announcement: for the core, no message
-		}
-		id, msg, done, err := ra.add(rec, d.cfg.MaxMessage)
-		if err != nil {
-			d.metrics.badFragments.Inc()
-			d.log.Warn("fragment", "seq", e.Seq, "sender", e.Sender, "err", err)
-			return nil
-		}
-		if !done {
-			return nil
-		}
+	d.dec.entry(e, func(uid uint8, id uint64, idx uint16, msg []byte) {
 		start := len(buf)
 		buf = append(buf, msg...)
 		m := client.Message{Position: client.Position{Seq: e.Seq, Index: idx}, Sender: uid, Payload: buf[start:len(buf):len(buf)]}
@@ -1076,7 +1029,9 @@ func (d *Daemon) deliverEntry(e *exo.Entry) {
 				w(client.Ack{Pos: m.Position})
 			}
 		}
-		return nil
+	}, func(err error) {
+		d.metrics.badFragments.Inc()
+		d.log.Warn("fragment", "seq", e.Seq, "sender", e.Sender, "err", err)
 	})
 	if len(msgs) > 0 {
 		d.fanOut(msgs)

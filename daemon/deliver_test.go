@@ -21,8 +21,8 @@ func BenchmarkDeliverEntry(b *testing.B) {
 	for _, keep := range []int{1 << 18, 1 << 22} { // the default; the lab checkers'
 		b.Run(fmt.Sprintf("keep%d", keep), func(b *testing.B) {
 			cfg := Config{ID: 0, MaxMessage: 1 << 20, KeepEntries: keep}
-			d := &Daemon{cfg: &cfg, reasm: map[uint8]*reassembler{}, metrics: newMetrics(),
-				subs: map[*subscriber]struct{}{}, waiters: map[uint64]func(client.Ack){}, tracker: exo.NewRosterTracker(nil, 5)}
+			d := &Daemon{cfg: &cfg, metrics: newMetrics(),
+				subs: map[*subscriber]struct{}{}, waiters: map[uint64]func(client.Ack){}, dec: newDecoder(nil, 5, cfg.MaxMessage)}
 			var payload []byte
 			const msgs = 11
 			for i := 0; i < msgs; i++ {
@@ -65,8 +65,8 @@ func TestReplayKeepsNewestHistory(t *testing.T) {
 	const keep, entries = 1024, 300
 	newD := func() *Daemon {
 		cfg := Config{ID: 0, MaxMessage: 1 << 20, KeepEntries: keep}
-		return &Daemon{cfg: &cfg, reasm: map[uint8]*reassembler{}, metrics: newMetrics(), log: slog.New(slog.DiscardHandler),
-			subs: map[*subscriber]struct{}{}, waiters: map[uint64]func(client.Ack){}, tracker: exo.NewRosterTracker(nil, 5)}
+		return &Daemon{cfg: &cfg, metrics: newMetrics(), log: slog.New(slog.DiscardHandler),
+			subs: map[*subscriber]struct{}{}, waiters: map[uint64]func(client.Ack){}, dec: newDecoder(nil, 5, cfg.MaxMessage)}
 	}
 	var es []exo.Entry
 	big := make([]byte, 3000) // three fragments of 1,000-odd bytes, in three entries
@@ -150,8 +150,8 @@ func BenchmarkReplay(b *testing.B) {
 		b.Run(fmt.Sprintf("replaying=%v", replaying), func(b *testing.B) {
 			for i := 0; i < b.N; i++ {
 				cfg := Config{ID: 0, MaxMessage: 1 << 20, KeepEntries: 1 << 18}
-				d := &Daemon{cfg: &cfg, reasm: map[uint8]*reassembler{}, metrics: newMetrics(), replaying: replaying,
-					subs: map[*subscriber]struct{}{}, waiters: map[uint64]func(client.Ack){}, tracker: exo.NewRosterTracker(nil, 5)}
+				d := &Daemon{cfg: &cfg, metrics: newMetrics(), replaying: replaying,
+					subs: map[*subscriber]struct{}{}, waiters: map[uint64]func(client.Ack){}, dec: newDecoder(nil, 5, cfg.MaxMessage)}
 				d.deliverAgreed(es)
 			}
 		})

@@ -33,6 +33,7 @@ type metrics struct {
 	falseTakeovers                  prometheus.Counter
 	pastFloor, floorJumps           prometheus.Counter
 	archiveAnswers, archiveMisses   prometheus.Counter
+	archiveSubscribed               prometheus.Counter
 	retainedBase, logBytes          prometheus.Gauge
 	rackFloor                       prometheus.Gauge
 	retainLagging                   prometheus.Counter
@@ -60,35 +61,36 @@ func newMetrics() *metrics {
 		return prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: name, Help: help})
 	}
 	m := &metrics{
-		reg:            prometheus.NewPedanticRegistry(),
-		info:           prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: "info", Help: "Static facts about this host."}, []string{"id", "hosts", "offload"}),
-		appendPtr:      g("append_pointer", "Next sequence number this host expects."),
-		agreedPtr:      g("agreement_pointer", "Every entry below it is agreed."),
-		epoch:          g("epoch", "Epoch (view) of this host's log."),
-		queueDepth:     g("queue_depth", "Payload records waiting for the token."),
-		halted:         g("halted", "1 while a view change holds this host."),
-		framesIn:       c("frames_received_total", "Exo frames read from the interface."),
-		framesOut:      c("frames_sent_total", "Exo frames broadcast."),
-		oobOut:         c("oob_messages_sent_total", "OOB messages handed to the transport."),
-		fetchedEntries: c("fetched_entries_total", "Entries received in answers to this host's fetches (gap repair, catch-up; duplicates included): its rate is a catch-up's speed."),
-		fetchedBytes:   c("fetched_bytes_total", "Bytes of the entries counted by exo_fetched_entries_total (exo.Entry.BinarySize)."),
-		readErrors:     c("read_errors_total", "Errors reading the interface."),
-		writeErrors:    c("write_errors_total", "Errors writing the interface."),
-		foreignMAC:     c("foreign_mac_frames_total", "Frames whose source MAC is not the sender's roster MAC."),
-		badFragments:   c("bad_fragments_total", "Payload records that break the fragment rules."),
-		published:      c("messages_published_total", "Messages accepted for broadcast."),
-		delivered:      c("messages_delivered_total", "Agreed messages delivered in order."),
-		queueFull:      c("queue_full_total", "Publishes refused because the queue was full."),
-		viewChanges:    c("view_changes_total", "View changes started by this host."),
-		takeovers:      c("token_takeovers_total", "Token takeovers by this host."),
-		pastFloor:      c("past_floor_total", "Times this host fell behind every member's retained log (keep_entries) and became amnesiac, to rejoin by state transfer."),
-		floorJumps:     c("floor_jumps_total", "State transfers that started at a member's log base past this host's log: the entries between were not delivered here."),
-		archiveAnswers: c("archive_answers_total", "Fetch answers read from the retained durable log below the in-memory log (retain)."),
-		archiveMisses:  c("archive_misses_total", "Fetch answers dropped because the retained log no longer held (or could not read) their start; the requester asks again."),
-		retainedBase:   g("retained_base", "The first seq this host still holds and serves: the retained durable log's start (retain), or the in-memory log's base."),
-		logBytes:       g("log_bytes", "Bytes of the durable log's segments (retain bounds them)."),
-		rackFloor:      g("rack_floor", "The lowest seq a majority of the members serve to a fetch, from what they announced (a host that joins below it may find too few members to fetch from)."),
-		retainLagging:  c("retention_lagging_cuts_total", "Times retention removed log that a member, by its last announcement, had not agreed yet."),
+		reg:               prometheus.NewPedanticRegistry(),
+		info:              prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: "info", Help: "Static facts about this host."}, []string{"id", "hosts", "offload"}),
+		appendPtr:         g("append_pointer", "Next sequence number this host expects."),
+		agreedPtr:         g("agreement_pointer", "Every entry below it is agreed."),
+		epoch:             g("epoch", "Epoch (view) of this host's log."),
+		queueDepth:        g("queue_depth", "Payload records waiting for the token."),
+		halted:            g("halted", "1 while a view change holds this host."),
+		framesIn:          c("frames_received_total", "Exo frames read from the interface."),
+		framesOut:         c("frames_sent_total", "Exo frames broadcast."),
+		oobOut:            c("oob_messages_sent_total", "OOB messages handed to the transport."),
+		fetchedEntries:    c("fetched_entries_total", "Entries received in answers to this host's fetches (gap repair, catch-up; duplicates included): its rate is a catch-up's speed."),
+		fetchedBytes:      c("fetched_bytes_total", "Bytes of the entries counted by exo_fetched_entries_total (exo.Entry.BinarySize)."),
+		readErrors:        c("read_errors_total", "Errors reading the interface."),
+		writeErrors:       c("write_errors_total", "Errors writing the interface."),
+		foreignMAC:        c("foreign_mac_frames_total", "Frames whose source MAC is not the sender's roster MAC."),
+		badFragments:      c("bad_fragments_total", "Payload records that break the fragment rules."),
+		published:         c("messages_published_total", "Messages accepted for broadcast."),
+		delivered:         c("messages_delivered_total", "Agreed messages delivered in order."),
+		queueFull:         c("queue_full_total", "Publishes refused because the queue was full."),
+		viewChanges:       c("view_changes_total", "View changes started by this host."),
+		takeovers:         c("token_takeovers_total", "Token takeovers by this host."),
+		pastFloor:         c("past_floor_total", "Times this host fell behind every member's retained log (keep_entries) and became amnesiac, to rejoin by state transfer."),
+		floorJumps:        c("floor_jumps_total", "State transfers that started at a member's log base past this host's log: the entries between were not delivered here."),
+		archiveAnswers:    c("archive_answers_total", "Fetch answers read from the retained durable log below the in-memory log (retain)."),
+		archiveSubscribed: c("archive_subscribed_entries_total", "Entries read from the retained durable log for subscriptions that start below the subscriber history (retain)."),
+		archiveMisses:     c("archive_misses_total", "Fetch answers dropped because the retained log no longer held (or could not read) their start; the requester asks again."),
+		retainedBase:      g("retained_base", "The first seq this host still holds and serves: the retained durable log's start (retain), or the in-memory log's base."),
+		logBytes:          g("log_bytes", "Bytes of the durable log's segments (retain bounds them)."),
+		rackFloor:         g("rack_floor", "The lowest seq a majority of the members serve to a fetch, from what they announced (a host that joins below it may find too few members to fetch from)."),
+		retainLagging:     c("retention_lagging_cuts_total", "Times retention removed log that a member, by its last announcement, had not agreed yet."),
 		viewChangeCauses: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "view_change_causes_total",
 			Help: "View changes started by this host, by cause (exo.Cause: divergence, retry, promise-timeout, ...; docs/recovery.md)."}, []string{"cause"}),
 		falseTakeovers: c("false_takeovers_total", "Takeovers that passed this host over while it was running (false takeovers, seen by their victim; with no fault in force every one is false)."),
@@ -118,7 +120,7 @@ func newMetrics() *metrics {
 	}
 	m.reg.MustRegister(m.info, m.appendPtr, m.agreedPtr, m.epoch, m.queueDepth, m.halted, m.framesIn, m.framesOut,
 		m.oobOut, m.fetchedEntries, m.fetchedBytes, m.readErrors, m.writeErrors, m.foreignMAC, m.badFragments, m.published, m.delivered, m.queueFull,
-		m.viewChanges, m.viewChangeCauses, m.viewChangeTime, m.pastFloor, m.floorJumps, m.archiveAnswers, m.archiveMisses, m.retainedBase, m.logBytes, m.rackFloor, m.retainLagging, m.epochFirstFrame, m.takeovers, m.falseTakeovers, m.tokenTimeout, m.rejects, m.tokenHold, m.offloadDrops, m.offloadPushes,
+		m.viewChanges, m.viewChangeCauses, m.viewChangeTime, m.pastFloor, m.floorJumps, m.archiveAnswers, m.archiveMisses, m.archiveSubscribed, m.retainedBase, m.logBytes, m.rackFloor, m.retainLagging, m.epochFirstFrame, m.takeovers, m.falseTakeovers, m.tokenTimeout, m.rejects, m.tokenHold, m.offloadDrops, m.offloadPushes,
 		m.keyPhase, m.keyEvents, m.safetyEvents, m.behindEntries, m.behindEpoch, m.ticks, m.wakeups, m.tokenWait, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	for r := exo.Reason(1); r < exo.NumReasons; r++ {
 		m.rejects.WithLabelValues(r.String())
@@ -189,6 +191,7 @@ func (m *metrics) counters() map[string]uint64 {
 	read("past_floor", m.pastFloor)
 	read("floor_jumps", m.floorJumps)
 	read("archive_answers", m.archiveAnswers)
+	read("archive_subscribed_entries", m.archiveSubscribed)
 	read("archive_misses", m.archiveMisses)
 	read("rejects", m.rejects)
 	read("key_events", m.keyEvents)

@@ -54,6 +54,9 @@ func TestRetain(t *testing.T) {
 		t.Fatalf("entries floor %d %v, want 5500", f, err)
 	}
 	base, err := l.Retain(f)
+	if bs := l.Bases(); err == nil && (len(bs) != 4 || bs[0].At != 9000 || bs[1].At != 8000 || bs[3].At != 6000) {
+		t.Fatalf("bases after retain %+v, want 9000 (RosterAt), 8000, 7000, 6000", bs)
+	}
 	if err != nil || base != 6000 {
 		t.Fatalf("retain: base %d %v, want 6000", base, err)
 	}

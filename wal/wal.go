@@ -634,6 +634,20 @@ func (l *Log) Archive() (uint64, []uint8) {
 	return l.meta.RosterAt, slices.Clone(l.meta.Roster)
 }
 
+// Bases returns the positions the retained log may be read from with a
+// known roster, newest first: RosterAt, then the retained bases the
+// segments still hold. A reader that starts at one and follows the
+// configuration entries knows the roster of every entry after it.
+func (l *Log) Bases() []Base {
+	out := []Base{{At: l.meta.RosterAt, Roster: slices.Clone(l.meta.Roster)}}
+	for i := len(l.meta.Retained) - 1; i >= 0; i-- {
+		if r := l.meta.Retained[i]; len(l.segs) > 0 && r.At >= l.segs[0].first && r.At < l.meta.RosterAt {
+			out = append(out, Base{At: r.At, Roster: slices.Clone(r.Roster)})
+		}
+	}
+	return out
+}
+
 // Size returns the bytes of the log's segments.
 func (l *Log) Size() int64 {
 	total := l.size
