@@ -182,7 +182,7 @@ func newDaemon(cfg *Config, conn FrameConn, o OOB, log *slog.Logger) (*Daemon, e
 	d := &Daemon{cfg: cfg, log: log, conn: conn, oob: o, node: nd, disk: disk, archive: archive, restarted: restarted,
 		chunk: cc.MaxBatchBytes, fatal: make(chan error, 1), tickAt: time.Now(),
 		nextID: rand.Uint64() >> 16, waiters: map[uint64]func(client.Ack){},
-		subs: map[*subscriber]struct{}{},
+		subs:    map[*subscriber]struct{}{},
 		metrics: newMetrics(), macs: map[uint8]net.HardwareAddr{}}
 	for _, m := range cfg.Roster {
 		hw, _ := net.ParseMAC(m.MAC)
