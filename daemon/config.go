@@ -320,10 +320,10 @@ func parseBytes(s string) (int64, error) {
 }
 
 // DefaultTransferRate is transfer_rate when the config does not set it:
-// 40 MB/s, at which a 2 GiB join on the lab rack of a 2-vCPU machine kept
-// the rack's agreed rate at 0.62-0.84 of its rate before
-// (docs/recovery.md).
-const DefaultTransferRate = 40_000_000
+// 25 MB/s, at which 2 GiB joins on the lab rack of a 2-vCPU machine kept
+// the rack's agreed rate at 0.93-1.08 of its rate before (0.62-0.84 at
+// 40-50 MB/s; docs/recovery.md).
+const DefaultTransferRate = 25_000_000
 
 // transferPerTick is transfer_rate in bytes per tick (at least 1 when set).
 func (c *Config) transferPerTick() int {
