@@ -5,6 +5,18 @@ import (
 	"testing"
 )
 
+// forkLog returns a log of five hosts to seq 10 (agreed to 8) and a
+// witness whose log is its last two entries followed by tail.
+func forkLog() ([]Entry, func(id uint8, tail ...Entry) Witness) {
+	own := make([]Entry, 10)
+	for i := range own {
+		own[i] = Entry{Seq: uint64(i), Epoch: 1, Sender: uint8(i % 5)}
+	}
+	return own, func(id uint8, tail ...Entry) Witness {
+		return Witness{ID: id, LogEpoch: 1, Agreed: 8, Start: 8, Entries: append([]Entry{own[8], own[9]}, tail...)}
+	}
+}
+
 // TestResolveForcedDoubt: a fork that only hosts which did not answer
 // could decide makes Resolve wait (ErrAmbiguous); forced (the operator's
 // AcceptLoss), it takes the branch most witnesses hold and reports the
@@ -19,13 +31,7 @@ func TestResolveForcedDoubt(t *testing.T) {
 	d := Entry{Seq: 11, Epoch: 1, Sender: 0}
 	b := Entry{Seq: 10, Epoch: 1, Sender: 2}
 	c := Entry{Seq: 11, Epoch: 1, Sender: 3}
-	own := make([]Entry, 10)
-	for i := range own {
-		own[i] = Entry{Seq: uint64(i), Epoch: 1, Sender: uint8(i % 5)}
-	}
-	w := func(id uint8, tail ...Entry) Witness {
-		return Witness{ID: id, LogEpoch: 1, Agreed: 8, Start: 8, Entries: append([]Entry{own[8], own[9]}, tail...)}
-	}
+	own, w := forkLog()
 	ws := []Witness{w(0, a, d), w(1, a), w(2, b, c)}
 	if _, err := Resolve(5, 8, 0, own, ws); !errors.Is(err, ErrAmbiguous) {
 		t.Fatalf("Resolve: %v, want ErrAmbiguous", err)
@@ -72,13 +78,7 @@ func TestResolveTakeoverRaceWithAHostDown(t *testing.T) {
 	x := Entry{Seq: 10, Epoch: 1, Sender: 0}
 	f := Entry{Seq: 11, Epoch: 1, Sender: 1}
 	y := Entry{Seq: 10, Epoch: 1, Sender: 3}
-	own := make([]Entry, 10)
-	for i := range own {
-		own[i] = Entry{Seq: uint64(i), Epoch: 1, Sender: uint8(i % 5)}
-	}
-	w := func(id uint8, tail ...Entry) Witness {
-		return Witness{ID: id, LogEpoch: 1, Agreed: 8, Start: 8, Entries: append([]Entry{own[8], own[9]}, tail...)}
-	}
+	own, w := forkLog()
 	ws := []Witness{w(0, x, f), w(1, x, f), w(2, y), w(3, y)}
 	res, err := Resolve(5, 8, 0, own, ws)
 	if err != nil {
