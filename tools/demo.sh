@@ -13,5 +13,5 @@ if [ "$(id -u)" != 0 ]; then
   exit 1
 fi
 bash tools/setup.sh
-go build -o bin/exo ./cmd/exo
+go build -buildvcs=auto -o bin/exo ./cmd/exo
 exec ./bin/exo demo "$@"

@@ -82,7 +82,7 @@ fuzz ./oob -run '^$' -fuzz '^FuzzOOBHandshake$' -fuzztime "$FUZZTIME" -fuzzminim
 fuzz ./oob -run '^$' -fuzz '^FuzzOOBMessage$' -fuzztime "$FUZZTIME" -fuzzminimizetime 50x
 
 step "simulator: $SIMSEEDS seeds per rack size, faults on"
-go build -o bin/exo ./cmd/exo
+go build -buildvcs=auto -o bin/exo ./cmd/exo
 ./bin/exo sim --hosts 3,4,5,7,16 --seeds "$SIMSEEDS"
 ./bin/exo sim --hosts 3,5 --seeds 200 --amnesia 0.2
 ./bin/exo sim --hosts 3,5 --seeds 200 --forge 0.05   # an attacker forging copies: every one must be BAD_TAG

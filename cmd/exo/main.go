@@ -14,10 +14,13 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// exitError carries a process exit code through cobra.
+// exitError carries a process exit code through cobra; quiet: the
+// command printed what it had to say (exo status --brief), nothing more
+// goes to stderr.
 type exitError struct {
-	code int
-	err  error
+	code  int
+	err   error
+	quiet bool
 }
 
 func (e *exitError) Error() string { return e.err.Error() }
@@ -33,7 +36,9 @@ that carry a 64-bit sequence number and the ids of the previous floor(n/2)
 senders. See docs/protocol.md and docs/wire.md.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		Version:       versionString(),
 	}
+	root.SetVersionTemplate("exo {{.Version}}\n")
 	root.AddCommand(newSimCmd(nil))
 	root.AddCommand(newLabCmd(nil))
 	root.AddCommand(newFrameCmd())
@@ -49,9 +54,12 @@ func main() {
 	err := newRootCmd().ExecuteContext(ctx)
 	stop()
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "exo:", err)
 		var ee *exitError
-		if errors.As(err, &ee) {
+		isExit := errors.As(err, &ee)
+		if !isExit || !ee.quiet {
+			fmt.Fprintln(os.Stderr, "exo:", err)
+		}
+		if isExit {
 			os.Exit(ee.code)
 		}
 		os.Exit(2)

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"net"
 	"os"
 	"path/filepath"
@@ -122,5 +123,72 @@ func TestRecoveryLineStateTransfer(t *testing.T) {
 	_ = json.Unmarshal(b, &m)
 	if line := recoveryLine(m["recovery"].(map[string]any)); strings.Contains(line, "state transfer") {
 		t.Fatalf("recovery line %q without a transfer", line)
+	}
+}
+
+// TestStatusBrief: exo status --brief prints one line and exits 0, 1, 2 or
+// 3 (healthy, degraded, halted, no answer), quietly for the levels.
+func TestStatusBrief(t *testing.T) {
+	dir, err := os.MkdirTemp("", "exo-st")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	ok := daemon.Status{ID: 0, Epoch: 3, Agreed: 77, Roster: []int{0, 1, 2}, Skipped: []int{}, Counters: map[string]uint64{}}
+	degraded := ok
+	degraded.Skipped = []int{2}
+	halted := ok
+	halted.Halted, halted.Recovery.ViewChange = true, &daemon.ViewChangeStatus{Epoch: 5, Ambiguous: true}
+	for _, c := range []struct {
+		name string
+		st   *daemon.Status
+		code int
+		line string
+	}{
+		{"healthy", &ok, 0, "healthy: member 0 in step: epoch 3, agreed to seq 77"},
+		{"degraded", &degraded, 1, "degraded: members at positions [2] skipped"},
+		{"halted", &halted, 2, "halted: view change 5 waits on hosts that lost their state"},
+		{"gone", nil, 3, ""},
+	} {
+		sock := filepath.Join(dir, c.name+".sock")
+		if c.st != nil {
+			statusServer(t, sock, *c.st)
+		}
+		root := newRootCmd()
+		root.SetArgs([]string{"status", "--brief", "--socket", sock})
+		var out bytes.Buffer
+		root.SetOut(&out)
+		root.SetErr(&out)
+		err := root.Execute()
+		code := 0
+		var ee *exitError
+		if errors.As(err, &ee) {
+			code = ee.code
+		} else if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if code != c.code || !strings.HasPrefix(out.String(), c.line) || strings.Count(out.String(), "\n") > 1 {
+			t.Errorf("%s: exit %d, output %q; want %d and a line starting %q", c.name, code, out.String(), c.code, c.line)
+		}
+		if c.code == 1 || c.code == 2 {
+			if !ee.quiet {
+				t.Errorf("%s: the exit is not quiet: exo would print the level again on stderr", c.name)
+			}
+		}
+	}
+}
+
+// TestVersion: exo --version names the commit when the build recorded one
+// (a test binary records none: then "unknown"), and Go's version.
+func TestVersion(t *testing.T) {
+	root := newRootCmd()
+	root.SetArgs([]string{"--version"})
+	var out bytes.Buffer
+	root.SetOut(&out)
+	if err := root.Execute(); err != nil {
+		t.Fatal(err)
+	}
+	if s := out.String(); !strings.HasPrefix(s, "exo ") || !strings.Contains(s, "(commit ") || !strings.Contains(s, "go1.") {
+		t.Fatalf("exo --version: %q", s)
 	}
 }
