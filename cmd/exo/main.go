@@ -46,6 +46,7 @@ senders. See docs/protocol.md and docs/wire.md.`,
 	root.AddCommand(newDaemonCmd(), newSendCmd(), newTailCmd(), newStatusCmd(), newDemoCmd(), newBenchCmd(), newRawCmd())
 	root.AddCommand(newRecoverCmd())
 	root.AddCommand(newTopCmd(), newRosterCmd(), newKeyCmd())
+	root.AddCommand(newManCmd())
 	return root
 }
 

@@ -192,3 +192,28 @@ func TestVersion(t *testing.T) {
 		t.Fatalf("exo --version: %q", s)
 	}
 }
+
+// TestManPagesCurrent: the manual pages in docs/man are what exo man
+// writes from the commands today (regenerate: go run ./cmd/exo man --out
+// docs/man).
+func TestManPagesCurrent(t *testing.T) {
+	dir := t.TempDir()
+	root := newRootCmd()
+	root.SetArgs([]string{"man", "--out", dir})
+	root.SetOut(&bytes.Buffer{})
+	if err := root.Execute(); err != nil {
+		t.Fatal(err)
+	}
+	want, _ := filepath.Glob(filepath.Join(dir, "*.1"))
+	have, _ := filepath.Glob(filepath.Join("..", "..", "docs", "man", "*.1"))
+	if len(want) == 0 || len(want) != len(have) {
+		t.Fatalf("%d pages written, %d in docs/man: regenerate them (go run ./cmd/exo man --out docs/man)", len(want), len(have))
+	}
+	for _, p := range want {
+		a, _ := os.ReadFile(p)
+		b, err := os.ReadFile(filepath.Join("..", "..", "docs", "man", filepath.Base(p)))
+		if err != nil || !bytes.Equal(a, b) {
+			t.Errorf("docs/man/%s is not current (%v): regenerate the pages (go run ./cmd/exo man --out docs/man)", filepath.Base(p), err)
+		}
+	}
+}
