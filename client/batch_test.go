@@ -172,7 +172,13 @@ func fakeDaemon(t *testing.T, handle func(c net.Conn, r *bufio.Reader)) string {
 			if err != nil {
 				return
 			}
-			go func() { defer c.Close(); handle(c, bufio.NewReader(c)) }()
+			go func() {
+				defer c.Close()
+				r := bufio.NewReader(c)
+				if AnswerHello(r, c) == nil {
+					handle(c, r)
+				}
+			}()
 		}
 	}()
 	return sock

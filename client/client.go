@@ -29,8 +29,9 @@ type Message struct {
 // Client is a connection to a daemon's local API. Publish may be called
 // from several goroutines; the replies are matched by request id.
 type Client struct {
-	conn net.Conn
-	r    *bufio.Reader
+	conn  net.Conn
+	r     *bufio.Reader
+	hello Hello // what the daemon said of itself at Dial
 
 	// Requests are encoded into out under wmu; one writer at a time
 	// (flushing) writes it out, outside the lock, and goes on while
@@ -76,9 +77,22 @@ func Dial(ctx context.Context, socket string) (*Client, error) {
 	}
 	cl := &Client{conn: c, r: bufio.NewReaderSize(c, 64<<10), out: new(bytes.Buffer), spare: new(bytes.Buffer),
 		waiting: map[uint64]waiter{}, status: make(chan []byte, 1), done: make(chan struct{})}
+	stop := context.AfterFunc(ctx, func() { c.Close() })
+	cl.hello, err = hello(c, cl.r, socket, "exo-go")
+	if !stop() || err != nil {
+		c.Close()
+		if err == nil {
+			err = ctx.Err()
+		}
+		return nil, err
+	}
 	go cl.readLoop()
 	return cl, nil
 }
+
+// Hello returns what the daemon said of itself when the connection began:
+// its API version and the features it serves.
+func (c *Client) Hello() Hello { return c.hello }
 
 // Close closes the connection; pending calls fail.
 func (c *Client) Close() error { return c.conn.Close() }
@@ -437,10 +451,16 @@ func Subscribe(ctx context.Context, socket string, from uint64, fn func(Message)
 	defer conn.Close()
 	stop := context.AfterFunc(ctx, func() { conn.Close() })
 	defer stop()
+	r := bufio.NewReaderSize(conn, 256<<10)
+	if _, err := hello(conn, r, socket, "exo-go"); err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return err
+	}
 	if err := WriteFrame(conn, TypeSubscribe, U64(from)); err != nil {
 		return fmt.Errorf("subscribe: %w", err)
 	}
-	r := bufio.NewReaderSize(conn, 256<<10)
 	var buf []byte
 	for {
 		typ, body, b, err := ReadFrame(r, buf)

@@ -10,11 +10,12 @@
 // Requests: Publish [req u64][payload], Subscribe [from seq u64], Status [],
 // Roster [req u64][op u8][member u8], PublishBatch [req u64][count u16] and
 // count times [len u32][payload] (batch.go), AcceptLoss [req u64][from
-// u64][to u64].
+// u64][to u64], Hello [version u16][client name] (the first request of a
+// connection: Dial and Subscribe send it).
 // Replies: Published [req u64][seq u64][index u16], Message [seq u64][index
 // u16][sender u8][payload], StatusReply [JSON], RosterQueued [req u64],
 // PublishedBatch [req u64][count u16][results], LossAccepted [req u64],
-// Error [req u64][code u16][text].
+// HelloReply [version u16][features], Error [req u64][code u16][text].
 // Publishes may be pipelined on one connection; replies carry the request id.
 // A subscribing connection receives Message frames until it closes; the
 // daemon writes many of them with one write when they queue up, so one
@@ -38,6 +39,8 @@ const (
 	TypeKey          byte = 0x05 // [req u64][op u8][key file path]: KeyStage or KeyRetire
 	TypePublishBatch byte = 0x06 // [req u64][count u16] count x [len u32][payload] (batch.go)
 	TypeAcceptLoss   byte = 0x07 // [req u64][from u64][to u64]: the doubt shown in the status, accepted
+	TypeHello        byte = 0x08 // [version u16][client name]: the first request of a connection
+	TypeHelloReply   byte = 0x88 // [version u16][features, comma-separated]
 	TypePublished    byte = 0x81
 	TypeMessage      byte = 0x82
 	TypeStatusReply  byte = 0x83
@@ -70,7 +73,27 @@ const (
 	// waits on what only hosts that lost their state could decide, or the
 	// doubt is not the one confirmed (read the status again).
 	CodeNotStalled uint16 = 11
+	// CodeVersion: the client's API version is one the daemon does not
+	// serve (the text names both).
+	CodeVersion uint16 = 12
 )
+
+// APIVersion is the version of the local API this package speaks
+// (docs/api.md, "Versions"). A daemon serves clients of its version and of
+// older ones back to MinAPIVersion; a client refuses a daemon older than
+// its own version. Additions that old clients can ignore (a new request
+// type, a new status field) name a feature in the HelloReply and keep the
+// version; a change an old client would misread raises it.
+const (
+	APIVersion    uint16 = 1
+	MinAPIVersion uint16 = 1
+)
+
+// Features returns the features a daemon of this API version names in its
+// HelloReply: the requests it serves.
+func Features() []string {
+	return []string{"publish", "publish-batch", "subscribe", "status", "roster", "key", "accept-loss"}
+}
 
 // MaxFrame bounds one API frame (a 64 MiB message plus headers).
 const MaxFrame = 64<<20 + 64
@@ -101,6 +124,7 @@ var (
 	ErrBadChange      = &APIError{Code: CodeBadChange, Text: "invalid membership change"}
 	ErrUnknownFate    = &APIError{Code: CodeUnknownFate, Text: "fate unknown"}
 	ErrNotStalled     = &APIError{Code: CodeNotStalled, Text: "not stalled on lost state"}
+	ErrVersion        = &APIError{Code: CodeVersion, Text: "API version not served"}
 )
 
 // WriteFrame writes one API frame.

@@ -256,6 +256,23 @@ func (d *Daemon) serveConn(ctx context.Context, c net.Conn) error {
 			if err != nil {
 				return err
 			}
+		case client.TypeHello:
+			if len(body) < 2 {
+				return sendErr(0, client.CodeBadRequest, "hello: want [version u16][client name]")
+			}
+			if v := binary.BigEndian.Uint16(body); v > client.APIVersion || v < client.MinAPIVersion {
+				return sendErr(0, client.CodeVersion, fmt.Sprintf("the client (%q) speaks API version %d, this daemon speaks API version %d (and serves clients of versions %d..%d): use a client of version %d",
+					body[2:], v, client.APIVersion, client.MinAPIVersion, client.APIVersion, client.APIVersion))
+			}
+			wmu.Lock()
+			_, err := w.Write(client.AppendHelloReply(nil))
+			if err == nil {
+				err = w.Flush()
+			}
+			wmu.Unlock()
+			if err != nil {
+				return err
+			}
 		case client.TypeStatus:
 			if err := send(client.TypeStatusReply, d.StatusJSON()); err != nil {
 				return err

@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -622,4 +623,37 @@ func publishAll(ctx context.Context, c *client.Client, payloads [][]byte, batch,
 
 func retriable(err error) bool {
 	return errors.Is(err, client.ErrQueueFull) || errors.Is(err, client.ErrDropped)
+}
+
+// TestHelloVersion: the daemon answers a Hello of its API version with
+// the version and its features, and refuses a newer client's with one line
+// that names both versions (CodeVersion).
+func TestHelloVersion(t *testing.T) {
+	_, socks := batchRack(t, 3, nil)
+	hello := func(v uint16) (byte, []byte) {
+		c, err := net.Dial("unix", socks[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		c.SetDeadline(time.Now().Add(10 * time.Second))
+		if err := client.WriteFrame(c, client.TypeHello, client.U16(v), []byte("test-client")); err != nil {
+			t.Fatal(err)
+		}
+		typ, body, _, err := client.ReadFrame(bufio.NewReader(c), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return typ, body
+	}
+	typ, body := hello(client.APIVersion)
+	if typ != client.TypeHelloReply || binary.BigEndian.Uint16(body) != client.APIVersion || !strings.Contains(string(body[2:]), "subscribe") {
+		t.Fatalf("hello of version %d: type %#x body %q", client.APIVersion, typ, body)
+	}
+	typ, body = hello(client.APIVersion + 1)
+	text := string(body[min(len(body), 10):])
+	if typ != client.TypeError || binary.BigEndian.Uint16(body[8:]) != client.CodeVersion ||
+		!strings.Contains(text, fmt.Sprintf("speaks API version %d, this daemon speaks API version %d", client.APIVersion+1, client.APIVersion)) || strings.Contains(text, "\n") {
+		t.Fatalf("hello of version %d: type %#x, %q", client.APIVersion+1, typ, text)
+	}
 }

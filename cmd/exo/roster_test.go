@@ -47,6 +47,9 @@ func (f *fakeRosterDaemon) serve(t *testing.T) string {
 func (f *fakeRosterDaemon) conn(c net.Conn) {
 	defer c.Close()
 	r := bufio.NewReader(c)
+	if client.AnswerHello(r, c) != nil {
+		return
+	}
 	var buf []byte
 	for {
 		typ, body, b, err := client.ReadFrame(r, buf)

@@ -37,6 +37,9 @@ func statusServer(t *testing.T, path string, st daemon.Status) {
 			go func() {
 				defer conn.Close()
 				r := bufio.NewReader(conn)
+				if client.AnswerHello(r, conn) != nil {
+					return
+				}
 				var buf []byte
 				for {
 					typ, _, b, err := client.ReadFrame(r, buf)

@@ -144,6 +144,9 @@ func fakeDaemon(t *testing.T, path string, id int) {
 			go func() {
 				defer conn.Close()
 				r := bufio.NewReader(conn)
+				if client.AnswerHello(r, conn) != nil {
+					return
+				}
 				var buf []byte
 				for {
 					typ, _, b, err := client.ReadFrame(r, buf)
