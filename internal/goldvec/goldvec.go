@@ -1,7 +1,8 @@
-// Package goldvec reads the golden vectors of testdata/vectors
-// (docs/vectors.md) for the drivers' tests: the JSON form (vectors.json)
-// and the hex form (vectors.hex with its manifest vectors.meta), both as
-// one list of (state, frame) -> (reason, state') cases.
+// Package goldvec defines the JSON form of the golden vectors of
+// testdata/vectors (docs/vectors.md) and reads them for the drivers'
+// tests: the JSON form (vectors.json) and the hex form (vectors.hex with
+// its manifest vectors.meta), both as one list of (state, frame) ->
+// (reason, state') cases.
 //
 // It reads format 2 (exo-vectors/2, EXOVEC02), format 3 (exo-vectors/3,
 // EXOVEC03: the SipHash tag check, with the test key in the files),
@@ -20,15 +21,21 @@
 // expectation Case.Out, Case.TxOut and Case.Turn, what exo.Engine.Step does
 // with the queue's head and the key of slot TxIn.Phase.
 //
+// The package owns the JSON form's schema (schema.go): the Go types of
+// vectors.json, which tools/vecgen fills to write the file and every Go
+// reader decodes into (ReadJSON, JSONFile.Flatten, LoadJSON; the core's
+// replay in exo/vectors_test.go). The hex forms have no Go types to
+// share: LoadHex takes its layout from vectors.meta, while the core's
+// check and tools/vecgen's tests read the hex files with the layout
+// docs/vectors.md gives.
+//
 // The readers return errors rather than failing a test, so they can be
-// used outside tests. The core's own reader (exo/vectors_test.go) and the
-// writer (tools/vecgen) are separate on purpose.
+// used outside tests.
 package goldvec
 
 import (
 	"bufio"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -124,10 +131,19 @@ type Set struct {
 	TxCases []Case
 }
 
-// TestKey is the tag key format 3 documents: bytes 00..0f.
+// TestKey is the tag key of slot 0 in every vector since format 3: bytes
+// 00..0f, the SipHash paper's test key.
 func TestKey() (k [exo.TagKeyLen]byte) {
 	for i := range k {
 		k[i] = byte(i)
+	}
+	return k
+}
+
+// TestKey1 is the key of slot 1 since format 4: bytes 10..1f.
+func TestKey1() (k [exo.TagKeyLen]byte) {
+	for i := range k {
+		k[i] = byte(16 + i)
 	}
 	return k
 }
@@ -164,141 +180,31 @@ func Dir() (string, error) {
 
 // load runs read on dir, or on Dir() for "", and puts prefix before its
 // errors.
-func load(dir string, read func(dir string) (Set, error), prefix string) (Set, error) {
+func load[T any](dir string, read func(dir string) (T, error), prefix string) (T, error) {
+	var zero T
 	if dir == "" {
 		var err error
 		if dir, err = Dir(); err != nil {
-			return Set{}, err
+			return zero, err
 		}
 	}
-	vs, err := read(dir)
+	v, err := read(dir)
 	if err != nil {
-		return Set{}, fmt.Errorf("%s%w", prefix, err)
+		return zero, fmt.Errorf("%s%w", prefix, err)
 	}
-	return vs, nil
+	return v, nil
 }
 
 // ---- JSON form ----------------------------------------------------------
 
-type vecState struct {
-	Group      uint16  `json:"group"`
-	Hosts      uint16  `json:"hosts"`
-	Epoch      uint32  `json:"epoch"`
-	Halted     bool    `json:"halted"`
-	Window     uint64  `json:"window"`
-	Append     uint64  `json:"append"`
-	Agreed     uint64  `json:"agreed"`
-	EpochStart *uint64 `json:"epoch_start"`
-	History    []int   `json:"history"`
-}
-
-func (s vecState) pointers() (exo.Pointers, error) {
-	if s.EpochStart == nil {
-		return exo.Pointers{}, errors.New("state without epoch_start")
-	}
-	p := exo.NewPointers(s.Group, int(s.Hosts), s.Window)
-	p.Epoch, p.Halted, p.Append, p.Agreed, p.EpochStart = s.Epoch, s.Halted, s.Append, s.Agreed, *s.EpochStart
-	if len(s.History) != p.H() {
-		return p, fmt.Errorf("history has %d ids, want h = %d", len(s.History), p.H())
-	}
-	for i, id := range s.History {
-		p.History[i] = uint8(id)
-	}
-	return p, nil
-}
-
-type vecCase struct {
-	Suite string `json:"suite"`
-	Name  string `json:"name"`
-	// State is the state before a vector; in a stream step (format 5),
-	// the state the control plane armed the fast path with before it.
-	State     *vecState  `json:"state"`
-	Tx        *vecTx     `json:"tx"`    // format 5
-	Queue     []vecBatch `json:"queue"` // format 5
-	Frame     string     `json:"frame"`
-	Key1Valid *bool      `json:"key1_valid"` // format 4
-	Decoded   *struct {
-		TagValid *bool `json:"tag_valid"` // format 3
-	} `json:"decoded"`
-	Expect struct {
-		Reason   uint8    `json:"reason"`
-		SlowPath bool     `json:"slow_path"`
-		State    vecState `json:"state"`
-		Tx       *vecTx   `json:"tx"`   // format 5
-		Turn     *vecTurn `json:"turn"` // format 5
-	} `json:"expect"`
-}
-
-// vecTx is an exo.Tx (format 5).
-type vecTx struct {
-	On       bool   `json:"on"`
-	Me       uint8  `json:"me"`
-	Pred     uint8  `json:"pred"`
-	Phase    uint8  `json:"phase"`
-	EmptyRun uint32 `json:"empty_run"`
-	IdleRun  uint32 `json:"idle_run"`
-	Kseq     uint64 `json:"kseq"`
-	QHead    uint64 `json:"qhead"`
-}
-
-func (t *vecTx) tx() exo.Tx {
-	if t == nil {
-		return exo.Tx{}
-	}
-	return exo.Tx{On: t.On, Me: t.Me, Pred: t.Pred, Phase: t.Phase, EmptyRun: t.EmptyRun, IdleRun: t.IdleRun, Kseq: t.Kseq, QHead: t.QHead}
-}
-
-type vecBatch struct {
-	Count   uint16 `json:"count"`
-	Payload string `json:"payload"`
-}
-
-type vecTurn struct {
-	Record  bool   `json:"record"`
-	Sent    string `json:"sent"`
-	Popped  bool   `json:"popped"`
-	Handoff bool   `json:"handoff"`
-	Halt    bool   `json:"halt"`
-}
-
-// vecFile is the part of vectors.json the readers need; unknown keys are
-// ignored (format 3 adds some).
-type vecFile struct {
-	Format       string          `json:"format"`
-	TagKey       json.RawMessage `json:"tag_key"`   // format 3
-	TagKey1      json.RawMessage `json:"tag_key_1"` // format 4
-	Key          json.RawMessage `json:"key"`
-	VectorsCount int             `json:"vectors_count"`
-	StepsCount   int             `json:"steps_count"`
-	Vectors      []vecCase       `json:"vectors"`
-	Streams      []struct {
-		Name  string    `json:"name"`
-		State vecState  `json:"state"`
-		Tx    *vecTx    `json:"tx"` // format 5: a token stream
-		Steps []vecCase `json:"steps"`
-	} `json:"streams"`
-}
-
-// parseKey reads a key written as a hex string ("000102..0f", with or
-// without 0x) or as an array of 16 byte values.
-func parseKey(raw json.RawMessage) ([exo.TagKeyLen]byte, error) {
+// parseKey reads a key written as 32 hex digits.
+func parseKey(s string) ([exo.TagKeyLen]byte, error) {
 	var k [exo.TagKeyLen]byte
-	var s string
-	if err := json.Unmarshal(raw, &s); err == nil {
-		b, err := hex.DecodeString(strings.TrimPrefix(strings.ReplaceAll(s, ":", ""), "0x"))
-		if err != nil || len(b) != len(k) {
-			return k, fmt.Errorf("key %q is not %d hex bytes", s, len(k))
-		}
-		copy(k[:], b)
-		return k, nil
+	b, err := hex.DecodeString(s)
+	if err != nil || len(b) != len(k) {
+		return k, fmt.Errorf("key %q is not %d hex bytes", s, len(k))
 	}
-	var a []int
-	if err := json.Unmarshal(raw, &a); err != nil || len(a) != len(k) {
-		return k, fmt.Errorf("key %s is neither a hex string nor %d bytes", raw, len(k))
-	}
-	for i, x := range a {
-		k[i] = byte(x)
-	}
+	copy(k[:], b)
 	return k, nil
 }
 
@@ -324,153 +230,70 @@ const (
 // hexVersion is the version of the hex form that goes with a JSON version.
 func hexVersion(jsonVersion int) int { return min(jsonVersion, hexMaxVersion) }
 
-// LoadJSON reads dir/vectors.json (dir "" is Dir()): the vectors, then
-// the streams' steps in order. It checks the counts against the file's
-// header. A format 3 file without a key gets TestKey.
+// LoadJSON reads dir/vectors.json (dir "" is Dir()) with ReadJSON: the
+// vectors, then the streams' steps in order.
 func LoadJSON(dir string) (Set, error) { return load(dir, loadJSON, "vectors.json: ") }
 
 func loadJSON(dir string) (Set, error) {
-	data, err := os.ReadFile(filepath.Join(dir, "vectors.json"))
+	f, err := readJSON(dir)
 	if err != nil {
 		return Set{}, err
 	}
-	var vf vecFile
-	if err := json.Unmarshal(data, &vf); err != nil {
+	vs := Set{Format: f.Format}
+	if vs.Version, err = f.Version(); err != nil {
 		return Set{}, err
 	}
-	vs := Set{Format: vf.Format}
-	if vs.Version, err = formatVersion(vf.Format, "exo-vectors/", jsonMaxVersion); err != nil {
-		return Set{}, err
-	}
-	key := vf.TagKey
-	if len(key) == 0 {
-		key = vf.Key
-	}
-	if len(key) > 0 && string(key) != "null" {
-		if vs.Key, err = parseKey(key); err != nil {
-			return Set{}, err
+	if vs.Version >= 3 {
+		if vs.Key, err = parseKey(f.TagKey); err != nil {
+			return Set{}, fmt.Errorf("tag_key: %w", err)
 		}
 		vs.HasKey = true
-	} else if vs.Version >= 3 {
-		vs.Key, vs.HasKey = TestKey(), true
 	}
 	if vs.Version >= 4 {
-		if len(vf.TagKey1) == 0 {
-			return Set{}, errors.New("format 4 without tag_key_1")
-		}
-		if vs.Key1, err = parseKey(vf.TagKey1); err != nil {
+		if vs.Key1, err = parseKey(f.TagKey1); err != nil {
 			return Set{}, fmt.Errorf("tag_key_1: %w", err)
 		}
 		vs.HasKey1 = true
 	}
-	// add appends case c, run from in (and txIn, for a case with a
-	// transmit side), and returns the state and tx after it.
-	add := func(where string, in exo.Pointers, txIn *exo.Tx, c *vecCase, chained bool) (exo.Pointers, *exo.Tx, error) {
-		want, err := c.Expect.State.pointers()
-		if err != nil {
-			return want, nil, fmt.Errorf("%s: expect: %w", where, err)
-		}
+	cases, err := f.Flatten()
+	if err != nil {
+		return Set{}, err
+	}
+	for i := range cases {
+		c := &cases[i]
 		frame, err := hex.DecodeString(c.Frame)
 		if err != nil {
-			return want, nil, fmt.Errorf("%s: frame: %w", where, err)
+			return Set{}, fmt.Errorf("%s: frame: %w", c.Where, err)
 		}
-		g := Case{Where: where, In: in, Out: want, Frame: frame, Reason: exo.Reason(c.Expect.Reason),
-			SlowPath: c.Expect.SlowPath, Chained: chained, Decoded: c.Decoded != nil}
+		g := Case{Where: c.Where, In: c.In, Out: c.Out, Frame: frame, Reason: exo.Reason(c.Expect.Reason),
+			SlowPath: c.Expect.SlowPath, Chained: c.Chained, Decoded: c.Decoded != nil}
 		if vs.Version >= 3 {
 			g.TagKnown = true
-			g.TagValid = c.Decoded != nil && c.Decoded.TagValid != nil && *c.Decoded.TagValid
+			g.TagValid = c.Decoded != nil && c.Decoded.TagValid
 		}
 		if vs.Version >= 4 {
-			if c.Key1Valid == nil {
-				return want, nil, fmt.Errorf("%s: format 4 case without key1_valid", where)
-			}
-			g.Key1Valid = *c.Key1Valid
+			g.Key1Valid = c.Key1Valid
 		}
-		if txIn == nil {
-			if c.Queue != nil || c.Expect.Tx != nil || c.Expect.Turn != nil {
-				return want, nil, fmt.Errorf("%s: a queue or an expected tx or turn without a tx", where)
-			}
+		if c.TxIn == nil {
 			vs.Cases = append(vs.Cases, g)
-			return want, nil, nil
+			continue
 		}
-		if vs.Version < 5 {
-			return want, nil, fmt.Errorf("%s: a tx in format %d", where, vs.Version)
-		}
-		if c.Expect.Tx == nil || c.Expect.Turn == nil {
-			return want, nil, fmt.Errorf("%s: a tx without expect.tx and expect.turn", where)
-		}
-		g.HasTx, g.TxIn, g.TxOut = true, *txIn, c.Expect.Tx.tx()
-		for i, b := range c.Queue {
-			p, err := hex.DecodeString(b.Payload)
+		g.HasTx, g.TxIn, g.TxOut = true, *c.TxIn, *c.TxOut
+		for i := range c.Queue {
+			b, err := c.Queue[i].Batch()
 			if err != nil {
-				return want, nil, fmt.Errorf("%s: queue[%d]: %w", where, i, err)
+				return Set{}, fmt.Errorf("%s: queue[%d]: %w", c.Where, i, err)
 			}
-			g.Queue = append(g.Queue, exo.Batch{Count: b.Count, Payload: p})
+			g.Queue = append(g.Queue, b)
 		}
 		t := c.Expect.Turn
 		g.Turn = Turn{Record: t.Record, Popped: t.Popped, Handoff: t.Handoff, Halt: t.Halt}
 		if t.Sent != "" {
 			if g.Turn.Sent, err = hex.DecodeString(t.Sent); err != nil {
-				return want, nil, fmt.Errorf("%s: turn.sent: %w", where, err)
+				return Set{}, fmt.Errorf("%s: turn.sent: %w", c.Where, err)
 			}
 		}
 		vs.TxCases = append(vs.TxCases, g)
-		out := g.TxOut
-		return want, &out, nil
-	}
-	for i := range vf.Vectors {
-		c := &vf.Vectors[i]
-		where := c.Suite + "/" + c.Name
-		if c.State == nil {
-			return Set{}, fmt.Errorf("%s: no state", where)
-		}
-		in, err := c.State.pointers()
-		if err != nil {
-			return Set{}, fmt.Errorf("%s: %w", where, err)
-		}
-		var tx *exo.Tx
-		if c.Tx != nil {
-			t := c.Tx.tx()
-			tx = &t
-		}
-		if _, _, err := add(where, in, tx, c, false); err != nil {
-			return Set{}, err
-		}
-	}
-	steps := 0
-	for _, s := range vf.Streams {
-		in, err := s.State.pointers()
-		if err != nil {
-			return Set{}, fmt.Errorf("stream %s: %w", s.Name, err)
-		}
-		var tx *exo.Tx
-		if s.Tx != nil {
-			t := s.Tx.tx()
-			tx = &t
-		}
-		for j := range s.Steps {
-			c := &s.Steps[j]
-			where := fmt.Sprintf("stream/%s#%d", s.Name, j)
-			chained := j > 0
-			if c.State != nil || c.Tx != nil {
-				// armed again: the step's own state and tx
-				if s.Tx == nil || c.State == nil || c.Tx == nil {
-					return Set{}, fmt.Errorf("%s: a step with its own state needs both state and tx, in a stream with a tx", where)
-				}
-				if in, err = c.State.pointers(); err != nil {
-					return Set{}, fmt.Errorf("%s: %w", where, err)
-				}
-				t := c.Tx.tx()
-				tx, chained = &t, false
-			}
-			if in, tx, err = add(where, in, tx, c, chained); err != nil {
-				return Set{}, err
-			}
-			steps++
-		}
-	}
-	if len(vf.Vectors) != vf.VectorsCount || steps != vf.StepsCount {
-		return Set{}, fmt.Errorf("%d vectors, %d steps; header says %d, %d", len(vf.Vectors), steps, vf.VectorsCount, vf.StepsCount)
 	}
 	return vs, nil
 }

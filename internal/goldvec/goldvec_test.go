@@ -3,7 +3,6 @@ package goldvec
 import (
 	"bufio"
 	"encoding/hex"
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -58,24 +57,16 @@ func TestFormsAgree(t *testing.T) {
 }
 
 // TestCounts: the numbers of cases are the ones the JSON header and
-// vectors.meta give, read here independently of the readers.
+// vectors.meta give (the meta read here, apart from the readers).
 func TestCounts(t *testing.T) {
 	js, hx := loadBoth(t)
 	dir, _ := Dir()
-	data, err := os.ReadFile(filepath.Join(dir, "vectors.json"))
+	hdr, err := ReadJSON(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var hdr struct {
-		Vectors    int `json:"vectors_count"`
-		Steps      int `json:"steps_count"`
-		HexRecords int `json:"hex_records"`
-	}
-	if err := json.Unmarshal(data, &hdr); err != nil {
-		t.Fatal(err)
-	}
-	if len(js.Cases)+len(js.TxCases) != hdr.Vectors+hdr.Steps {
-		t.Errorf("JSON: %d + %d transmit cases, header says %d vectors + %d steps", len(js.Cases), len(js.TxCases), hdr.Vectors, hdr.Steps)
+	if len(js.Cases)+len(js.TxCases) != hdr.VectorsCount+hdr.StepsCount {
+		t.Errorf("JSON: %d + %d transmit cases, header says %d vectors + %d steps", len(js.Cases), len(js.TxCases), hdr.VectorsCount, hdr.StepsCount)
 	}
 	if len(hx.Cases) != hdr.HexRecords {
 		t.Errorf("hex: %d records, vectors.json says hex_records %d", len(hx.Cases), hdr.HexRecords)
@@ -101,6 +92,9 @@ func TestCounts(t *testing.T) {
 func TestTestKey(t *testing.T) {
 	if k := TestKey(); hex.EncodeToString(k[:]) != "000102030405060708090a0b0c0d0e0f" {
 		t.Fatalf("TestKey() = %x, want 00..0f", k)
+	}
+	if k := TestKey1(); hex.EncodeToString(k[:]) != "101112131415161718191a1b1c1d1e1f" {
+		t.Fatalf("TestKey1() = %x, want 10..1f", k)
 	}
 }
 

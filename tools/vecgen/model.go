@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/exo-rack/exo/exo"
+	"github.com/exo-rack/exo/internal/goldvec"
 )
 
 // Stage says which part of the fast path decided a verdict.
@@ -54,12 +55,12 @@ type result struct {
 // testKey is the frame-tag key of key slot 0 in every vector (the hex
 // form carries it in words 4-5 of every record, the headers as
 // EXO_VEC_TAG_KEY*): the SipHash paper's test key 00 01 .. 0f.
-var testKey = [exo.TagKeyLen]byte{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15}
+var testKey = goldvec.TestKey()
 
 // testKey1 is the key of slot 1 (format 4: key phase 1), 10 11 .. 1f, in
 // words 6-7 of every hex record; a vector says whether slot 1 holds it
 // (vector.Key1Valid) or is empty.
-var testKey1 = [exo.TagKeyLen]byte{16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31}
+var testKey1 = goldvec.TestKey1()
 
 // ring returns the key slots of a vector: testKey in slot 0, testKey1 in
 // slot 1 when key1 is set.

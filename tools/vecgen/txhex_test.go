@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -116,16 +115,8 @@ func readTx(w []uint64) (exo.Tx, error) {
 // txStreamNames are the names of vectors.json's streams, by number.
 func txStreamNames(t *testing.T, dir string) map[string]int {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join(dir, "vectors.json"))
+	f, err := goldvec.ReadJSON(dir)
 	if err != nil {
-		t.Fatal(err)
-	}
-	var f struct {
-		Streams []struct {
-			Name string `json:"name"`
-		} `json:"streams"`
-	}
-	if err := json.Unmarshal(data, &f); err != nil {
 		t.Fatal(err)
 	}
 	m := map[string]int{}
