@@ -38,8 +38,8 @@ type DumpOptions struct {
 	// (malformed frames are never hidden by a filter).
 	Group  int    // -1: any
 	Sender string // id or host name; "": any
-	SeqMin uint64
-	SeqMax uint64
+	SeqMin uint64 // seq >= SeqMin
+	SeqMax uint64 // seq <= SeqMax; ^uint64(0) for no bound
 	// JSON prints one Decoded object per line, else Decoded.Line.
 	JSON     bool
 	Count    int           // stop after this many frames shown; 0: no limit

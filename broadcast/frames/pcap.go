@@ -2,7 +2,6 @@ package frames
 
 import (
 	"bufio"
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -59,7 +58,7 @@ func WritePcap(w io.Writer, pkts []Packet, ng bool) error {
 }
 
 // pcapngMagic is the block type of a pcapng section header.
-var pcapngMagic = []byte{0x0a, 0x0d, 0x0d, 0x0a}
+const pcapngMagic = "\x0a\x0d\x0d\x0a"
 
 // ReadPcap reads every packet of a pcap or pcapng file (gzip-compressed
 // pcap too). A file that is not a capture, or is cut or corrupt anywhere,
@@ -79,7 +78,7 @@ func ReadPcap(path string) ([]Packet, error) {
 	}
 	var r reader
 	format := "pcap"
-	if bytes.Equal(magic, pcapngMagic) {
+	if string(magic) == pcapngMagic {
 		format = "pcapng"
 		ng, err := pcapgo.NewNgReader(br, pcapgo.DefaultNgReaderOptions)
 		if err != nil {

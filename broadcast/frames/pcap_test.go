@@ -23,7 +23,7 @@ func TestPcapng(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !bytes.HasPrefix(c.Pcap, pcapngMagic) {
+	if !bytes.HasPrefix(c.Pcap, []byte(pcapngMagic)) {
 		t.Fatalf("not a pcapng file: % x", c.Pcap[:8])
 	}
 	if err := os.WriteFile(path, c.Pcap, 0o644); err != nil {
