@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/exo-rack/exo/broadcast"
+	"github.com/exo-rack/exo/broadcast/frames"
 	"github.com/exo-rack/exo/daemon"
 	"github.com/exo-rack/exo/exo"
 )
@@ -294,15 +295,17 @@ func captureFrames(ctx context.Context, conn broadcast.Conn, max int, d time.Dur
 // loadReplay returns the Exo frames of a capture file (not the baseline's
 // group), whole Ethernet frames with their source MACs, for a replay.
 func loadReplay(path string) ([][]byte, error) {
-	pkts, err := frameReadCapture(path)
+	pkts, err := frames.ReadPcap(path)
 	if err != nil {
 		return nil, fmt.Errorf("--replay-pcap: %w", err)
 	}
 	var out [][]byte
-	var f exo.Frame
 	for _, p := range pkts {
-		payload, _, _, vlan, ok := frameExoPayload(p.Data)
-		if !ok || vlan >= 0 || f.UnmarshalBinary(payload) != nil || f.Group == rawGroup {
+		e, ok := frames.ParseEthernet(p.Data)
+		if !ok || e.VLAN >= 0 {
+			continue
+		}
+		if f, err := frames.Decode(e.Payload); err != nil || f.Group == rawGroup {
 			continue
 		}
 		out = append(out, p.Data)

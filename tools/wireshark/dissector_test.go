@@ -183,8 +183,8 @@ func TestWireMatchesGo(t *testing.T) {
 
 // TestDissectorLoads: tshark loads exo.lua without a Lua error and
 // decodes the golden capture (testdata/pcap/golden.pcap) with it. The
-// field-by-field comparison with exo frame dump is TestFrameGolden in
-// cmd/exo.
+// field-by-field comparison with exo frame dump's decoder is TestGolden
+// in broadcast/frames.
 func TestDissectorLoads(t *testing.T) {
 	tshark, err := exec.LookPath("tshark")
 	if err != nil {

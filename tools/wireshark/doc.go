@@ -3,5 +3,5 @@
 // generate the layout constants in exo.lua from hw/wire.json (go test
 // ./tools/wireshark -update) and check them against package exo's
 // generated constants; the dissector is compared field by field with
-// `exo frame dump` (cmd/exo, TestFrameGolden).
+// `exo frame dump` (broadcast/frames, TestGolden).
 package wireshark
