@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
@@ -158,9 +157,20 @@ func TestPublishedBatchEncoding(t *testing.T) {
 }
 
 // fakeDaemon serves the API on a Unix socket with handle (one goroutine per
-// connection); it returns the socket's path.
+// connection), after answering the connection's Hello as a daemon of this
+// version; it returns the socket's path.
 func fakeDaemon(t *testing.T, handle func(c net.Conn, r *bufio.Reader)) string {
-	sock := filepath.Join(t.TempDir(), "api.sock")
+	return rawDaemon(t, func(c net.Conn, r *bufio.Reader) {
+		if AnswerHello(r, c) == nil {
+			handle(c, r)
+		}
+	})
+}
+
+// rawDaemon serves the API on a Unix socket with handle, from the
+// connection's first byte.
+func rawDaemon(t *testing.T, handle func(c net.Conn, r *bufio.Reader)) string {
+	sock := shortSock(t)
 	ln, err := net.Listen("unix", sock)
 	if err != nil {
 		t.Fatal(err)
@@ -174,10 +184,7 @@ func fakeDaemon(t *testing.T, handle func(c net.Conn, r *bufio.Reader)) string {
 			}
 			go func() {
 				defer c.Close()
-				r := bufio.NewReader(c)
-				if AnswerHello(r, c) == nil {
-					handle(c, r)
-				}
+				handle(c, bufio.NewReader(c))
 			}()
 		}
 	}()

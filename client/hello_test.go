@@ -17,27 +17,11 @@ import (
 // names both versions; a daemon of this version gives its features.
 func TestHelloVersionMismatch(t *testing.T) {
 	serve := func(reply func(c net.Conn)) string {
-		sock := shortSock(t)
-		ln, err := net.Listen("unix", sock)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { ln.Close() })
-		go func() {
-			for {
-				c, err := ln.Accept()
-				if err != nil {
-					return
-				}
-				go func() {
-					defer c.Close()
-					if typ, body, _, err := ReadFrame(bufio.NewReader(c), nil); err == nil && typ == TypeHello && len(body) >= 2 {
-						reply(c)
-					}
-				}()
+		return rawDaemon(t, func(c net.Conn, r *bufio.Reader) {
+			if typ, body, _, err := ReadFrame(r, nil); err == nil && typ == TypeHello && len(body) >= 2 {
+				reply(c)
 			}
-		}()
-		return sock
+		})
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
