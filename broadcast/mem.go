@@ -101,6 +101,28 @@ func (n *MemNetwork) AttachOptions(mac net.HardwareAddr, opts Options) (Conn, er
 	return c, nil
 }
 
+// Opener returns a function that attaches to the network with mac, in the
+// shape of an interface opener (name ignored): for tools that send on an
+// interface by name (exo frame send), run on the memory network.
+func (n *MemNetwork) Opener(mac net.HardwareAddr) func(string, Options) (Conn, error) {
+	return func(_ string, opts Options) (Conn, error) { return n.AttachOptions(mac, opts) }
+}
+
+// Drain reads the frames c receives until none comes for idle: copies of
+// them, in order.
+func Drain(c Conn, idle time.Duration) [][]byte {
+	var got [][]byte
+	buf := make([]byte, c.MTU())
+	for {
+		c.SetReadDeadline(time.Now().Add(idle))
+		n, _, err := c.ReadFrame(buf)
+		if err != nil {
+			return got
+		}
+		got = append(got, append([]byte(nil), buf[:n]...))
+	}
+}
+
 // SetMTU sets the MTU of Conns attached from now on.
 func (n *MemNetwork) SetMTU(mtu int) {
 	n.mu.Lock()

@@ -15,27 +15,6 @@ import (
 	"github.com/exo-rack/exo/exo"
 )
 
-// memListen returns a Listener attaching to a memory network.
-func memListen(n *broadcast.MemNetwork) Listener {
-	return func(_ string, opts broadcast.Options) (broadcast.Conn, error) {
-		return n.AttachOptions(net.HardwareAddr{0x02, 0xe0, 0, 0, 0, 0x10}, opts)
-	}
-}
-
-// received drains rx: the frames it got.
-func received(rx broadcast.Conn) [][]byte {
-	var got [][]byte
-	buf := make([]byte, rx.MTU())
-	for {
-		rx.SetReadDeadline(time.Now().Add(20 * time.Millisecond))
-		n, _, err := rx.ReadFrame(buf)
-		if err != nil {
-			return got
-		}
-		got = append(got, append([]byte(nil), buf[:n]...))
-	}
-}
-
 // TestSendAndReplay (in-memory network): Send's count and rate, Replay's
 // frames and gaps.
 func TestSendAndReplay(t *testing.T) {
@@ -44,7 +23,7 @@ func TestSendAndReplay(t *testing.T) {
 	res, err := Send(context.Background(), SendOptions{
 		Source: Source{Fields: Fields{Group: 1, Sender: "A", Seq: "10", Count: 5, History: "X,X", Payload: "p", Flags: "0", Tag: "0",
 			Given: func(n string) bool { return n == "payload" }}},
-		Interface: "mem0", Rate: 2000, Dst: exo.DefaultDstMAC, Listen: memListen(mem),
+		Interface: "mem0", Rate: 2000, Dst: exo.DefaultDstMAC, Listen: mem.Opener(net.HardwareAddr{0x02, 0xe0, 0, 0, 0, 0x10}),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -52,7 +31,7 @@ func TestSendAndReplay(t *testing.T) {
 	if res != (SendResult{Sent: 5, Unsigned: true}) {
 		t.Errorf("send: %+v", res)
 	}
-	got := received(rx)
+	got := broadcast.Drain(rx, 20*time.Millisecond)
 	if len(got) != 5 {
 		t.Fatalf("received %d frames, want 5", len(got))
 	}
@@ -65,7 +44,7 @@ func TestSendAndReplay(t *testing.T) {
 
 	// Replay: every Exo frame of the golden capture, as captured, gaps kept.
 	start := time.Now()
-	rr, err := Replay(context.Background(), ReplayOptions{Pcap: goldenPcap, Interface: "mem0", Speed: 1, Dst: exo.DefaultDstMAC, Listen: memListen(mem)})
+	rr, err := Replay(context.Background(), ReplayOptions{Pcap: goldenPcap, Interface: "mem0", Speed: 1, Dst: exo.DefaultDstMAC, Listen: mem.Opener(net.HardwareAddr{0x02, 0xe0, 0, 0, 0, 0x10})})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,7 +58,7 @@ func TestSendAndReplay(t *testing.T) {
 	if el, min := time.Since(start), pkts[len(pkts)-2].Time.Sub(pkts[0].Time); el < min || rr.Took < min {
 		t.Errorf("replay took %v (%v), the capture spans %v: gaps not kept", el, rr.Took, min)
 	}
-	got = received(rx)
+	got = broadcast.Drain(rx, 20*time.Millisecond)
 	if len(got) != len(want) {
 		t.Fatalf("replay: received %d frames, want %d", len(got), len(want))
 	}
@@ -94,11 +73,11 @@ func TestSendAndReplay(t *testing.T) {
 	}
 
 	// Send of a capture, cycling through it: its frames as captured.
-	res, err = Send(context.Background(), SendOptions{Pcap: goldenPcap, Repeat: 20, Interface: "mem0", Dst: exo.DefaultDstMAC, Listen: memListen(mem)})
+	res, err = Send(context.Background(), SendOptions{Pcap: goldenPcap, Repeat: 20, Interface: "mem0", Dst: exo.DefaultDstMAC, Listen: mem.Opener(net.HardwareAddr{0x02, 0xe0, 0, 0, 0, 0x10})})
 	if err != nil || res != (SendResult{Sent: 20, Skipped: 1}) {
 		t.Fatalf("send --pcap: %+v, %v", res, err)
 	}
-	if got := received(rx); len(got) != 20 || !bytes.HasPrefix(got[18], want[0]) {
+	if got := broadcast.Drain(rx, 20*time.Millisecond); len(got) != 20 || !bytes.HasPrefix(got[18], want[0]) {
 		t.Errorf("send --pcap: %d frames", len(got))
 	}
 }
@@ -115,7 +94,7 @@ func TestInputErrors(t *testing.T) {
 			Given: func(n string) bool { return n == "payload" }}}
 	}
 	send := func(src Source) error {
-		_, err := Send(ctx, SendOptions{Source: src, Interface: "mem0", Dst: exo.DefaultDstMAC, Listen: memListen(mem)})
+		_, err := Send(ctx, SendOptions{Source: src, Interface: "mem0", Dst: exo.DefaultDstMAC, Listen: mem.Opener(net.HardwareAddr{0x02, 0xe0, 0, 0, 0, 0x10})})
 		return err
 	}
 	bad := fields(1)
@@ -131,15 +110,15 @@ func TestInputErrors(t *testing.T) {
 		{"payload too large for the MTU", send(fields(1500)), "larger than the MTU 1500", false},
 		{"no interface", func() error { _, err := Send(ctx, SendOptions{Source: fields(1)}); return err }(), "--interface IF is required", true},
 		{"bad dst", func() error {
-			_, err := Send(ctx, SendOptions{Source: fields(1), Interface: "mem0", Dst: "02:00:00:00:00:01", Listen: memListen(mem)})
+			_, err := Send(ctx, SendOptions{Source: fields(1), Interface: "mem0", Dst: "02:00:00:00:00:01", Listen: mem.Opener(net.HardwareAddr{0x02, 0xe0, 0, 0, 0, 0x10})})
 			return err
 		}(), "broadcast or multicast", true},
 		{"replay speed", func() error {
-			_, err := Replay(ctx, ReplayOptions{Pcap: goldenPcap, Interface: "mem0", Dst: exo.DefaultDstMAC, Listen: memListen(mem)})
+			_, err := Replay(ctx, ReplayOptions{Pcap: goldenPcap, Interface: "mem0", Dst: exo.DefaultDstMAC, Listen: mem.Opener(net.HardwareAddr{0x02, 0xe0, 0, 0, 0, 0x10})})
 			return err
 		}(), "--speed 0", true},
 		{"replay of a missing file", func() error {
-			_, err := Replay(ctx, ReplayOptions{Pcap: "missing.pcap", Interface: "mem0", Speed: 1, Dst: exo.DefaultDstMAC, Listen: memListen(mem)})
+			_, err := Replay(ctx, ReplayOptions{Pcap: "missing.pcap", Interface: "mem0", Speed: 1, Dst: exo.DefaultDstMAC, Listen: mem.Opener(net.HardwareAddr{0x02, 0xe0, 0, 0, 0, 0x10})})
 			return err
 		}(), "missing.pcap", false},
 		{"dump without a source", func() error { _, err := Dump(ctx, DumpOptions{Group: -1}); return err }(), "give one of --interface IF or --pcap FILE", true},
@@ -167,7 +146,7 @@ func TestInputErrors(t *testing.T) {
 			t.Errorf("%s: error %v (input error: %v), want %q (input error: %v)", c.name, c.err, errors.As(c.err, &ie), c.want, c.input)
 		}
 	}
-	if got := received(rx); len(got) != 0 {
+	if got := broadcast.Drain(rx, 20*time.Millisecond); len(got) != 0 {
 		t.Fatalf("%d frames were sent by failing calls", len(got))
 	}
 }

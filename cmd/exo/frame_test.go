@@ -28,27 +28,6 @@ import (
 
 const goldenPcap = "../../testdata/pcap/golden.pcap"
 
-// memListen returns a listen hook attaching to a memory network.
-func memListen(n *broadcast.MemNetwork) func(string, broadcast.Options) (broadcast.Conn, error) {
-	return func(_ string, opts broadcast.Options) (broadcast.Conn, error) {
-		return n.AttachOptions(net.HardwareAddr{0x02, 0xe0, 0, 0, 0, 0x10}, opts)
-	}
-}
-
-// received drains rx: the frames it got.
-func received(rx broadcast.Conn) [][]byte {
-	var got [][]byte
-	buf := make([]byte, rx.MTU())
-	for {
-		rx.SetReadDeadline(time.Now().Add(20 * time.Millisecond))
-		n, _, err := rx.ReadFrame(buf)
-		if err != nil {
-			return got
-		}
-		got = append(got, append([]byte(nil), buf[:n]...))
-	}
-}
-
 // TestFrameSendAndReplay: send and replay on an in-memory network, what
 // they print (the frames themselves: TestSendAndReplay in broadcast/frames).
 func TestFrameSendAndReplay(t *testing.T) {
@@ -59,7 +38,7 @@ func TestFrameSendAndReplay(t *testing.T) {
 		SendOptions: frames.SendOptions{
 			Source: frames.Source{Fields: frames.Fields{Group: 1, Sender: "A", Seq: "10", Count: 5, History: "X,X", Payload: "p", Flags: "0", Tag: "0",
 				Given: func(n string) bool { return n == "payload" }}},
-			Interface: "mem0", Rate: 2000, Dst: exo.DefaultDstMAC, Listen: memListen(mem),
+			Interface: "mem0", Rate: 2000, Dst: exo.DefaultDstMAC, Listen: mem.Opener(net.HardwareAddr{0x02, 0xe0, 0, 0, 0, 0x10}),
 		},
 		Out: &out, Note: &note,
 	}
@@ -69,7 +48,7 @@ func TestFrameSendAndReplay(t *testing.T) {
 	if out.String() != "sent 5 frames on mem0\n" || !strings.Contains(note.String(), "unsigned") {
 		t.Errorf("send said %q, note %q", out.String(), note.String())
 	}
-	got := received(rx)
+	got := broadcast.Drain(rx, 20*time.Millisecond)
 	if len(got) != 5 {
 		t.Fatalf("received %d frames, want 5", len(got))
 	}
@@ -82,11 +61,11 @@ func TestFrameSendAndReplay(t *testing.T) {
 
 	// replay: every Exo frame of the golden capture.
 	out.Reset()
-	rp := &frameReplayOptions{ReplayOptions: frames.ReplayOptions{Pcap: goldenPcap, Interface: "mem0", Speed: 1, Dst: exo.DefaultDstMAC, Listen: memListen(mem)}, Out: &out}
+	rp := &frameReplayOptions{ReplayOptions: frames.ReplayOptions{Pcap: goldenPcap, Interface: "mem0", Speed: 1, Dst: exo.DefaultDstMAC, Listen: mem.Opener(net.HardwareAddr{0x02, 0xe0, 0, 0, 0, 0x10})}, Out: &out}
 	if err := runFrameReplay(context.Background(), rp); err != nil {
 		t.Fatal(err)
 	}
-	if got := received(rx); len(got) != 18 {
+	if got := broadcast.Drain(rx, 20*time.Millisecond); len(got) != 18 {
 		t.Fatalf("replay: received %d frames, want 18", len(got))
 	}
 	if !strings.HasPrefix(out.String(), "replayed 18 frames on mem0 in ") || !strings.HasSuffix(out.String(), " (1 non-Exo frames skipped)\n") {
@@ -95,14 +74,14 @@ func TestFrameSendAndReplay(t *testing.T) {
 
 	// send --pcap: the skipped frames are said first.
 	out.Reset()
-	o = &frameSendOptions{SendOptions: frames.SendOptions{Pcap: goldenPcap, Interface: "mem0", Dst: exo.DefaultDstMAC, Listen: memListen(mem)}, Out: &out}
+	o = &frameSendOptions{SendOptions: frames.SendOptions{Pcap: goldenPcap, Interface: "mem0", Dst: exo.DefaultDstMAC, Listen: mem.Opener(net.HardwareAddr{0x02, 0xe0, 0, 0, 0, 0x10})}, Out: &out}
 	if err := runFrameSend(context.Background(), o); err != nil {
 		t.Fatal(err)
 	}
 	if want := goldenPcap + ": 1 non-Exo frames skipped (only EtherType 0x88B5 is sent)\nsent 18 frames on mem0\n"; out.String() != want {
 		t.Errorf("send --pcap said\n%s\nwant\n%s", out.String(), want)
 	}
-	received(rx)
+	broadcast.Drain(rx, 20*time.Millisecond)
 }
 
 // TestFrameDumpSummary: exo frame dump prints one line per Exo frame of a
@@ -215,7 +194,7 @@ func TestFrameBadInput(t *testing.T) {
 		if out.Len() != 0 {
 			t.Errorf("%s: dump printed %q before failing", name, out.String())
 		}
-		err = runFrameReplay(ctx, &frameReplayOptions{ReplayOptions: frames.ReplayOptions{Pcap: p, Interface: "mem0", Speed: 1, Dst: exo.DefaultDstMAC, Listen: memListen(mem)}, Out: &out})
+		err = runFrameReplay(ctx, &frameReplayOptions{ReplayOptions: frames.ReplayOptions{Pcap: p, Interface: "mem0", Speed: 1, Dst: exo.DefaultDstMAC, Listen: mem.Opener(net.HardwareAddr{0x02, 0xe0, 0, 0, 0, 0x10})}, Out: &out})
 		oneLine(t, err, name)
 		t.Logf("%s: %v", name, err)
 	}
@@ -238,13 +217,13 @@ func TestFrameBadInput(t *testing.T) {
 	oneLine(t, err, "exo-nosuch0 not found")
 	// A payload too large for the MTU (1500): nothing sent.
 	mem.SetMTU(1500)
-	err = send(memListen(mem), "mem0", 1500)
+	err = send(mem.Opener(net.HardwareAddr{0x02, 0xe0, 0, 0, 0, 0x10}), "mem0", 1500)
 	oneLine(t, err, "larger than the MTU 1500")
 	t.Logf("too large: %v", err)
 	// A payload too large for any frame.
-	err = send(memListen(mem), "mem0", exo.MaxPayload)
+	err = send(mem.Opener(net.HardwareAddr{0x02, 0xe0, 0, 0, 0, 0x10}), "mem0", exo.MaxPayload)
 	oneLine(t, err, "at most 65535")
-	if got := received(rx); len(got) != 0 {
+	if got := broadcast.Drain(rx, 20*time.Millisecond); len(got) != 0 {
 		t.Fatalf("%d frames were sent by failing commands", len(got))
 	}
 
