@@ -6,14 +6,6 @@ import (
 	"testing"
 )
 
-// tickAll ticks every node once and collects what they send.
-func (r *rack) tickAll() {
-	for i, nd := range r.nodes {
-		nd.Tick()
-		r.collect(i)
-	}
-}
-
 // TestKeyRotation: a 5-host rack rotates its key while it carries traffic.
 // No host switches before every host staged the new key; every host
 // switches; the old key is retired after the grace window; no genuine

@@ -30,12 +30,12 @@ func memberRack(t *testing.T, n, extra int) *rack {
 	t.Helper()
 	r := newRack(t, n, nil)
 	for u := n; u < n+extra; u++ {
-		nd, err := RestartNode(Config{ID: uint8(u), Hosts: u + 1, Group: 1}, HardState{Roster: IdentityRoster(n)})
+		cfg := Config{ID: uint8(u), Hosts: u + 1, Group: 1}
+		nd, err := RestartNode(cfg, HardState{Roster: IdentityRoster(n)})
 		if err != nil {
 			t.Fatal(err)
 		}
-		r.nodes = append(r.nodes, nd)
-		r.agreed = append(r.agreed, nil)
+		r.add(nd, cfg)
 	}
 	return r
 }

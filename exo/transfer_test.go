@@ -11,12 +11,12 @@ import "testing"
 func TestCaughtUpSpareFetchesAtTokenPace(t *testing.T) {
 	const n, batch = 3, 4
 	r := loadedRack(t, n, batch, 60)
-	spare, err := NewAmnesiacNode(Config{ID: n, Hosts: n, Group: 1, MaxFetchEntries: batch})
+	cfg := Config{ID: n, Hosts: n, Group: 1, MaxFetchEntries: batch}
+	spare, err := NewAmnesiacNode(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.nodes = append(r.nodes, spare)
-	r.agreed = append(r.agreed, nil)
+	r.add(spare, cfg)
 	fetches := 0
 	r.dropMsg = func(m Message) bool {
 		if m.Type == MsgFetch && m.From == n {
@@ -68,12 +68,12 @@ func TestCaughtUpSpareFetchesAtTokenPace(t *testing.T) {
 func TestPacedTransferEnds(t *testing.T) {
 	const n, batch = 3, 4
 	newSpare := func(r *rack, perTick int) *Node {
-		spare, err := NewAmnesiacNode(Config{ID: n, Hosts: n, Group: 1, MaxFetchEntries: batch, TransferBytesPerTick: perTick})
+		cfg := Config{ID: n, Hosts: n, Group: 1, MaxFetchEntries: batch, TransferBytesPerTick: perTick}
+		spare, err := NewAmnesiacNode(cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
-		r.nodes = append(r.nodes, spare)
-		r.agreed = append(r.agreed, nil)
+		r.add(spare, cfg)
 		return spare
 	}
 	// The rack grows at every tick (about an entry every other tick);
