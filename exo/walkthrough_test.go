@@ -67,7 +67,8 @@ import (
 //	inject to=X from=Y seq=S hist=Y,Z [epoch=E] [key=K phase=P]
 //	                                hand X a crafted frame (sealed under X's key, or key K in
 //	                                slot P)
-//	state [X ...] [log=K]           the hosts' pointers and logs (the last K entries)
+//	state [X ...] [log=K] [from=S] [to=S]
+//	                                the hosts' pointers and logs (the last K entries; seq S..S)
 //	rosters [X ...]                 each host's roster, position, switch point, pointers' roster size
 //	keys [X ...]                    each host's key slots and rotation
 //	detector [X ...]                each host's token-loss detector
@@ -275,8 +276,9 @@ func (s *scenario) handle(d *datadriven.TestData) string {
 	case "inject":
 		s.inject(d)
 	case "state":
+		from, to := s.intArg(d, "from", 0), s.intArg(d, "to", -1)
 		for _, i := range s.hosts(d) {
-			s.state(i, s.intArg(d, "log", -1))
+			s.state(i, s.intArg(d, "log", -1), uint64(from), uint64(to))
 		}
 	case "rosters":
 		for _, i := range s.hosts(d) {
@@ -375,7 +377,7 @@ func (s *scenario) join(d *datadriven.TestData) {
 		s.printf("%s joins without state, outside the roster\n", hostName(u))
 	} else {
 		// A joiner with a log: it follows the rack's log from its
-		// first roster on (the membership tests' memberRack).
+		// first roster on.
 		cfg.Hosts = u + 1
 		nd, err = RestartNode(cfg, HardState{Roster: IdentityRoster(s.first)})
 		s.printf("%s joins outside the roster, following the log\n", hostName(u))
@@ -628,7 +630,9 @@ func (s *scenario) records(e *Entry) []string {
 	return recs
 }
 
-func (s *scenario) state(i, last int) {
+// state prints host i's pointers and the entries of its log (the last
+// ones, seq from..to).
+func (s *scenario) state(i, last int, from, to uint64) {
 	nd := s.r.nodes[i]
 	if s.r.down[i] {
 		s.printf("%s: down\n", hostName(i))
@@ -657,6 +661,9 @@ func (s *scenario) state(i, last int) {
 			if k == 0 {
 				s.printf("     (%d entries before)\n", len(log)-last)
 			}
+			continue
+		}
+		if en.Seq < from || en.Seq > to {
 			continue
 		}
 		mark := " "
@@ -710,7 +717,11 @@ func (s *scenario) keys(i int) {
 		s.printf("; staged %s, waiting for %s", slot(1-int(ks.SendPhase)), roster(ks.Waiting))
 	}
 	if ks.OldValid {
-		s.printf("; old key %s held (grace %d ticks, not seen sending under the new: %s)", slot(1-int(ks.SendPhase)), ks.GraceTicks, roster(ks.NotMoved))
+		s.printf("; old key %s held (grace %d ticks", slot(1-int(ks.SendPhase)), ks.GraceTicks)
+		if len(ks.NotMoved) > 0 {
+			s.printf("; %s not seen sending under the new one", roster(ks.NotMoved))
+		}
+		s.printf(")")
 	}
 	s.printf("\n")
 }
