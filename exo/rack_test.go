@@ -197,7 +197,12 @@ func (r *rack) traceEvent(i int, ev Event) {
 	nd, x := r.nodes[i], hostName(i)
 	switch ev.Kind {
 	case EventViewChange:
-		r.printf(traceEvents, "%s: starts a view change to epoch %d\n", x, ev.Epoch)
+		// The cause, unless a divergence (told on the line before).
+		why := ""
+		if ev.Cause != CauseDivergence {
+			why = " (" + ev.Cause.String() + ")"
+		}
+		r.printf(traceEvents, "%s: starts a view change to epoch %d%s\n", x, ev.Epoch, why)
 	case EventInstalled:
 		p := nd.Pointers()
 		r.printf(traceEvents, "%s: installed epoch %d: seq=%d history=%s agreed=%d\n", x, ev.Epoch, p.Append, histString(nd.Roster(), p.Hist()), p.Agreed)

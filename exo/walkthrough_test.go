@@ -37,17 +37,20 @@ import (
 //	                                key K (16 bytes: K, then zeros). trace: what commands print
 //	                                of what the hosts do (all: every frame and delivery;
 //	                                events: protocol events only; none)
-//	join X [amnesiac]               host X (the next id) starts outside the roster: following
-//	                                the rack's log, or amnesiac (a spare that transfers state)
+//	join X [amnesiac [transfer-pace=B]]
+//	                                host X (the next id) starts outside the roster: following
+//	                                the rack's log, or amnesiac (a spare that transfers state;
+//	                                at most B bytes a tick: TransferBytesPerTick)
 //	broadcast X                     host X sends a frame now (as the token holder)
 //	propose X text                  queue a payload at X
 //	load rounds=N                   N payloads proposed at the first roster's hosts in turn,
 //	                                each delivered before the next
-//	deliver                         deliver everything in flight (partitions and cuts apply)
+//	deliver [n=K]                   deliver everything in flight (or the K oldest items;
+//	                                partitions and cuts apply)
 //	partition A,B/C,D,E             cut the segment and the OOB network in groups
 //	cut from=A,B to=C [frames|oob]  one way: what A and B send to C is lost (frames, OOB
 //	                                messages, or both)
-//	heal                            undo partitions and cuts
+//	heal [cuts]                     undo partitions and cuts (cuts: the one-way cuts only)
 //	crash X|holder                  host X (holder: the token holder) stops; what is in flight
 //	                                to it is lost
 //	restart X [amnesiac]            X starts again from its durable state, or without it
@@ -62,8 +65,9 @@ import (
 //	                                an event name (takeover, installed, view-change, gap,
 //	                                key-switch, key-retired, ...: reported by any host),
 //	                                sends=X (X sent a frame), synced (nothing in flight and
-//	                                every host up holds the same epoch, pointers and log end,
-//	                                none halted). Unless the trace is all, a summary follows
+//	                                every member up holds the same epoch, append and agreement
+//	                                pointers, none halted), caught-up=X (see lag). Unless the
+//	                                trace is all, a summary of the agreement pointers follows
 //	inject to=X from=Y seq=S hist=Y,Z [epoch=E] [key=K phase=P]
 //	                                hand X a crafted frame (sealed under X's key, or key K in
 //	                                slot P)
@@ -73,9 +77,12 @@ import (
 //	keys [X ...]                    each host's key slots and rotation
 //	detector [X ...]                each host's token-loss detector
 //	recovery [X ...]                each host's gap repair, catch-up and state transfer
+//	lag [X ...]                     whether each host holds what the rack (its first member up)
+//	                                had agreed two token timeouts of ticks ago
 //	delivered [X ...] [records]     each host's delivery stream (and its payloads)
-//	counters [reset]                frames (by key phase), messages (by sender), rejects,
-//	                                events and payloads since the last reset
+//	counters [reset]                frames (by key phase and sender), messages (by sender and
+//	                                type; the bytes of fetched entries), rejects, events and
+//	                                payloads since the last reset
 //	check                           every delivery stream (of every host and incarnation) is
 //	                                gapless and agrees with every other at every seq; no payload
 //	                                at two seqs; every core record a key or roster record; then
@@ -102,11 +109,15 @@ type scenario struct {
 	proposed []string          // payloads Propose took, in order
 	seq      map[int]int       // payloads generated at each host
 	safety   int               // SAFETY events already reported
+	// rackAgreed is the agreement pointer of the first running member
+	// after each tick.
+	rackAgreed []uint64
 
 	// counters since the last reset
-	phases [2]int
-	msgs   map[[2]int]int // (sender, type)
-	mark   struct {
+	phases   [2]int
+	msgs     map[[2]int]int // (sender, type)
+	msgBytes map[[2]int]int // (sender, type): the entries' binary size
+	mark     struct {
 		rejects, proposed int
 		events            map[EventKind]int
 	}
@@ -213,7 +224,10 @@ func (s *scenario) handle(d *datadriven.TestData) string {
 		}
 		s.summary()
 	case "deliver":
-		s.r.run(1 << 20)
+		s.r.run(s.intArg(d, "n", 1<<20))
+		if n := len(s.r.inflight); n > 0 {
+			s.printf("(%d in flight)\n", n)
+		}
 	case "partition":
 		for gi, g := range strings.Split(d.CmdArgs[0].Key, "/") {
 			for _, h := range strings.Split(g, ",") {
@@ -224,8 +238,12 @@ func (s *scenario) handle(d *datadriven.TestData) string {
 	case "cut":
 		s.cut(d)
 	case "heal":
-		clear(s.r.side)
 		clear(s.r.cut)
+		if d.HasArg("cuts") {
+			s.printf("one-way cuts healed\n")
+			break
+		}
+		clear(s.r.side)
 		s.printf("healed\n")
 	case "crash":
 		i := 0
@@ -294,6 +312,11 @@ func (s *scenario) handle(d *datadriven.TestData) string {
 			s.printf("%s: takeover timeout %d ticks (floor %d, ceiling %d), stagger %d, %d samples\n",
 				hostName(i), dt.Timeout, dt.Min, dt.Max, dt.Stagger, dt.Samples)
 		}
+	case "lag":
+		for _, i := range s.hosts(d) {
+			_, line := s.caughtUp(i)
+			s.printf("%s\n", line)
+		}
 	case "recovery":
 		for _, i := range s.hosts(d) {
 			s.recovery(i)
@@ -325,7 +348,7 @@ func (s *scenario) newRack(d *datadriven.TestData) {
 	var n int
 	d.ScanArgs(s.t, "hosts", &n)
 	s.keyNames = map[uint64]string{}
-	s.proposed, s.seq, s.safety = nil, map[int]int{}, 0
+	s.proposed, s.seq, s.safety, s.rackAgreed = nil, map[int]int{}, 0, nil
 	c := Config{Hosts: n, Group: 7, TagKey: s.key(s.intArg(d, "key", 0))}
 	switch t := s.strArg(d, "timers", "manual"); t {
 	case "manual":
@@ -358,7 +381,14 @@ func (s *scenario) newRack(d *datadriven.TestData) {
 	default:
 		d.Fatalf(s.t, "trace=%s: all, events or none", l)
 	}
-	s.r.dropMsg = func(m Message) bool { s.msgs[[2]int{int(m.From), int(m.Type)}]++; return false }
+	s.r.dropMsg = func(m Message) bool {
+		k := [2]int{int(m.From), int(m.Type)}
+		s.msgs[k]++
+		for i := range m.Entries {
+			s.msgBytes[k] += m.Entries[i].BinarySize()
+		}
+		return false
+	}
 	s.resetCounters()
 	s.printf("%d hosts, h=%d, majority %d\n", n, HistoryLen(n), Majority(n))
 }
@@ -373,6 +403,7 @@ func (s *scenario) join(d *datadriven.TestData) {
 	var nd *Node
 	var err error
 	if d.HasArg("amnesiac") {
+		cfg.TransferBytesPerTick = s.intArg(d, "transfer-pace", 0)
 		nd, err = NewAmnesiacNode(cfg)
 		s.printf("%s joins without state, outside the roster\n", hostName(u))
 	} else {
@@ -404,15 +435,39 @@ func (s *scenario) propose(i int, p string) bool {
 	return true
 }
 
-// holder is the token holder by the first running host's log.
-func (s *scenario) holder() int {
+// firstMember returns the first running member.
+func (s *scenario) firstMember() int {
 	for i, nd := range s.r.nodes {
-		if !s.r.down[i] {
-			return member(nd.Roster(), nd.Holder())
+		if !s.r.down[i] && !nd.Removed() {
+			return i
 		}
 	}
-	s.t.Fatal("every host is down")
+	s.t.Fatal("no member is running")
 	return -1
+}
+
+// holder is the token holder by the first running member's log.
+func (s *scenario) holder() int {
+	nd := s.r.nodes[s.firstMember()]
+	return member(nd.Roster(), nd.Holder())
+}
+
+// caughtUp reports whether host i holds what the rack (its first running
+// member) had agreed two token timeouts ago (an idle rack still agrees
+// empty frames: a host that follows it by fetching is always a little
+// behind), and says so.
+func (s *scenario) caughtUp(i int) (bool, string) {
+	tt := s.r.nodes[i].Config().TokenTimeout
+	a := s.r.nodes[i].Pointers().Agreed
+	k := len(s.rackAgreed) - 1 - 2*tt
+	if k < 0 {
+		return false, fmt.Sprintf("%s: agreed %d; the rack ran fewer than two token timeouts (%d ticks)", hostName(i), a, 2*tt)
+	}
+	then := s.rackAgreed[k]
+	ok := a >= then
+	verdict := map[bool]string{true: "caught up", false: "behind"}[ok]
+	return ok, fmt.Sprintf("%s: agreed %d; the rack agreed %d now, %d two token timeouts (%d ticks) ago: %s",
+		hostName(i), a, s.rackAgreed[len(s.rackAgreed)-1], then, 2*tt, verdict)
 }
 
 func (s *scenario) cut(d *datadriven.TestData) {
@@ -495,6 +550,7 @@ func (s *scenario) tick(d *datadriven.TestData) {
 			}
 		}
 		s.r.run(1 << 20)
+		s.rackAgreed = append(s.rackAgreed, s.r.nodes[s.firstMember()].Pointers().Agreed)
 		if until != "" && s.holds(d, until, events, sent) {
 			s.printf("%s after %d ticks\n", until, k)
 			break
@@ -524,6 +580,9 @@ func (s *scenario) framesBy() []int {
 func (s *scenario) holds(d *datadriven.TestData, cond string, events map[EventKind]int, sent []int) bool {
 	r := s.r
 	switch {
+	case strings.HasPrefix(cond, "caught-up="):
+		ok, _ := s.caughtUp(s.id(strings.TrimPrefix(cond, "caught-up=")))
+		return ok
 	case cond == "synced":
 		if len(r.inflight) > 0 {
 			return false
@@ -532,7 +591,7 @@ func (s *scenario) holds(d *datadriven.TestData, cond string, events map[EventKi
 		for i, nd := range r.nodes {
 			p := nd.Pointers()
 			switch {
-			case r.down[i]:
+			case r.down[i] || nd.Removed():
 			case nd.Halted() || nd.Transferring():
 				return false
 			case ref.Hosts == 0:
@@ -777,7 +836,7 @@ func (s *scenario) delivered(i int, recs bool) {
 
 func (s *scenario) resetCounters() {
 	s.phases = [2]int{}
-	s.msgs = map[[2]int]int{}
+	s.msgs, s.msgBytes = map[[2]int]int{}, map[[2]int]int{}
 	s.r.onFrame = func(from int, f Frame) {
 		s.phases[KeyPhaseOf(f.Flags)]++
 		s.msgs[[2]int{from, -1}]++
@@ -796,7 +855,11 @@ func (s *scenario) counters() {
 			total += n
 		}
 	}
-	s.printf("frames: %d (key phase 0: %d, phase 1: %d; by %s)\n", total, s.phases[0], s.phases[1], strings.Join(by, ", "))
+	s.printf("frames: %d (key phase 0: %d, phase 1: %d", total, s.phases[0], s.phases[1])
+	if len(by) > 0 {
+		s.printf("; by %s", strings.Join(by, ", "))
+	}
+	s.printf(")\n")
 	var ms []string
 	for _, k := range slices.SortedFunc(maps.Keys(s.msgs), func(a, b [2]int) int {
 		if a[0] != b[0] {
@@ -804,9 +867,14 @@ func (s *scenario) counters() {
 		}
 		return a[1] - b[1]
 	}) {
-		if k[1] >= 0 {
-			ms = append(ms, fmt.Sprintf("%s %s %d", hostName(k[0]), MsgType(k[1]), s.msgs[k]))
+		if k[1] < 0 {
+			continue
 		}
+		m := fmt.Sprintf("%s %s %d", hostName(k[0]), MsgType(k[1]), s.msgs[k])
+		if MsgType(k[1]) == MsgFetchResp {
+			m += fmt.Sprintf(" (%d bytes of entries)", s.msgBytes[k])
+		}
+		ms = append(ms, m)
 	}
 	s.printf("messages: %s\n", orNone(strings.Join(ms, ", ")))
 	rej := map[Reason]int{}
