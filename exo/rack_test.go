@@ -10,10 +10,10 @@ import (
 // rack is the tests' one harness around Node: a rack of hosts on a network
 // that delivers every frame and message once, in the order they were sent
 // (FIFO), and loses only what a test tells it to lose (a partition, a
-// one-way cut, a host down, dropMsg). Every Ready is carried out at once,
-// in the order of doc.go's loop: the log it persists is the node's own
-// (HardState at a crash), its frames and messages join the network, its
-// agreed entries join the host's delivery stream.
+// one-way cut, a host down, dropMsg). Every Ready is carried out as soon as
+// it is made: the log it persists is the node's own (HardState at a
+// crash), its frames and messages join the network, its agreed entries
+// join the host's delivery stream.
 //
 // The Go tests drive it directly (newRack, collect, run, runTicking,
 // tickAll); the walk-through scripts drive it by command
@@ -66,6 +66,8 @@ const (
 	traceAll               // and every frame sent, every delivery, every agreement
 )
 
+// newRack returns a rack of n hosts started by NewNode, each with a
+// configuration (ID, Hosts, Group 1) that mod (if not nil) may change.
 func newRack(t testing.TB, n int, mod func(*Config)) *rack {
 	t.Helper()
 	r := &rack{events: map[EventKind]int{}, cut: map[[2]int]loss{}}

@@ -59,8 +59,8 @@ import (
 //	retire-key X ...                the hosts empty the key slot they do not send under
 //	tick [X ...] [n=N] [load] [until=COND [max=N]] [trace=L]
 //	                                tick hosts (all by default) N times, delivering after each
-//	                                round; load: every host proposes a payload before each
-//	                                round. until: tick until COND holds after a round (at most
+//	                                round; load: every member up proposes a payload before
+//	                                each round. until: tick until COND holds after a round (at most
 //	                                max rounds, 1,000 by default) and say after how many:
 //	                                an event name (takeover, installed, view-change, gap,
 //	                                key-switch, key-retired, ...: reported by any host),
@@ -115,6 +115,7 @@ type scenario struct {
 
 	// counters since the last reset
 	phases   [2]int
+	frames   map[int]int    // by sender
 	msgs     map[[2]int]int // (sender, type)
 	msgBytes map[[2]int]int // (sender, type): the entries' binary size
 	mark     struct {
@@ -171,6 +172,24 @@ func (s *scenario) strArg(d *datadriven.TestData, key, def string) string {
 	return def
 }
 
+// traceArg returns the trace level the command's trace= names, or def.
+func (s *scenario) traceArg(d *datadriven.TestData, def traceLevel) traceLevel {
+	switch l := s.strArg(d, "trace", ""); l {
+	case "":
+		return def
+	case "all":
+		return traceAll
+	case "events":
+		return traceEvents
+	case "none":
+		return traceNone
+	default:
+		d.Fatalf(s.t, "trace=%s: all, events or none", l)
+		return def
+	}
+}
+
+// key returns key K (K, then zeros) and names it kK in what scripts print.
 func (s *scenario) key(k int) [TagKeyLen]byte {
 	key := [TagKeyLen]byte{byte(k)}
 	s.keyNames[KeyFingerprint(key)] = "k" + strconv.Itoa(k)
@@ -371,16 +390,7 @@ func (s *scenario) newRack(d *datadriven.TestData) {
 	s.first, s.base = n, c
 	s.r = newRack(s.t, n, func(cfg *Config) { id := cfg.ID; *cfg = c; cfg.ID = id })
 	s.r.out = &s.out
-	switch l := s.strArg(d, "trace", "all"); l {
-	case "all":
-		s.r.level = traceAll
-	case "events":
-		s.r.level = traceEvents
-	case "none":
-		s.r.level = traceNone
-	default:
-		d.Fatalf(s.t, "trace=%s: all, events or none", l)
-	}
+	s.r.level = s.traceArg(d, traceAll)
 	s.r.dropMsg = func(m Message) bool {
 		k := [2]int{int(m.From), int(m.Type)}
 		s.msgs[k]++
@@ -513,9 +523,7 @@ func (s *scenario) config(d *datadriven.TestData) {
 
 func (s *scenario) tick(d *datadriven.TestData) {
 	level := s.r.level
-	if l, ok := d.Arg("trace"); ok {
-		s.r.level = map[string]traceLevel{"all": traceAll, "events": traceEvents, "none": traceNone}[l.Vals[0]]
-	}
+	s.r.level = s.traceArg(d, level)
 	defer func() { s.r.level = level }()
 	var only []int
 	for _, a := range d.CmdArgs {
@@ -531,7 +539,7 @@ func (s *scenario) tick(d *datadriven.TestData) {
 	frames := s.r.frames
 	for k := 1; k <= n; k++ {
 		events := maps.Clone(s.r.events)
-		sent := slices.Clone(s.framesBy())
+		sent := s.framesBy()
 		if d.HasArg("load") {
 			for i := range s.r.nodes {
 				if !s.r.down[i] && !s.r.nodes[i].Removed() {
@@ -567,10 +575,8 @@ func (s *scenario) tick(d *datadriven.TestData) {
 // framesBy returns the frames each host sent so far.
 func (s *scenario) framesBy() []int {
 	out := make([]int, len(s.r.nodes))
-	for k, v := range s.msgs {
-		if k[1] == -1 {
-			out[k[0]] += v
-		}
+	for i, n := range s.frames {
+		out[i] = n
 	}
 	return out
 }
@@ -587,15 +593,15 @@ func (s *scenario) holds(d *datadriven.TestData, cond string, events map[EventKi
 		if len(r.inflight) > 0 {
 			return false
 		}
-		var ref Pointers
+		var ref *Pointers
 		for i, nd := range r.nodes {
 			p := nd.Pointers()
 			switch {
 			case r.down[i] || nd.Removed():
 			case nd.Halted() || nd.Transferring():
 				return false
-			case ref.Hosts == 0:
-				ref = p
+			case ref == nil:
+				ref = &p
 			case p.Epoch != ref.Epoch || p.Append != ref.Append || p.Agreed != ref.Agreed:
 				return false
 			}
@@ -675,12 +681,13 @@ func (s *scenario) records(e *Entry) []string {
 		if a, ok := ParseKeyRecord(r); ok {
 			recs = append(recs, fmt.Sprintf("<holds %s in phase %d>", s.keyName(a.Fingerprint), a.Phase))
 		} else if IsControlRecord(r) {
-			cc, ok := ParseConfigEntry(&Entry{Count: 1, Payload: append([]byte{byte(len(r) >> 8), byte(len(r))}, r...)})
-			op := map[ChangeOp]string{ChangeAdd: "add", ChangeRemove: "remove"}[cc.Op]
-			if !ok {
-				op = "?"
+			// A roster record: ConfigMagic, the operation, the member.
+			op, who := "?", "?"
+			if k := len(ConfigMagic); len(r) == k+2 {
+				op = map[ChangeOp]string{ChangeAdd: "add", ChangeRemove: "remove"}[ChangeOp(r[k])]
+				who = hostName(int(r[k+1]))
 			}
-			recs = append(recs, fmt.Sprintf("<roster change: %s %s>", op, hostName(int(cc.Member))))
+			recs = append(recs, fmt.Sprintf("<roster change: %s %s>", op, who))
 		} else {
 			recs = append(recs, strconv.Quote(string(r)))
 		}
@@ -835,11 +842,11 @@ func (s *scenario) delivered(i int, recs bool) {
 }
 
 func (s *scenario) resetCounters() {
-	s.phases = [2]int{}
+	s.phases, s.frames = [2]int{}, map[int]int{}
 	s.msgs, s.msgBytes = map[[2]int]int{}, map[[2]int]int{}
 	s.r.onFrame = func(from int, f Frame) {
 		s.phases[KeyPhaseOf(f.Flags)]++
-		s.msgs[[2]int{from, -1}]++
+		s.frames[from]++
 	}
 	s.mark.rejects, s.mark.proposed = len(s.r.rejects), len(s.proposed)
 	s.mark.events = maps.Clone(s.r.events)
@@ -867,9 +874,6 @@ func (s *scenario) counters() {
 		}
 		return a[1] - b[1]
 	}) {
-		if k[1] < 0 {
-			continue
-		}
 		m := fmt.Sprintf("%s %s %d", hostName(k[0]), MsgType(k[1]), s.msgs[k])
 		if MsgType(k[1]) == MsgFetchResp {
 			m += fmt.Sprintf(" (%d bytes of entries)", s.msgBytes[k])
