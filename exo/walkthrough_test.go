@@ -1,319 +1,991 @@
-package exo_test
+package exo
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/cockroachdb/datadriven"
-
-	"github.com/exo-rack/exo/exo"
 )
 
 // TestWalkthrough runs the interaction scripts in testdata/walkthrough: each
-// drives a small rack step by step and prints what every host did, in the
-// style of etcd raft's interaction tests. The expected output lives in the
-// script; regenerate it with
+// drives a small rack (the tests' rack harness, rack_test.go) step by step
+// and prints what the hosts did and what a scenario checks, in the style of
+// etcd raft's interaction tests. The expected output lives in the script;
+// regenerate it with
 //
 //	go test ./exo -run TestWalkthrough -rewrite
 //
-// and read the diff. Commands:
+// and read the diff: an expected output is a check only once someone has
+// confirmed it by the protocol. Hosts are named A, B, C, ... by member id;
+// senders and histories are printed as member ids too (a log entry carries
+// positions in the roster of its time). Every command fails the test on a
+// SAFETY event. Commands:
 //
-//	rack hosts=5                    a new rack, hosts named A, B, C, ...
+//	rack hosts=N [timers=manual|exo] [trace=all|events|none] [key=K] [<timer>=T ...]
+//	                                a new rack. timers=manual (the default): the token passes
+//	                                only when the script says so (broadcast) or after 1,000
+//	                                ticks, and it is taken over after 2,000; timers=exo: exo's
+//	                                defaults. <timer> sets one Config field: token-timeout,
+//	                                token-timeout-min, takeover-stagger, retransmit, pass-delay,
+//	                                backoff (IdleBackoffMax), view-change-timeout, rejoin,
+//	                                fetch (FetchTicks), fetch-entries (MaxFetchEntries),
+//	                                key-grace (KeyGraceTicks). key=K: the frame key is
+//	                                key K (16 bytes: K, then zeros). trace: what commands print
+//	                                of what the hosts do (all: every frame and delivery;
+//	                                events: protocol events only; none)
+//	join X [amnesiac [transfer-pace=B]]
+//	                                host X (the next id) starts outside the roster: following
+//	                                the rack's log, or amnesiac (a spare that transfers state;
+//	                                at most B bytes a tick: TransferBytesPerTick)
 //	broadcast X                     host X sends a frame now (as the token holder)
 //	propose X text                  queue a payload at X
-//	deliver                         deliver everything in flight (partition rules apply)
+//	load rounds=N                   N payloads proposed at the first roster's hosts in turn,
+//	                                each delivered before the next
+//	deliver [n=K]                   deliver everything in flight (or the K oldest items;
+//	                                partitions and cuts apply)
 //	partition A,B/C,D,E             cut the segment and the OOB network in groups
-//	heal                            undo the partition
-//	tick [X ...] [n=N]              tick hosts (all by default) N times, delivering after each
-//	inject to=X from=Y seq=S hist=Y,Z [epoch=E]   hand X a crafted frame
-//	state [X ...]                   print the hosts' pointers and logs
+//	cut from=A,B to=C [frames|oob]  one way: what A and B send to C is lost (frames, OOB
+//	                                messages, or both)
+//	heal [cuts]                     undo partitions and cuts (cuts: the one-way cuts only)
+//	crash X|holder                  host X (holder: the token holder) stops; what is in flight
+//	                                to it is lost
+//	restart X [amnesiac]            X starts again from its durable state, or without it
+//	config X add=Y|remove=Y         X proposes a roster change
+//	stage-key X ... key=K           the hosts stage key K (a key rotation)
+//	retire-key X ...                the hosts empty the key slot they do not send under
+//	tick [X ...] [n=N] [load] [until=COND [max=N]] [trace=L]
+//	                                tick hosts (all by default) N times, delivering after each
+//	                                round; load: every member up proposes a payload before
+//	                                each round. until: tick until COND holds after a round (at most
+//	                                max rounds, 1,000 by default) and say after how many:
+//	                                an event name (takeover, installed, view-change, gap,
+//	                                key-switch, key-retired, ...: reported by any host),
+//	                                sends=X (X sent a frame), synced (nothing in flight and
+//	                                every member up holds the same epoch, append and agreement
+//	                                pointers, none halted), caught-up=X (see lag). Unless the
+//	                                trace is all, a summary of the agreement pointers follows
+//	inject to=X from=Y seq=S hist=Y,Z [epoch=E] [key=K phase=P]
+//	                                hand X a crafted frame (sealed under X's key, or key K in
+//	                                slot P)
+//	state [X ...] [log=K] [from=S] [to=S]
+//	                                the hosts' pointers and logs (the last K entries; seq S..S)
+//	rosters [X ...]                 each host's roster, position, switch point, pointers' roster size
+//	keys [X ...]                    each host's key slots and rotation
+//	detector [X ...]                each host's token-loss detector
+//	recovery [X ...]                each host's gap repair, catch-up and state transfer
+//	lag [X ...]                     whether each host holds what the rack (its first member up)
+//	                                had agreed two token timeouts of ticks ago
+//	delivered [X ...] [records]     each host's delivery stream (and its payloads)
+//	counters [reset]                frames (by key phase and sender), messages (by sender and
+//	                                type; the bytes of fetched entries), rejects, events and
+//	                                payloads since the last reset
+//	check                           every delivery stream (of every host and incarnation) is
+//	                                gapless and agrees with every other at every seq; no payload
+//	                                at two seqs; every core record a key or roster record; then
+//	                                what became of every payload proposed
 //	same-log                        fail unless every host holds the same log
 func TestWalkthrough(t *testing.T) {
 	datadriven.Walk(t, "../testdata/walkthrough", func(t *testing.T, path string) {
-		env := &rackEnv{}
+		s := &scenario{}
 		datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
-			return env.handle(t, d)
+			s.t = t
+			return s.handle(d)
 		})
 	})
 }
 
-type flight struct {
-	from, to int
-	frame    *exo.Frame
-	msg      *exo.Message
-}
-
-type rackEnv struct {
-	nodes    []*exo.Node
-	side     []int // partition side of each host
-	inflight []flight
+// scenario is a script's state around its rack.
+type scenario struct {
+	t        *testing.T
+	r        *rack
 	out      strings.Builder
+	first    int               // the size of the first roster
+	base     Config            // the configuration every host starts from
+	keyNames map[uint64]string // key fingerprint -> k<K>
+	proposed []string          // payloads Propose took, in order
+	seq      map[int]int       // payloads generated at each host
+	safety   int               // SAFETY events already reported
+	// rackAgreed is the agreement pointer of the first running member
+	// after each tick.
+	rackAgreed []uint64
+
+	// counters since the last reset
+	phases   [2]int
+	frames   map[int]int    // by sender
+	msgs     map[[2]int]int // (sender, type)
+	msgBytes map[[2]int]int // (sender, type): the entries' binary size
+	mark     struct {
+		rejects, proposed int
+		events            map[EventKind]int
+	}
 }
 
-func name(i int) string { return string(rune('A' + i)) }
+func (s *scenario) printf(format string, args ...any) { fmt.Fprintf(&s.out, format, args...) }
 
-func (e *rackEnv) id(t *testing.T, s string) int {
-	s = strings.TrimSpace(s)
-	if len(s) == 1 && s[0] >= 'A' && int(s[0]-'A') < len(e.nodes) {
-		return int(s[0] - 'A')
+// id returns the host named x.
+func (s *scenario) id(x string) int {
+	x = strings.TrimSpace(x)
+	if len(x) == 1 && x[0] >= 'A' && int(x[0]-'A') < len(s.r.nodes) {
+		return int(x[0] - 'A')
 	}
-	t.Fatalf("unknown host %q", s)
+	s.t.Fatalf("unknown host %q", x)
 	return -1
 }
 
-func (e *rackEnv) hist(h []uint8) string {
-	var parts []string
-	for _, x := range h {
-		if x == exo.HistoryNone {
-			parts = append(parts, "X")
-		} else {
-			parts = append(parts, name(int(x)))
+func isHostName(x string) bool { return len(x) == 1 && x[0] >= 'A' && x[0] <= 'Z' }
+
+// hosts returns the hosts named as bare arguments, or every host.
+func (s *scenario) hosts(d *datadriven.TestData) []int {
+	var hs []int
+	for _, a := range d.CmdArgs {
+		if len(a.Vals) == 0 && isHostName(a.Key) {
+			hs = append(hs, s.id(a.Key))
 		}
 	}
-	return "[" + strings.Join(parts, " ") + "]"
+	if hs == nil {
+		for i := range s.r.nodes {
+			hs = append(hs, i)
+		}
+	}
+	return hs
 }
 
-func (e *rackEnv) handle(t *testing.T, d *datadriven.TestData) string {
-	e.out.Reset()
+func (s *scenario) intArg(d *datadriven.TestData, key string, def int) int {
+	if a, ok := d.Arg(key); ok {
+		v, err := strconv.Atoi(a.Vals[0])
+		if err != nil {
+			d.Fatalf(s.t, "%s=%s: %v", key, a.Vals[0], err)
+		}
+		return v
+	}
+	return def
+}
+
+func (s *scenario) strArg(d *datadriven.TestData, key, def string) string {
+	if a, ok := d.Arg(key); ok {
+		return a.Vals[0]
+	}
+	return def
+}
+
+// traceArg returns the trace level the command's trace= names, or def.
+func (s *scenario) traceArg(d *datadriven.TestData, def traceLevel) traceLevel {
+	switch l := s.strArg(d, "trace", ""); l {
+	case "":
+		return def
+	case "all":
+		return traceAll
+	case "events":
+		return traceEvents
+	case "none":
+		return traceNone
+	default:
+		d.Fatalf(s.t, "trace=%s: all, events or none", l)
+		return def
+	}
+}
+
+// key returns key K (K, then zeros) and names it kK in what scripts print.
+func (s *scenario) key(k int) [TagKeyLen]byte {
+	key := [TagKeyLen]byte{byte(k)}
+	s.keyNames[KeyFingerprint(key)] = "k" + strconv.Itoa(k)
+	return key
+}
+
+func (s *scenario) keyName(fp uint64) string {
+	if n, ok := s.keyNames[fp]; ok {
+		return n
+	}
+	return fmt.Sprintf("%016x", fp)
+}
+
+func roster(ids []uint8) string {
+	var s []string
+	for _, x := range ids {
+		s = append(s, hostName(int(x)))
+	}
+	return strings.Join(s, ",")
+}
+
+func (s *scenario) handle(d *datadriven.TestData) string {
+	s.out.Reset()
+	if s.r == nil && d.Cmd != "rack" {
+		d.Fatalf(s.t, "no rack yet")
+	}
 	switch d.Cmd {
 	case "rack":
-		var n int
-		d.ScanArgs(t, "hosts", &n)
-		e.nodes, e.side, e.inflight = nil, make([]int, n), nil
-		for i := 0; i < n; i++ {
-			// Hosts pass the token only when the script says so (broadcast)
-			// or after PassDelay ticks; timeouts are long so that the
-			// script decides when they fire.
-			nd, err := exo.NewNode(exo.Config{ID: uint8(i), Hosts: n, Group: 7, PassDelay: 1000, TokenTimeout: 2000, RetransmitTicks: 1000})
-			if err != nil {
-				t.Fatal(err)
-			}
-			e.nodes = append(e.nodes, nd)
-		}
-		fmt.Fprintf(&e.out, "%d hosts, h=%d, majority %d\n", n, exo.HistoryLen(n), exo.Majority(n))
+		s.newRack(d)
+	case "join":
+		s.join(d)
 	case "broadcast":
-		i := e.id(t, d.CmdArgs[0].Key)
-		if !e.nodes[i].Broadcast() {
-			p := e.nodes[i].Pointers()
-			fmt.Fprintf(&e.out, "%s: refuses to send: it is in its own history %s, every receiver would reject the frame (SENDER_IN_HISTORY)\n",
-				name(i), e.hist(p.Hist()))
+		i := s.id(d.CmdArgs[0].Key)
+		nd := s.r.nodes[i]
+		if !nd.Broadcast() {
+			p := nd.Pointers()
+			s.printf("%s: refuses to send: it is in its own history %s, every receiver would reject the frame (SENDER_IN_HISTORY)\n",
+				hostName(i), histString(nd.Roster(), p.Hist()))
 		}
-		e.collect(i)
+		s.r.collect(i)
 	case "propose":
-		i := e.id(t, d.CmdArgs[0].Key)
-		if err := e.nodes[i].Propose([]byte(d.CmdArgs[1].Key)); err != nil {
-			fmt.Fprintf(&e.out, "%s: %v\n", name(i), err)
+		i := s.id(d.CmdArgs[0].Key)
+		s.propose(i, d.CmdArgs[1].Key)
+		s.r.collect(i)
+	case "load":
+		for k := 0; k < s.intArg(d, "rounds", 1); k++ {
+			i := k % s.first
+			s.propose(i, s.payload(i))
+			s.r.collect(i)
+			s.r.run(1 << 20)
 		}
-		e.collect(i)
+		s.summary()
 	case "deliver":
-		e.deliverAll()
+		s.r.run(s.intArg(d, "n", 1<<20))
+		if n := len(s.r.inflight); n > 0 {
+			s.printf("(%d in flight)\n", n)
+		}
 	case "partition":
 		for gi, g := range strings.Split(d.CmdArgs[0].Key, "/") {
 			for _, h := range strings.Split(g, ",") {
-				e.side[e.id(t, h)] = gi
+				s.r.side[s.id(h)] = gi
 			}
 		}
-		fmt.Fprintf(&e.out, "partition %s\n", d.CmdArgs[0].Key)
+		s.printf("partition %s\n", d.CmdArgs[0].Key)
+	case "cut":
+		s.cut(d)
 	case "heal":
-		clear(e.side)
-		fmt.Fprintf(&e.out, "healed\n")
+		clear(s.r.cut)
+		if d.HasArg("cuts") {
+			s.printf("one-way cuts healed\n")
+			break
+		}
+		clear(s.r.side)
+		s.printf("healed\n")
+	case "crash":
+		i := 0
+		if x := d.CmdArgs[0].Key; x == "holder" {
+			i = s.holder()
+		} else {
+			i = s.id(x)
+		}
+		s.r.crash(i)
+		s.printf("%s crashes\n", hostName(i))
+	case "restart":
+		i := s.id(d.CmdArgs[0].Key)
+		amnesiac := d.HasArg("amnesiac")
+		if amnesiac {
+			s.printf("%s restarts without its state\n", hostName(i))
+		} else {
+			hs := s.r.saved[i]
+			if !s.r.down[i] {
+				hs = s.r.nodes[i].HardState()
+			}
+			s.printf("%s restarts from its durable state: epoch %d, agreed %d, log %d entries\n", hostName(i), hs.Epoch, hs.Agreed, len(hs.Log))
+		}
+		if err := s.r.restart(i, amnesiac); err != nil {
+			s.t.Fatal(err)
+		}
+	case "config":
+		s.config(d)
+	case "stage-key":
+		var k int
+		d.ScanArgs(s.t, "key", &k)
+		key := s.key(k)
+		for _, i := range s.hosts(d) {
+			ph, err := s.r.nodes[i].StageKey(key)
+			if err != nil {
+				s.printf("%s: %v\n", hostName(i), err)
+			} else {
+				s.printf("%s: stages k%d in phase %d\n", hostName(i), k, ph)
+			}
+			s.r.collect(i)
+		}
+	case "retire-key":
+		for _, i := range s.hosts(d) {
+			s.printf("%s: retires its other key: held one %v\n", hostName(i), s.r.nodes[i].RetireKey())
+			s.r.collect(i)
+		}
 	case "tick":
-		n := 1
-		var hosts []int
-		for _, a := range d.CmdArgs {
-			if a.Key == "n" {
-				n, _ = strconv.Atoi(a.Vals[0])
-			} else {
-				hosts = append(hosts, e.id(t, a.Key))
-			}
-		}
-		if hosts == nil {
-			for i := range e.nodes {
-				hosts = append(hosts, i)
-			}
-		}
-		for k := 0; k < n; k++ {
-			for _, i := range hosts {
-				e.nodes[i].Tick()
-				e.collect(i)
-			}
-			e.deliverAll()
-		}
+		s.tick(d)
 	case "inject":
-		var to, from string
-		var seq uint64
-		var hist string
-		var epoch uint64
-		d.ScanArgs(t, "to", &to)
-		d.ScanArgs(t, "from", &from)
-		d.ScanArgs(t, "seq", &seq)
-		d.ScanArgs(t, "hist", &hist)
-		if d.HasArg("epoch") {
-			d.ScanArgs(t, "epoch", &epoch)
+		s.inject(d)
+	case "state":
+		from, to := s.intArg(d, "from", 0), s.intArg(d, "to", -1)
+		for _, i := range s.hosts(d) {
+			s.state(i, s.intArg(d, "log", -1), uint64(from), uint64(to))
 		}
-		f := exo.Frame{Type: exo.FrameData, Group: 7, Sender: uint8(e.id(t, from)), Seq: seq, Epoch: uint32(epoch)}
-		for _, h := range strings.Split(hist, ",") {
-			if h == "X" {
-				f.History = append(f.History, exo.HistoryNone)
-			} else {
-				f.History = append(f.History, uint8(e.id(t, h)))
-			}
+	case "rosters":
+		for _, i := range s.hosts(d) {
+			s.rosters(i)
 		}
-		i := e.id(t, to)
-		f.Seal(e.nodes[i].Config().TagKey) // injected, but by a host of the rack
-		r := e.nodes[i].StepFrame(&f)
-		fmt.Fprintf(&e.out, "%s <- %s M=%d,%s: %s\n", name(i), from, seq, e.hist(f.History), r)
-		e.collect(i)
+	case "keys":
+		for _, i := range s.hosts(d) {
+			s.keys(i)
+		}
+	case "detector":
+		for _, i := range s.hosts(d) {
+			dt := s.r.nodes[i].Detector()
+			s.printf("%s: takeover timeout %d ticks (floor %d, ceiling %d), stagger %d, %d samples\n",
+				hostName(i), dt.Timeout, dt.Min, dt.Max, dt.Stagger, dt.Samples)
+		}
+	case "lag":
+		for _, i := range s.hosts(d) {
+			_, line := s.caughtUp(i)
+			s.printf("%s\n", line)
+		}
+	case "recovery":
+		for _, i := range s.hosts(d) {
+			s.recovery(i)
+		}
+	case "delivered":
+		for _, i := range s.hosts(d) {
+			s.delivered(i, d.HasArg("records"))
+		}
+	case "counters":
+		s.counters()
+		if d.HasArg("reset") {
+			s.resetCounters()
+		}
+	case "check":
+		s.check()
 	case "same-log":
-		// Every host must hold the same log and agreement pointer.
-		ref := e.nodes[0]
-		for i, nd := range e.nodes[1:] {
-			a, b := ref.Log(), nd.Log()
-			if len(a) != len(b) || ref.Pointers().Agreed != nd.Pointers().Agreed {
-				t.Fatalf("%s and %s differ: %d/%d entries, agreed %d/%d", name(0), name(i+1), len(a), len(b), ref.Pointers().Agreed, nd.Pointers().Agreed)
-			}
-			for k := range a {
-				if !a[k].Equal(&b[k]) {
-					t.Fatalf("%s and %s differ at seq %d", name(0), name(i+1), k)
+		s.sameLog()
+	default:
+		d.Fatalf(s.t, "unknown command %q", d.Cmd)
+	}
+	if n := s.r.events[EventSafety]; n > s.safety {
+		s.t.Errorf("%s: %d SAFETY events", d.Pos, n-s.safety)
+		s.safety = n
+	}
+	return s.out.String()
+}
+
+func (s *scenario) newRack(d *datadriven.TestData) {
+	var n int
+	d.ScanArgs(s.t, "hosts", &n)
+	s.keyNames = map[uint64]string{}
+	s.proposed, s.seq, s.safety, s.rackAgreed = nil, map[int]int{}, 0, nil
+	c := Config{Hosts: n, Group: 7, TagKey: s.key(s.intArg(d, "key", 0))}
+	switch t := s.strArg(d, "timers", "manual"); t {
+	case "manual":
+		// Hosts pass the token only when the script says so (broadcast)
+		// or after PassDelay ticks; timeouts are long so that the script
+		// decides when they fire.
+		c.PassDelay, c.TokenTimeout, c.RetransmitTicks = 1000, 2000, 1000
+	case "exo":
+	default:
+		d.Fatalf(s.t, "timers=%s: manual or exo", t)
+	}
+	for k, f := range map[string]*int{
+		"token-timeout": &c.TokenTimeout, "token-timeout-min": &c.TokenTimeoutMin, "takeover-stagger": &c.TakeoverStagger,
+		"retransmit": &c.RetransmitTicks, "pass-delay": &c.PassDelay, "backoff": &c.IdleBackoffMax,
+		"view-change-timeout": &c.ViewChangeTimeout, "rejoin": &c.RejoinTicks, "fetch": &c.FetchTicks,
+		"fetch-entries": &c.MaxFetchEntries, "key-grace": &c.KeyGraceTicks,
+	} {
+		*f = s.intArg(d, k, *f)
+	}
+	s.first, s.base = n, c
+	s.r = newRack(s.t, n, func(cfg *Config) { id := cfg.ID; *cfg = c; cfg.ID = id })
+	s.r.out = &s.out
+	s.r.level = s.traceArg(d, traceAll)
+	s.r.dropMsg = func(m Message) bool {
+		k := [2]int{int(m.From), int(m.Type)}
+		s.msgs[k]++
+		for i := range m.Entries {
+			s.msgBytes[k] += m.Entries[i].BinarySize()
+		}
+		return false
+	}
+	s.resetCounters()
+	s.printf("%d hosts, h=%d, majority %d\n", n, HistoryLen(n), Majority(n))
+}
+
+func (s *scenario) join(d *datadriven.TestData) {
+	u := len(s.r.nodes)
+	if x := d.CmdArgs[0].Key; x != hostName(u) {
+		d.Fatalf(s.t, "join %s: the next host is %s", x, hostName(u))
+	}
+	cfg := s.base
+	cfg.ID = uint8(u)
+	var nd *Node
+	var err error
+	if d.HasArg("amnesiac") {
+		cfg.TransferBytesPerTick = s.intArg(d, "transfer-pace", 0)
+		nd, err = NewAmnesiacNode(cfg)
+		s.printf("%s joins without state, outside the roster\n", hostName(u))
+	} else {
+		// A joiner with a log: it follows the rack's log from its
+		// first roster on.
+		cfg.Hosts = u + 1
+		nd, err = RestartNode(cfg, HardState{Roster: IdentityRoster(s.first)})
+		s.printf("%s joins outside the roster, following the log\n", hostName(u))
+	}
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	s.r.add(nd, cfg)
+	s.r.collect(u)
+}
+
+// payload returns the next payload of host i: its name and a count.
+func (s *scenario) payload(i int) string {
+	s.seq[i]++
+	return hostName(i) + strconv.Itoa(s.seq[i])
+}
+
+func (s *scenario) propose(i int, p string) bool {
+	if err := s.r.nodes[i].Propose([]byte(p)); err != nil {
+		s.printf("%s: %v\n", hostName(i), err)
+		return false
+	}
+	s.proposed = append(s.proposed, p)
+	return true
+}
+
+// firstMember returns the first running member.
+func (s *scenario) firstMember() int {
+	for i, nd := range s.r.nodes {
+		if !s.r.down[i] && !nd.Removed() {
+			return i
+		}
+	}
+	s.t.Fatal("no member is running")
+	return -1
+}
+
+// holder is the token holder by the first running member's log.
+func (s *scenario) holder() int {
+	nd := s.r.nodes[s.firstMember()]
+	return member(nd.Roster(), nd.Holder())
+}
+
+// caughtUp reports whether host i holds what the rack (its first running
+// member) had agreed two token timeouts ago (an idle rack still agrees
+// empty frames: a host that follows it by fetching is always a little
+// behind), and says so.
+func (s *scenario) caughtUp(i int) (bool, string) {
+	tt := s.r.nodes[i].Config().TokenTimeout
+	a := s.r.nodes[i].Pointers().Agreed
+	k := len(s.rackAgreed) - 1 - 2*tt
+	if k < 0 {
+		return false, fmt.Sprintf("%s: agreed %d; the rack ran fewer than two token timeouts (%d ticks)", hostName(i), a, 2*tt)
+	}
+	then := s.rackAgreed[k]
+	ok := a >= then
+	verdict := map[bool]string{true: "caught up", false: "behind"}[ok]
+	return ok, fmt.Sprintf("%s: agreed %d; the rack agreed %d now, %d two token timeouts (%d ticks) ago: %s",
+		hostName(i), a, s.rackAgreed[len(s.rackAgreed)-1], then, 2*tt, verdict)
+}
+
+func (s *scenario) cut(d *datadriven.TestData) {
+	var from, to string
+	d.ScanArgs(s.t, "from", &from)
+	d.ScanArgs(s.t, "to", &to)
+	what, l := "frames and OOB messages", lossAll
+	switch {
+	case d.HasArg("frames"):
+		what, l = "frames", lossFrames
+	case d.HasArg("oob"):
+		what, l = "OOB messages", lossOOB
+	}
+	for _, f := range strings.Split(from, ",") {
+		for _, t := range strings.Split(to, ",") {
+			s.r.cut[[2]int{s.id(f), s.id(t)}] |= l
+		}
+	}
+	s.printf("cut %s -> %s: %s lost\n", from, to, what)
+}
+
+func (s *scenario) config(d *datadriven.TestData) {
+	i := s.id(d.CmdArgs[0].Key)
+	var c ConfigChange
+	var who, op string
+	switch {
+	case d.HasArg("add"):
+		d.ScanArgs(s.t, "add", &who)
+		c, op = ConfigChange{Op: ChangeAdd, Member: uint8(s.id(who))}, "add"
+	case d.HasArg("remove"):
+		d.ScanArgs(s.t, "remove", &who)
+		c, op = ConfigChange{Op: ChangeRemove, Member: uint8(s.id(who))}, "remove"
+	default:
+		d.Fatalf(s.t, "config: add= or remove=")
+	}
+	if err := s.r.nodes[i].ProposeConfig(c); err != nil {
+		s.printf("%s: %s %s: %v\n", hostName(i), op, who, err)
+	} else {
+		s.printf("%s: proposes %s %s\n", hostName(i), op, who)
+	}
+	s.r.collect(i)
+}
+
+func (s *scenario) tick(d *datadriven.TestData) {
+	level := s.r.level
+	s.r.level = s.traceArg(d, level)
+	defer func() { s.r.level = level }()
+	var only []int
+	for _, a := range d.CmdArgs {
+		if len(a.Vals) == 0 && isHostName(a.Key) {
+			only = append(only, s.id(a.Key))
+		}
+	}
+	until := s.strArg(d, "until", "")
+	n := s.intArg(d, "n", 1)
+	if until != "" {
+		n = s.intArg(d, "max", 1000)
+	}
+	frames := s.r.frames
+	for k := 1; k <= n; k++ {
+		events := maps.Clone(s.r.events)
+		sent := s.framesBy()
+		if d.HasArg("load") {
+			for i := range s.r.nodes {
+				if !s.r.down[i] && !s.r.nodes[i].Removed() {
+					p := s.payload(i)
+					if s.r.nodes[i].Propose([]byte(p)) == nil {
+						s.proposed = append(s.proposed, p)
+					}
+					s.r.collect(i)
 				}
 			}
 		}
-		fmt.Fprintf(&e.out, "all %d hosts hold the same %d entries, agreed=%d\n", len(e.nodes), len(ref.Log()), ref.Pointers().Agreed)
-	case "state":
-		hosts := make([]int, 0, len(e.nodes))
-		for _, a := range d.CmdArgs {
-			hosts = append(hosts, e.id(t, a.Key))
-		}
-		if len(hosts) == 0 {
-			for i := range e.nodes {
-				hosts = append(hosts, i)
+		for i, nd := range s.r.nodes {
+			if !s.r.down[i] && (only == nil || slices.Contains(only, i)) {
+				nd.Tick()
+				s.r.collect(i)
 			}
 		}
-		for _, i := range hosts {
-			e.state(i)
+		s.r.run(1 << 20)
+		s.rackAgreed = append(s.rackAgreed, s.r.nodes[s.firstMember()].Pointers().Agreed)
+		if until != "" && s.holds(d, until, events, sent) {
+			s.printf("%s after %d ticks\n", until, k)
+			break
+		} else if until != "" && k == n {
+			s.printf("no %s in %d ticks\n", until, n)
 		}
-	default:
-		t.Fatalf("unknown command %q", d.Cmd)
 	}
-	return e.out.String()
+	if s.r.level < traceAll {
+		s.printf("%d frames sent; ", s.r.frames-frames)
+		s.summary()
+	}
 }
 
-func (e *rackEnv) state(i int) {
-	nd := e.nodes[i]
-	p := nd.Pointers()
-	fmt.Fprintf(&e.out, "%s: seq=%d history=%s agreed=%d epoch=%d", name(i), p.Append, e.hist(p.Hist()), p.Agreed, p.Epoch)
-	if nd.Halted() {
-		fmt.Fprintf(&e.out, " HALTED(promised %d)", nd.Promised())
+// framesBy returns the frames each host sent so far.
+func (s *scenario) framesBy() []int {
+	out := make([]int, len(s.r.nodes))
+	for i, n := range s.frames {
+		out[i] = n
 	}
-	fmt.Fprintf(&e.out, " token=%s\n", name(int(nd.Holder())))
-	for _, en := range nd.Log() {
+	return out
+}
+
+// holds reports whether the condition cond of tick's until holds after a
+// round that started with events and sent frames counted.
+func (s *scenario) holds(d *datadriven.TestData, cond string, events map[EventKind]int, sent []int) bool {
+	r := s.r
+	switch {
+	case strings.HasPrefix(cond, "caught-up="):
+		ok, _ := s.caughtUp(s.id(strings.TrimPrefix(cond, "caught-up=")))
+		return ok
+	case cond == "synced":
+		if len(r.inflight) > 0 {
+			return false
+		}
+		var ref *Pointers
+		for i, nd := range r.nodes {
+			p := nd.Pointers()
+			switch {
+			case r.down[i] || nd.Removed():
+			case nd.Halted() || nd.Transferring():
+				return false
+			case ref == nil:
+				ref = &p
+			case p.Epoch != ref.Epoch || p.Append != ref.Append || p.Agreed != ref.Agreed:
+				return false
+			}
+		}
+		return true
+	case strings.HasPrefix(cond, "sends="):
+		i := s.id(strings.TrimPrefix(cond, "sends="))
+		return s.framesBy()[i] > sent[i]
+	}
+	for k := EventKind(1); int(k) < len(eventNames); k++ {
+		if k.String() == cond {
+			return r.events[k] > events[k]
+		}
+	}
+	d.Fatalf(s.t, "until=%s: unknown condition", cond)
+	return false
+}
+
+// summary prints every running host's agreement pointer.
+func (s *scenario) summary() {
+	var ag []string
+	for i, nd := range s.r.nodes {
+		if s.r.down[i] {
+			ag = append(ag, hostName(i)+" down")
+		} else {
+			ag = append(ag, fmt.Sprintf("%s=%d", hostName(i), nd.Pointers().Agreed))
+		}
+	}
+	s.printf("agreed %s\n", strings.Join(ag, " "))
+}
+
+func (s *scenario) inject(d *datadriven.TestData) {
+	var to, from, hist string
+	var seq uint64
+	var epoch uint64
+	d.ScanArgs(s.t, "to", &to)
+	d.ScanArgs(s.t, "from", &from)
+	d.ScanArgs(s.t, "seq", &seq)
+	d.ScanArgs(s.t, "hist", &hist)
+	d.MaybeScanArgs(s.t, "epoch", &epoch)
+	i := s.id(to)
+	nd := s.r.nodes[i]
+	pos := func(x string) uint8 {
+		p := slices.Index(nd.Roster(), uint8(s.id(x)))
+		if p < 0 {
+			d.Fatalf(s.t, "%s is not in %s's roster", x, to)
+		}
+		return uint8(p)
+	}
+	f := Frame{Type: FrameData, Group: nd.Config().Group, Sender: pos(from), Seq: seq, Epoch: uint32(epoch)}
+	for _, h := range strings.Split(hist, ",") {
+		if h == "X" {
+			f.History = append(f.History, HistoryNone)
+		} else {
+			f.History = append(f.History, pos(h))
+		}
+	}
+	// Injected, but by a host of the rack: sealed under the rack's key,
+	// or the key the script names.
+	if d.HasArg("key") {
+		var k, ph int
+		d.ScanArgs(s.t, "key", &k)
+		d.ScanArgs(s.t, "phase", &ph)
+		f.SealPhase(uint8(ph), s.key(k))
+	} else {
+		f.Seal(nd.Config().TagKey)
+	}
+	res := nd.StepFrame(&f)
+	s.printf("%s <- %s M=%d,%s: %s\n", hostName(i), from, seq, histString(nd.Roster(), f.History), res)
+	s.r.collect(i)
+}
+
+// records names the records of e: payloads quoted, core records decoded.
+func (s *scenario) records(e *Entry) []string {
+	var recs []string
+	_ = e.Records(func(r []byte) error {
+		if a, ok := ParseKeyRecord(r); ok {
+			recs = append(recs, fmt.Sprintf("<holds %s in phase %d>", s.keyName(a.Fingerprint), a.Phase))
+		} else if IsControlRecord(r) {
+			// A roster record: ConfigMagic, the operation, the member.
+			op, who := "?", "?"
+			if k := len(ConfigMagic); len(r) == k+2 {
+				op = map[ChangeOp]string{ChangeAdd: "add", ChangeRemove: "remove"}[ChangeOp(r[k])]
+				who = hostName(int(r[k+1]))
+			}
+			recs = append(recs, fmt.Sprintf("<roster change: %s %s>", op, who))
+		} else {
+			recs = append(recs, strconv.Quote(string(r)))
+		}
+		return nil
+	})
+	return recs
+}
+
+// state prints host i's pointers and the entries of its log (the last
+// ones, seq from..to).
+func (s *scenario) state(i, last int, from, to uint64) {
+	nd := s.r.nodes[i]
+	if s.r.down[i] {
+		s.printf("%s: down\n", hostName(i))
+		return
+	}
+	p := nd.Pointers()
+	s.printf("%s: seq=%d history=%s agreed=%d epoch=%d", hostName(i), p.Append, histString(nd.Roster(), p.Hist()), p.Agreed, p.Epoch)
+	if nd.Amnesiac() {
+		s.printf(" AMNESIAC")
+	}
+	if nd.Halted() {
+		s.printf(" HALTED(promised %d)", nd.Promised())
+	}
+	if nd.Removed() {
+		s.printf(" not a member")
+	} else {
+		s.printf(" token=%s", hostName(member(nd.Roster(), nd.Holder())))
+	}
+	s.printf("\n")
+	log := nd.Log()
+	tr := NewRosterTracker(nd.BaseRoster(), s.first)
+	for k := range log {
+		en := &log[k]
+		ros := tr.Observe(en)
+		if last >= 0 && k < len(log)-last {
+			if k == 0 {
+				s.printf("     (%d entries before)\n", len(log)-last)
+			}
+			continue
+		}
+		if en.Seq < from || en.Seq > to {
+			continue
+		}
 		mark := " "
 		if en.Seq < p.Agreed {
 			mark = "*"
 		}
-		fmt.Fprintf(&e.out, "   %s %d %s %s", mark, en.Seq, name(int(en.Sender)), e.hist(en.History))
+		s.printf("   %s %d %s %s", mark, en.Seq, hostName(member(ros, en.Sender)), histString(ros, en.History))
 		if en.Count > 0 {
-			var recs []string
-			_ = en.Records(func(r []byte) error { recs = append(recs, strconv.Quote(string(r))); return nil })
-			fmt.Fprintf(&e.out, " %s", strings.Join(recs, " "))
+			s.printf(" %s", strings.Join(s.records(en), " "))
 		}
 		if en.Epoch > 0 {
-			fmt.Fprintf(&e.out, " (epoch %d)", en.Epoch)
+			s.printf(" (epoch %d)", en.Epoch)
 		}
-		fmt.Fprintln(&e.out)
+		s.printf("\n")
 	}
 }
 
-// collect moves host i's Ready into the network and prints its effects.
-func (e *rackEnv) collect(i int) {
-	nd := e.nodes[i]
-	if !nd.HasReady() {
+func (s *scenario) rosters(i int) {
+	nd := s.r.nodes[i]
+	if s.r.down[i] {
+		s.printf("%s: down\n", hostName(i))
 		return
 	}
-	rd := nd.Ready()
-	for _, ev := range rd.Events {
-		switch ev.Kind {
-		case exo.EventViewChange:
-			fmt.Fprintf(&e.out, "%s: starts a view change to epoch %d\n", name(i), ev.Epoch)
-		case exo.EventInstalled:
-			p := nd.Pointers()
-			fmt.Fprintf(&e.out, "%s: installed epoch %d: seq=%d history=%s agreed=%d\n", name(i), ev.Epoch, p.Append, e.hist(p.Hist()), p.Agreed)
-		case exo.EventTakeover:
-			fmt.Fprintf(&e.out, "%s: token timeout, takes the token over from %s\n", name(i), name(int(ev.Peer)))
-		case exo.EventDivergence:
-			fmt.Fprintf(&e.out, "%s: divergence at seq %d\n", name(i), ev.Seq)
-		case exo.EventSafety:
-			fmt.Fprintf(&e.out, "%s: SAFETY VIOLATION at seq %d\n", name(i), ev.Seq)
-		}
+	p := nd.Pointers()
+	s.printf("%s: roster %s", hostName(i), roster(nd.Roster()))
+	if sw := nd.ConfigSwitch(); sw > 0 {
+		s.printf(" from seq %d", sw)
 	}
-	for _, f := range rd.Frames {
-		fmt.Fprintf(&e.out, "%s broadcasts M=%d,%s", name(i), f.Seq, e.hist(f.History))
-		if f.Count > 0 {
-			fmt.Fprintf(&e.out, " (%d payloads)", f.Count)
-		}
-		if f.Flags&exo.FlagReadmit != 0 {
-			fmt.Fprintf(&e.out, " readmits %s", name(int(f.Flags&exo.FlagHostMask)))
-		}
-		fmt.Fprintln(&e.out)
-		for b := range e.nodes {
-			if b != i {
-				fc := f
-				e.inflight = append(e.inflight, flight{from: i, to: b, frame: &fc})
-			}
-		}
+	if nd.Removed() {
+		s.printf(", not a member")
+	} else {
+		s.printf(", position %d", nd.ID())
 	}
-	for _, m := range rd.Messages {
-		mc := m
-		e.inflight = append(e.inflight, flight{from: i, to: int(m.To), msg: &mc})
+	s.printf("; pointers: %d hosts, epoch %d, seq %d, agreed %d", p.Hosts, p.Epoch, p.Append, p.Agreed)
+	if nd.ChangeInFlight() {
+		s.printf("; a change in flight")
 	}
-	if len(rd.Agreed) > 0 {
-		var s []string
-		for _, en := range rd.Agreed {
-			s = append(s, strconv.FormatUint(en.Seq, 10))
-		}
-		fmt.Fprintf(&e.out, "%s: agreed %s\n", name(i), strings.Join(s, ","))
-	}
-	for _, en := range rd.Dropped {
-		fmt.Fprintf(&e.out, "%s: dropped its unagreed entry %d: its publisher is told\n", name(i), en.Seq)
-	}
-	nd.Advance()
+	s.printf("\n")
 }
 
-// deliverAll delivers in-flight items in order until none is left; items
-// that cross the partition are lost.
-func (e *rackEnv) deliverAll() {
-	for len(e.inflight) > 0 {
-		fl := e.inflight[0]
-		e.inflight = slices.Delete(e.inflight, 0, 1)
-		if e.side[fl.from] != e.side[fl.to] {
-			continue
+func (s *scenario) keys(i int) {
+	ks := s.r.nodes[i].KeyStatus()
+	slot := func(ph int) string {
+		if !ks.Valid[ph] {
+			return "-"
 		}
-		nd := e.nodes[fl.to]
-		if fl.frame != nil {
-			r := nd.StepFrame(fl.frame)
-			switch r {
-			case exo.ReasonAccept:
-				fmt.Fprintf(&e.out, "%s <- %s M=%d: append\n", name(fl.to), name(fl.from), fl.frame.Seq)
-			case exo.ReasonDuplicate:
-			default:
-				fmt.Fprintf(&e.out, "%s <- %s M=%d,%s: %s\n", name(fl.to), name(fl.from), fl.frame.Seq, e.hist(fl.frame.History), r)
-			}
-		} else {
-			m := fl.msg
-			switch m.Type {
-			case exo.MsgPrepare, exo.MsgInstall, exo.MsgNack:
-				fmt.Fprintf(&e.out, "%s <- %s %s epoch %d\n", name(fl.to), name(fl.from), m.Type, m.Epoch)
-			case exo.MsgPromise:
-				fmt.Fprintf(&e.out, "%s <- %s Promise epoch %d: log epoch %d, agreed %d, entries %d..%d\n",
-					name(fl.to), name(fl.from), m.Epoch, m.LogEpoch, m.Agreed, m.Start, m.Start+uint64(len(m.Entries)))
-			default:
-				fmt.Fprintf(&e.out, "%s <- %s %s\n", name(fl.to), name(fl.from), m.Type)
-			}
-			nd.Step(*m)
-		}
-		e.collect(fl.to)
+		return s.keyName(ks.Fingerprints[ph])
 	}
+	s.printf("%s: sends under phase %d; slots %s %s", hostName(i), ks.SendPhase, slot(0), slot(1))
+	if ks.Staged {
+		s.printf("; staged %s, waiting for %s", slot(1-int(ks.SendPhase)), roster(ks.Waiting))
+	}
+	if ks.OldValid {
+		s.printf("; old key %s held (grace %d ticks", slot(1-int(ks.SendPhase)), ks.GraceTicks)
+		if len(ks.NotMoved) > 0 {
+			s.printf("; %s not seen sending under the new one", roster(ks.NotMoved))
+		}
+		s.printf(")")
+	}
+	s.printf("\n")
+}
+
+func (s *scenario) recovery(i int) {
+	nd := s.r.nodes[i]
+	rc := nd.Recovery()
+	s.printf("%s: heard epoch %d up to seq %d", hostName(i), rc.RackEpoch, rc.RackSeq)
+	if rc.Fetching {
+		s.printf("; fetching from %s (%d ticks)", hostName(int(rc.FetchPeer)), rc.FetchTicks)
+	}
+	if rc.Gathered > 0 {
+		s.printf("; gathered %d entries of epoch %d", rc.Gathered, rc.GatherEpoch)
+	}
+	if rc.ViewChange != nil {
+		s.printf("; leads a view change to epoch %d", rc.ViewChange.Epoch)
+	}
+	if rc.Transferring {
+		s.printf("; state transfer towards %d", rc.TransferTo)
+	}
+	s.printf("\n")
+}
+
+func (s *scenario) delivered(i int, recs bool) {
+	st := s.r.agreed[i]
+	s.printf("%s: ", hostName(i))
+	if len(st) == 0 {
+		s.printf("nothing delivered")
+	} else {
+		payloads := 0
+		for k := range st {
+			_ = st[k].Records(func(rec []byte) error {
+				if !IsControlRecord(rec) {
+					payloads++
+				}
+				return nil
+			})
+		}
+		s.printf("delivered seq %d..%d (%d payloads)", st[0].Seq, st[len(st)-1].Seq, payloads)
+	}
+	if s.r.down[i] {
+		s.printf(", down")
+	}
+	s.printf("\n")
+	if recs {
+		for k := range st {
+			if st[k].Count > 0 {
+				s.printf("   %d %s\n", st[k].Seq, strings.Join(s.records(&st[k]), " "))
+			}
+		}
+	}
+}
+
+func (s *scenario) resetCounters() {
+	s.phases, s.frames = [2]int{}, map[int]int{}
+	s.msgs, s.msgBytes = map[[2]int]int{}, map[[2]int]int{}
+	s.r.onFrame = func(from int, f Frame) {
+		s.phases[KeyPhaseOf(f.Flags)]++
+		s.frames[from]++
+	}
+	s.mark.rejects, s.mark.proposed = len(s.r.rejects), len(s.proposed)
+	s.mark.events = maps.Clone(s.r.events)
+}
+
+func (s *scenario) counters() {
+	sent := s.framesBy()
+	var by []string
+	total := 0
+	for i, n := range sent {
+		if n > 0 {
+			by = append(by, fmt.Sprintf("%s %d", hostName(i), n))
+			total += n
+		}
+	}
+	s.printf("frames: %d (key phase 0: %d, phase 1: %d", total, s.phases[0], s.phases[1])
+	if len(by) > 0 {
+		s.printf("; by %s", strings.Join(by, ", "))
+	}
+	s.printf(")\n")
+	var ms []string
+	for _, k := range slices.SortedFunc(maps.Keys(s.msgs), func(a, b [2]int) int {
+		if a[0] != b[0] {
+			return a[0] - b[0]
+		}
+		return a[1] - b[1]
+	}) {
+		m := fmt.Sprintf("%s %s %d", hostName(k[0]), MsgType(k[1]), s.msgs[k])
+		if MsgType(k[1]) == MsgFetchResp {
+			m += fmt.Sprintf(" (%d bytes of entries)", s.msgBytes[k])
+		}
+		ms = append(ms, m)
+	}
+	s.printf("messages: %s\n", orNone(strings.Join(ms, ", ")))
+	rej := map[Reason]int{}
+	for _, x := range s.r.rejects[s.mark.rejects:] {
+		rej[x.Reason]++
+	}
+	var rs []string
+	for _, k := range slices.Sorted(maps.Keys(rej)) {
+		rs = append(rs, fmt.Sprintf("%s %d", k, rej[k]))
+	}
+	s.printf("rejects: %s\n", orNone(strings.Join(rs, ", ")))
+	var es []string
+	for _, k := range slices.Sorted(maps.Keys(s.r.events)) {
+		if n := s.r.events[k] - s.mark.events[k]; n > 0 {
+			es = append(es, fmt.Sprintf("%s %d", k, n))
+		}
+	}
+	s.printf("events: %s\n", orNone(strings.Join(es, ", ")))
+	s.printf("payloads proposed: %d\n", len(s.proposed)-s.mark.proposed)
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "none"
+	}
+	return s
+}
+
+// check checks every delivery stream against the others and prints what
+// they hold.
+func (s *scenario) check() {
+	r := s.r
+	streams := append(slices.Clone(r.past), r.agreed...)
+	at := map[uint64]*Entry{}
+	where := map[string]uint64{} // payload -> seq
+	var lo, hi uint64
+	keyRecs, cfgRecs := 0, 0
+	fail := func(format string, args ...any) {
+		s.t.Errorf(format, args...)
+		s.printf("FAIL: "+format+"\n", args...)
+	}
+	for si, st := range streams {
+		for k := range st {
+			e := &st[k]
+			if k > 0 && e.Seq != st[k-1].Seq+1 {
+				fail("stream %d: seq %d delivered after %d", si, e.Seq, st[k-1].Seq)
+			}
+			if o, ok := at[e.Seq]; ok {
+				if !o.Equal(e) {
+					fail("seq %d delivered as two different entries", e.Seq)
+				}
+				continue
+			}
+			at[e.Seq] = e
+			if len(at) == 1 || e.Seq < lo {
+				lo = e.Seq
+			}
+			hi = max(hi, e.Seq)
+			_ = e.Records(func(rec []byte) error {
+				switch _, isKey := ParseKeyRecord(rec); {
+				case isKey:
+					keyRecs++
+				case IsControlRecord(rec):
+					if _, ok := ParseConfigEntry(e); !ok {
+						fail("seq %d: a core record that is neither a key nor a roster record", e.Seq)
+					}
+					cfgRecs++
+				default:
+					if o, ok := where[string(rec)]; ok {
+						fail("payload %q delivered at seq %d and %d", rec, o, e.Seq)
+					}
+					where[string(rec)] = e.Seq
+				}
+				return nil
+			})
+		}
+	}
+	if len(at) == 0 {
+		s.printf("nothing delivered\n")
+		return
+	}
+	if uint64(len(at)) != hi-lo+1 {
+		fail("the streams hold %d of seq %d..%d", len(at), lo, hi)
+	}
+	s.printf("%d delivery streams agree on seq %d..%d: %d payloads, each once; %d key and %d roster records\n",
+		len(streams), lo, hi, len(where), keyRecs, cfgRecs)
+	missing := 0
+	for _, p := range s.proposed {
+		if _, ok := where[p]; !ok {
+			missing++
+		}
+	}
+	s.printf("of %d payloads proposed, %d delivered, %d not (yet)\n", len(s.proposed), len(s.proposed)-missing, missing)
+}
+
+func (s *scenario) sameLog() {
+	ref := s.r.nodes[0]
+	for i, nd := range s.r.nodes[1:] {
+		a, b := ref.Log(), nd.Log()
+		if len(a) != len(b) || ref.Pointers().Agreed != nd.Pointers().Agreed {
+			s.t.Fatalf("%s and %s differ: %d/%d entries, agreed %d/%d", hostName(0), hostName(i+1), len(a), len(b), ref.Pointers().Agreed, nd.Pointers().Agreed)
+		}
+		for k := range a {
+			if !a[k].Equal(&b[k]) {
+				s.t.Fatalf("%s and %s differ at seq %d", hostName(0), hostName(i+1), k)
+			}
+		}
+	}
+	s.printf("all %d hosts hold the same %d entries, agreed=%d\n", len(s.r.nodes), len(ref.Log()), ref.Pointers().Agreed)
 }
