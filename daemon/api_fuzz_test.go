@@ -96,6 +96,7 @@ const (
 	endBadLength        // a length of 0 or above client.MaxFrame: closed without an answer
 	endBadReq           // short publish/subscribe, unknown type: one Error "bad request"
 	endSubscribe        // a subscription: Message frames (or compacted), then close
+	endVersion          // a Hello of a version the daemon does not serve: one Error 12, then close
 )
 
 // parseAPIInput is the reference parse of a request stream (docs/api.md):
@@ -123,6 +124,10 @@ func parseAPIInput(in []byte) (reqs []apiReq, end int) {
 		case r.typ == client.TypeKey && len(r.body) >= 9:
 		case r.typ == client.TypeAcceptLoss && len(r.body) == 24:
 		case r.typ == client.TypePublishBatch && refBatch(r.body) != nil:
+		case r.typ == client.TypeHello && len(r.body) >= 2:
+			if v := binary.BigEndian.Uint16(r.body); v < client.MinAPIVersion || v > client.APIVersion {
+				return reqs, endVersion
+			}
 		default:
 			return reqs, endBadReq
 		}
@@ -264,6 +269,9 @@ func FuzzAPIRequest(f *testing.F) {
 	f.Add(cat(pub, fr(client.TypePublishBatch, client.U64(16), client.U16(1), m([]byte("x")), []byte{0}))) // bytes after
 	f.Add(cat(pub, fr(client.TypePublishBatch, client.U64(17), []byte{1})))                                // no count
 	f.Add(cat(batch, sub))
+	f.Add(cat(fr(client.TypeHello, client.U16(client.APIVersion), []byte("fuzz")), st, pub))
+	f.Add(cat(fr(client.TypeHello, client.U16(client.APIVersion+1), []byte("future")), st)) // refused: Error 12, then close
+	f.Add(cat(fr(client.TypeHello, []byte{1}), st))                                         // short: bad request
 	var fresh uint64
 	f.Fuzz(func(t *testing.T, in []byte) {
 		reqs, end := parseAPIInput(in)
@@ -271,7 +279,7 @@ func FuzzAPIRequest(f *testing.F) {
 
 		want := map[uint64][]int{}         // request id -> payload sizes
 		batches := map[uint64][][][]byte{} // request id -> its batches' payloads
-		statuses := 0
+		statuses, hellos := 0, 0
 		var from uint64
 		ctl := map[uint64]int{} // request id -> Roster and Key requests (one answer each)
 		for _, r := range reqs {
@@ -286,6 +294,8 @@ func FuzzAPIRequest(f *testing.F) {
 				batches[id] = append(batches[id], refBatch(r.body))
 			case client.TypeStatus:
 				statuses++
+			case client.TypeHello:
+				hellos++
 			case client.TypeSubscribe:
 				from = binary.BigEndian.Uint64(r.body)
 			}
@@ -302,7 +312,7 @@ func FuzzAPIRequest(f *testing.F) {
 		}
 		var ackedExact []exact           // batch results: exactly that payload
 		pubErrs := map[uint64][]uint16{} // errors of publishes and batches, matched at the end
-		badReqs, replies, msgs := 0, 0, 0
+		badReqs, replies, msgs, helloReplies, versionErrs := 0, 0, 0, 0, 0
 		var last client.Position
 		for i, a := range out {
 			switch a.typ {
@@ -332,6 +342,10 @@ func FuzzAPIRequest(f *testing.F) {
 				}
 				if code == client.CodeBadRequest && id == 0 {
 					badReqs++
+					continue
+				}
+				if code == client.CodeVersion && id == 0 {
+					versionErrs++
 					continue
 				}
 				if code == client.CodeCompacted && id == 0 && end == endSubscribe && msgs == 0 {
@@ -406,6 +420,11 @@ func FuzzAPIRequest(f *testing.F) {
 					t.Fatalf("answer %d: type %#x for request %d: not asked, or answered twice", i, a.typ, id)
 				}
 				ctl[id]--
+			case client.TypeHelloReply:
+				if len(a.body) < 2 || binary.BigEndian.Uint16(a.body) != client.APIVersion || !utf8.Valid(a.body[2:]) {
+					t.Fatalf("answer %d: HelloReply %q", i, a.body)
+				}
+				helloReplies++
 			case client.TypeStatusReply:
 				replies++
 				if !json.Valid(a.body) {
@@ -479,6 +498,12 @@ func FuzzAPIRequest(f *testing.F) {
 		}
 		if replies != statuses {
 			t.Fatalf("%d status requests, %d replies", statuses, replies)
+		}
+		if helloReplies != hellos {
+			t.Fatalf("%d hellos of this version, %d replies", hellos, helloReplies)
+		}
+		if wantVersion := map[bool]int{true: 1}[end == endVersion]; versionErrs != wantVersion {
+			t.Fatalf("input ends %d: %d version errors, want %d", end, versionErrs, wantVersion)
 		}
 		if wantBad := map[bool]int{true: 1}[end == endBadReq]; badReqs != wantBad {
 			t.Fatalf("input ends %d: %d bad-request errors, want %d", end, badReqs, wantBad)
