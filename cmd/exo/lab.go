@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -22,7 +21,6 @@ import (
 
 // labOptions are the flags and arguments of exo lab and its subcommands.
 type labOptions struct {
-	Action   string // up, down, status, partition, heal, link, cut, loss, probe, exec
 	Prefix   string
 	Hosts    int
 	MTU      int
@@ -42,13 +40,8 @@ type labOptions struct {
 	Err      io.Writer
 }
 
-// labStatus is exo lab status --json.
-type labStatus struct {
-	*lab.Rack
-	LinksUp []bool `json:"links_up"`
-	Ruleset string `json:"nft_ruleset"`
-}
-
+// newLabCmd builds exo lab; runF, when set, runs instead of every
+// subcommand once its arguments are read and checked (tests).
 func newLabCmd(runF func(context.Context, *labOptions) error) *cobra.Command {
 	o := &labOptions{}
 	cmd := &cobra.Command{
@@ -75,23 +68,29 @@ exo lab needs root (network namespaces, veth, nftables). See docs/lab.md.`,
 	}
 	cmd.PersistentFlags().StringVar(&o.Prefix, "prefix", lab.DefaultPrefix, "name of the rack: its namespaces are <prefix>-A, <prefix>-B, ..., <prefix>-sw")
 
-	// sub makes one subcommand whose RunE fills o.Action, checks and runs.
-	sub := func(c *cobra.Command, action string, args func(*cobra.Command, []string) error) *cobra.Command {
+	// sub adds subcommand c: its RunE reads the arguments into o with args,
+	// checks them with check, then runs run.
+	sub := func(c *cobra.Command, args func(*cobra.Command, []string) error, check func(*labOptions) error, run func(context.Context, *labOptions) error) *cobra.Command {
 		c.RunE = func(cc *cobra.Command, a []string) error {
-			o.Action = action
 			o.In, o.Out, o.Err = cc.InOrStdin(), cc.OutOrStdout(), cc.ErrOrStderr()
 			if args != nil {
 				if err := args(cc, a); err != nil {
-					return &exitError{code: 2, err: fmt.Errorf("lab %s: %w", action, err)}
+					return &exitError{code: 2, err: fmt.Errorf("lab %s: %w", cc.Name(), err)}
 				}
 			}
-			if err := o.validate(); err != nil {
-				return &exitError{code: 2, err: fmt.Errorf("lab %s: %w", action, err)}
+			err := lab.ValidPrefix(o.Prefix)
+			if err != nil {
+				err = fmt.Errorf("--prefix: %w", err)
+			} else if check != nil {
+				err = check(o)
+			}
+			if err != nil {
+				return &exitError{code: 2, err: fmt.Errorf("lab %s: %w", cc.Name(), err)}
 			}
 			if runF != nil {
 				return runF(cc.Context(), o)
 			}
-			return runLab(cc.Context(), o)
+			return labExit(run(cc.Context(), o))
 		}
 		cmd.AddCommand(c)
 		return c
@@ -109,7 +108,7 @@ that rack first.`,
   sudo exo lab up --hosts 3 --prefix r2 --mtu 9000 --json
   sudo exo lab up --hosts 5 --force         # rebuild from scratch`,
 		Args: cobra.NoArgs,
-	}, "up", nil)
+	}, nil, checkLabUp, runLabUp)
 	up.Flags().IntVar(&o.Hosts, "hosts", 5, "number of hosts (1..255), named A, B, C, ...")
 	up.Flags().IntVar(&o.MTU, "mtu", lab.DefaultMTU, "MTU of every link (68..65535; 9000 for jumbo frames)")
 	up.Flags().BoolVar(&o.Force, "force", false, "remove a rack with the same prefix first")
@@ -125,7 +124,7 @@ rack and on no rack at all.`,
 		Example: `  sudo exo lab down
   sudo exo lab down --prefix r2`,
 		Args: cobra.NoArgs,
-	}, "down", nil)
+	}, nil, nil, runLabDown)
 
 	status := sub(&cobra.Command{
 		Use:   "status",
@@ -133,7 +132,7 @@ rack and on no rack at all.`,
 		Example: `  sudo exo lab status
   sudo exo lab status --json`,
 		Args: cobra.NoArgs,
-	}, "status", nil)
+	}, nil, nil, runLabStatus)
 	status.Flags().BoolVar(&o.JSON, "json", false, "print the status as JSON")
 
 	part := sub(&cobra.Command{
@@ -151,7 +150,7 @@ dropped while the other direction flows; one-way cuts add up until heal.`,
   sudo exo lab partition 0,1/2,3,4           # ids work too
   sudo exo lab partition --one-way A,B:C,D,E`,
 		Args: cobra.ExactArgs(1),
-	}, "partition", func(_ *cobra.Command, a []string) error { o.Spec = a[0]; return nil })
+	}, func(_ *cobra.Command, a []string) error { o.Spec = a[0]; return nil }, checkLabPartition, runLabPartition)
 	part.Flags().BoolVar(&o.OneWay, "one-way", false, "cut one direction only: FROM:TO")
 
 	sub(&cobra.Command{
@@ -159,7 +158,7 @@ dropped while the other direction flows; one-way cuts add up until heal.`,
 		Short:   "Remove every fault: partitions, one-way cuts, losses, links down",
 		Example: `  sudo exo lab heal`,
 		Args:    cobra.NoArgs,
-	}, "heal", nil)
+	}, nil, nil, runLabHeal)
 
 	sub(&cobra.Command{
 		Use:   "link HOST up|down",
@@ -167,7 +166,7 @@ dropped while the other direction flows; one-way cuts add up until heal.`,
 		Example: `  sudo exo lab link C down
   sudo exo lab link C up`,
 		Args: cobra.ExactArgs(2),
-	}, "link", func(_ *cobra.Command, a []string) error {
+	}, func(_ *cobra.Command, a []string) error {
 		o.Host = a[0]
 		switch a[1] {
 		case "up":
@@ -178,7 +177,7 @@ dropped while the other direction flows; one-way cuts add up until heal.`,
 			return fmt.Errorf("%q: want up or down", a[1])
 		}
 		return nil
-	})
+	}, nil, runLabLink)
 
 	sub(&cobra.Command{
 		Use:   "cut HOST ingress|egress|none",
@@ -192,7 +191,7 @@ heal removes them all.`,
 		Example: `  sudo exo lab cut G ingress
   sudo exo lab cut G none`,
 		Args: cobra.ExactArgs(2),
-	}, "cut", func(_ *cobra.Command, a []string) error {
+	}, func(_ *cobra.Command, a []string) error {
 		o.Host = a[0]
 		switch a[1] {
 		case lab.CutIngress, lab.CutEgress:
@@ -203,7 +202,7 @@ heal removes them all.`,
 			return fmt.Errorf("%q: want ingress, egress or none", a[1])
 		}
 		return nil
-	})
+	}, nil, runLabCut)
 
 	sub(&cobra.Command{
 		Use:   "loss HOST FRACTION",
@@ -214,7 +213,7 @@ the loss; heal removes them all.`,
 		Example: `  sudo exo lab loss B 0.1
   sudo exo lab loss B 0`,
 		Args: cobra.ExactArgs(2),
-	}, "loss", func(_ *cobra.Command, a []string) error {
+	}, func(_ *cobra.Command, a []string) error {
 		o.Host = a[0]
 		f, err := strconv.ParseFloat(strings.TrimSuffix(a[1], "%"), 64)
 		if err != nil {
@@ -225,7 +224,7 @@ the loss; heal removes them all.`,
 		}
 		o.Fraction = f
 		return nil
-	})
+	}, checkLabLoss, runLabLoss)
 
 	probe := sub(&cobra.Command{
 		Use:   "probe [FROM TO]",
@@ -242,12 +241,12 @@ both directions between two hosts. Probes are one-way: a one-way cut shows.`,
 			}
 			return nil
 		},
-	}, "probe", func(_ *cobra.Command, a []string) error {
+	}, func(_ *cobra.Command, a []string) error {
 		if len(a) == 2 {
 			o.Host, o.To = a[0], a[1]
 		}
 		return nil
-	})
+	}, checkLabProbe, runLabProbe)
 	probe.Flags().DurationVar(&o.Timeout, "timeout", time.Second, "how long to wait for a datagram")
 	probe.Flags().BoolVar(&o.JSON, "json", false, "print the matrix as JSON")
 
@@ -259,7 +258,7 @@ loopback and its exo0 only. Its exit status is exo's.`,
 		Example: `  sudo exo lab exec A -- ip -br addr
   sudo exo lab exec C -- ./bin/exo daemon --config c.toml`,
 		Args: cobra.MinimumNArgs(2),
-	}, "exec", func(c *cobra.Command, a []string) error {
+	}, func(c *cobra.Command, a []string) error {
 		// Everything after "--" is the command, flags included; without
 		// "--", a command with flags would have them taken as exo's.
 		if dash := c.ArgsLenAtDash(); dash >= 0 && dash != 1 {
@@ -267,210 +266,142 @@ loopback and its exo0 only. Its exit status is exo's.`,
 		}
 		o.Host, o.Argv = a[0], a[1:]
 		return nil
-	})
+	}, nil, runLabExec)
 	cmd.AddCommand(newChaosCmd())
 	return cmd
 }
 
-func (o *labOptions) validate() error {
-	if err := lab.ValidPrefix(o.Prefix); err != nil {
-		return fmt.Errorf("--prefix: %w", err)
+func checkLabUp(o *labOptions) error {
+	if o.Hosts < 1 || o.Hosts > 255 {
+		return fmt.Errorf("--hosts: %d is outside 1..255", o.Hosts)
 	}
-	switch o.Action {
-	case "up":
-		if o.Hosts < 1 || o.Hosts > 255 {
-			return fmt.Errorf("--hosts: %d is outside 1..255", o.Hosts)
-		}
-		if o.MTU < 68 || o.MTU > 65535 {
-			return fmt.Errorf("--mtu: %d is outside 68..65535", o.MTU)
-		}
-	case "partition":
-		if o.OneWay != strings.Contains(o.Spec, ":") {
-			if o.OneWay {
-				return fmt.Errorf("--one-way wants FROM:TO, e.g. A,B:C,D,E; got %q", o.Spec)
-			}
-			return fmt.Errorf("%q: FROM:TO is a one-way cut: add --one-way", o.Spec)
-		}
-	case "loss":
-		if o.Fraction < 0 || o.Fraction > 1 {
-			return fmt.Errorf("fraction %g is outside 0..1", o.Fraction)
-		}
-	case "probe":
-		if o.Timeout <= 0 {
-			return fmt.Errorf("--timeout must be positive")
-		}
+	if o.MTU < 68 || o.MTU > 65535 {
+		return fmt.Errorf("--mtu: %d is outside 68..65535", o.MTU)
 	}
 	return nil
 }
 
-func runLab(ctx context.Context, o *labOptions) error {
-	if err := lab.CheckRoot(); err != nil {
-		return &exitError{code: 1, err: err}
-	}
-	if o.Action == "up" {
-		start := time.Now()
-		r, err := lab.Up(ctx, lab.Options{Prefix: o.Prefix, Hosts: o.Hosts, MTU: o.MTU, Force: o.Force, BPFDir: daemon.DefaultBPFDir})
-		if err != nil {
-			return err
-		}
-		if o.JSON {
-			return writeJSON(o.Out, r)
-		}
-		fmt.Fprintf(o.Out, "rack %s up in %v\n", r.Name, time.Since(start).Round(time.Millisecond))
-		printRack(o.Out, r, nil)
-		return nil
-	}
-	if o.Action == "down" {
-		start := time.Now()
-		if err := lab.Down(ctx, o.Prefix); err != nil {
-			return err
-		}
-		fmt.Fprintf(o.Out, "rack %s down in %v\n", o.Prefix, time.Since(start).Round(time.Millisecond))
-		return nil
-	}
-	r, err := lab.Load(ctx, o.Prefix)
-	if err != nil {
-		if errors.Is(err, lab.ErrNoRack) {
-			if racks, _ := lab.Racks(); len(racks) > 0 {
-				err = fmt.Errorf("%w (racks up: %s; pick one with --prefix)", err, strings.Join(racks, " "))
-			}
-		}
-		return err
-	}
-	host := func(s string) (int, error) {
-		h, err := r.Host(s)
-		if err != nil {
-			return 0, &exitError{code: 2, err: fmt.Errorf("lab %s: %w", o.Action, err)}
-		}
-		return h.ID, nil
-	}
-	switch o.Action {
-	case "status":
-		return labStatusCmd(ctx, o, r)
-	case "partition":
+func checkLabPartition(o *labOptions) error {
+	if o.OneWay != strings.Contains(o.Spec, ":") {
 		if o.OneWay {
-			from, to, err := r.ParseOneWay(o.Spec)
-			if err != nil {
-				return &exitError{code: 2, err: fmt.Errorf("lab partition --one-way: %w", err)}
-			}
-			if err := r.PartitionOneWay(ctx, from, to); err != nil {
-				return err
-			}
-		} else {
-			groups, err := r.ParseGroups(o.Spec)
-			if err != nil {
-				return &exitError{code: 2, err: fmt.Errorf("lab partition: %w", err)}
-			}
-			if err := r.Partition(ctx, groups); err != nil {
-				return err
-			}
+			return fmt.Errorf("--one-way wants FROM:TO, e.g. A,B:C,D,E; got %q", o.Spec)
 		}
-		printFaults(o.Out, r)
-		return nil
-	case "heal":
-		if err := r.Heal(ctx); err != nil {
-			return err
-		}
-		fmt.Fprintf(o.Out, "rack %s healed: no fault in force\n", r.Name)
-		return nil
-	case "link":
-		id, err := host(o.Host)
-		if err != nil {
-			return err
-		}
-		if err := r.SetLink(ctx, id, o.Up); err != nil {
-			return err
-		}
-		printFaults(o.Out, r)
-		return nil
-	case "cut":
-		id, err := host(o.Host)
-		if err != nil {
-			return err
-		}
-		if err := r.CutHost(ctx, id, o.Dir); err != nil {
-			return err
-		}
-		printFaults(o.Out, r)
-		return nil
-	case "loss":
-		id, err := host(o.Host)
-		if err != nil {
-			return err
-		}
-		if err := r.DropRate(ctx, id, o.Fraction); err != nil {
-			return err
-		}
-		printFaults(o.Out, r)
-		return nil
-	case "probe":
-		return labProbe(ctx, o, r, host)
-	case "exec":
-		id, err := host(o.Host)
-		if err != nil {
-			return err
-		}
-		c := r.CommandContext(ctx, id, o.Argv[0], o.Argv[1:]...)
-		c.Stdin, c.Stdout, c.Stderr = o.In, o.Out, o.Err
-		if err := c.Run(); err != nil {
-			var ee *exec.ExitError
-			if errors.As(err, &ee) && ee.ExitCode() > 0 {
-				return &exitError{code: ee.ExitCode(), err: fmt.Errorf("lab exec on %s: %s: %w", r.Hosts[id].Name, strings.Join(o.Argv, " "), err)}
-			}
-			return fmt.Errorf("lab exec on %s: %w", r.Hosts[id].Name, err)
-		}
-		return nil
+		return fmt.Errorf("%q: FROM:TO is a one-way cut: add --one-way", o.Spec)
 	}
-	return fmt.Errorf("lab: unknown action %q", o.Action)
+	return nil
 }
 
-func labStatusCmd(ctx context.Context, o *labOptions, r *lab.Rack) error {
-	st := labStatus{Rack: r}
-	var err error
-	if st.LinksUp, err = r.LinkStates(ctx); err != nil {
+func checkLabLoss(o *labOptions) error {
+	if o.Fraction < 0 || o.Fraction > 1 {
+		return fmt.Errorf("fraction %g is outside 0..1", o.Fraction)
+	}
+	return nil
+}
+
+func checkLabProbe(o *labOptions) error {
+	if o.Timeout <= 0 {
+		return fmt.Errorf("--timeout must be positive")
+	}
+	return nil
+}
+
+// labExit gives an error of the lab its exit code: 1 without root, 2 for
+// the rest (exo lab exec: its command's status).
+func labExit(err error) error {
+	if errors.Is(err, lab.ErrNotRoot) {
+		return &exitError{code: 1, err: err}
+	}
+	return err
+}
+
+func runLabUp(ctx context.Context, o *labOptions) error {
+	start := time.Now()
+	r, err := lab.Up(ctx, lab.Options{Prefix: o.Prefix, Hosts: o.Hosts, MTU: o.MTU, Force: o.Force, BPFDir: daemon.DefaultBPFDir})
+	if err != nil {
 		return err
 	}
-	if st.Ruleset, err = r.LiveRuleset(ctx); err != nil && !errors.Is(err, lab.ErrMissingTool) {
+	if o.JSON {
+		return writeJSON(o.Out, r)
+	}
+	fmt.Fprintf(o.Out, "rack %s up in %v\n", r.Name, time.Since(start).Round(time.Millisecond))
+	printRack(o.Out, r, nil)
+	return nil
+}
+
+func runLabDown(ctx context.Context, o *labOptions) error {
+	start := time.Now()
+	if err := lab.Down(ctx, o.Prefix); err != nil {
+		return err
+	}
+	fmt.Fprintf(o.Out, "rack %s down in %v\n", o.Prefix, time.Since(start).Round(time.Millisecond))
+	return nil
+}
+
+func runLabStatus(ctx context.Context, o *labOptions) error {
+	st, err := lab.ReadStatus(ctx, o.Prefix)
+	if err != nil {
 		return err
 	}
 	if o.JSON {
 		return writeJSON(o.Out, st)
 	}
+	r := st.Rack
 	fmt.Fprintf(o.Out, "rack %s: %d hosts, bridge %s in namespace %s, MTU %d, OOB subnet %s\n",
 		r.Name, len(r.Hosts), r.Bridge, r.SwitchNetns, r.MTU, r.Subnet)
 	printRack(o.Out, r, st.LinksUp)
 	printFaults(o.Out, r)
-	if err != nil {
-		fmt.Fprintf(o.Out, "nftables: %v\n", err)
+	if st.RulesetErr != nil {
+		fmt.Fprintf(o.Out, "nftables: %v\n", st.RulesetErr)
 	} else if st.Ruleset != "" {
 		fmt.Fprintf(o.Out, "nftables ruleset in %s (nft list table bridge %s):\n%s", r.SwitchNetns, lab.NftTable, st.Ruleset)
 	}
 	return nil
 }
 
-func labProbe(ctx context.Context, o *labOptions, r *lab.Rack, host func(string) (int, error)) error {
+func runLabPartition(ctx context.Context, o *labOptions) error {
+	return o.printFaultsAfter(lab.PartitionSpec(ctx, o.Prefix, o.Spec, o.OneWay))
+}
+
+func runLabHeal(ctx context.Context, o *labOptions) error {
+	r, err := lab.Heal(ctx, o.Prefix)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(o.Out, "rack %s healed: no fault in force\n", r.Name)
+	return nil
+}
+
+func runLabLink(ctx context.Context, o *labOptions) error {
+	return o.printFaultsAfter(lab.Link(ctx, o.Prefix, o.Host, o.Up))
+}
+
+func runLabCut(ctx context.Context, o *labOptions) error {
+	return o.printFaultsAfter(lab.Cut(ctx, o.Prefix, o.Host, o.Dir))
+}
+
+func runLabLoss(ctx context.Context, o *labOptions) error {
+	return o.printFaultsAfter(lab.Loss(ctx, o.Prefix, o.Host, o.Fraction))
+}
+
+func runLabProbe(ctx context.Context, o *labOptions) error {
 	if o.Host != "" {
-		a, err := host(o.Host)
-		if err != nil {
-			return err
-		}
-		b, err := host(o.To)
-		if err != nil {
-			return err
-		}
-		got, err := r.Reach(ctx, [][2]int{{a, b}, {b, a}}, o.Timeout)
+		paths, err := lab.ProbePair(ctx, o.Prefix, o.Host, o.To, o.Timeout)
 		if err != nil {
 			return err
 		}
 		if o.JSON {
-			return writeJSON(o.Out, map[string]bool{r.Hosts[a].Name + ">" + r.Hosts[b].Name: got[0], r.Hosts[b].Name + ">" + r.Hosts[a].Name: got[1]})
+			m := map[string]bool{}
+			for _, p := range paths {
+				m[p.From.Name+">"+p.To.Name] = p.Reached
+			}
+			return writeJSON(o.Out, m)
 		}
-		for i, p := range [][2]int{{a, b}, {b, a}} {
-			fmt.Fprintf(o.Out, "%s -> %s: %s\n", r.Hosts[p[0]].Name, r.Hosts[p[1]].Name, reached(got[i]))
+		for _, p := range paths {
+			fmt.Fprintf(o.Out, "%s -> %s: %s\n", p.From.Name, p.To.Name, reached(p.Reached))
 		}
 		return nil
 	}
-	m, err := r.Matrix(ctx, o.Timeout)
+	r, m, err := lab.ProbeMatrix(ctx, o.Prefix, o.Timeout)
 	if err != nil {
 		return err
 	}
@@ -500,6 +431,14 @@ func labProbe(ctx context.Context, o *labOptions, r *lab.Rack, host func(string)
 	return tw.Flush()
 }
 
+func runLabExec(ctx context.Context, o *labOptions) error {
+	err := lab.RunOn(ctx, o.Prefix, o.Host, o.Argv, o.In, o.Out, o.Err)
+	if ee := (*exec.ExitError)(nil); errors.As(err, &ee) && ee.ExitCode() > 0 {
+		return &exitError{code: ee.ExitCode(), err: err}
+	}
+	return err
+}
+
 func reached(ok bool) string {
 	if ok {
 		return "ok"
@@ -523,6 +462,16 @@ func printRack(w io.Writer, r *lab.Rack, linksUp []bool) {
 		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", h.Name, h.ID, h.Netns, h.Ifname, h.MAC, h.OOBAddr, h.Port, link, loss)
 	}
 	tw.Flush()
+}
+
+// printFaultsAfter prints the faults in force after a change to them,
+// unless it failed.
+func (o *labOptions) printFaultsAfter(r *lab.Rack, err error) error {
+	if err != nil {
+		return err
+	}
+	printFaults(o.Out, r)
+	return nil
 }
 
 // printFaults prints the faults in force, one line each.
@@ -558,10 +507,4 @@ func printFaults(w io.Writer, r *lab.Rack) {
 	for _, id := range slices.Sorted(maps.Keys(f.HostCuts)) {
 		fmt.Fprintf(w, "host cut:   %s %s dropped on its own interface\n", r.Hosts[id].Name, f.HostCuts[id])
 	}
-}
-
-func writeJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
 }
