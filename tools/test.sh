@@ -55,6 +55,7 @@ step "unit, walk-through, golden-vector, simulator, exploration and lab-rack tes
 # The lab-rack tests (lab/, broadcast/, cluster/, daemon/host/) need root; CI runs as root.
 if [ "$(id -u)" != 0 ]; then echo "note: not root: the lab-rack tests will skip (they say so)"; fi
 go test -count=1 -timeout 20m ./...
+if command -v python3 >/dev/null; then python3 -m unittest discover -s client/python/tests; else echo "note: no python3: the Python client's unit tests skip"; fi
 # The Verilated engine against the golden vectors, from Go (cgo), and a
 # one-host daemon/host with offload fpga-sim on it (and fpga_token). The
 # lab-rack tests above ran the daemon with --offload=fpga-sim and

@@ -1,0 +1,193 @@
+package cluster
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/exo-rack/exo/client"
+	"github.com/exo-rack/exo/daemon"
+)
+
+// The measurement of TestPythonClient, the same for both clients: latN
+// publishes one at a time (the p50 of publish to agreed), then rateM with
+// window in flight on one connection (msgs/s), size-byte messages, at A.
+const (
+	pyLatN   = 2000
+	pyRateM  = 20000
+	pyWindow = 128
+	pySize   = 64
+)
+
+// TestPythonClient: the Python client (client/python) against a 3-host
+// lab rack: client/python/tests/lab_check.py publishes (blocking and
+// pipelined, from two hosts, asyncio too), follows the stream from its
+// middle at two hosts and checks every message at the position its
+// publish returned, reads the status, meets the errors (a message above
+// max_message_bytes, alone and in a batch; a bad socket path; a
+// subscription from a compacted seq; a daemon killed under an open
+// connection and subscription) and measures its publish latency and
+// pipelined rate, which this test measures with the Go client beside it.
+// The version mismatch is covered by the Python unit tests (a fake daemon).
+func TestPythonClient(t *testing.T) {
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skip("python3 is not installed (not in PATH): the Python client's lab check cannot run")
+	}
+	if out, err := exec.Command(py, "-c", "import sys; sys.exit(sys.version_info < (3, 9))").CombinedOutput(); err != nil {
+		v, _ := exec.Command(py, "--version").CombinedOutput()
+		t.Skipf("%s is %s, the Python client needs Python 3.9 or later (%v %s)", py, bytes.TrimSpace(v), err, out)
+	}
+	script, err := filepath.Abs("../client/python/tests/lab_check.py")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rack(t, 3)
+	const maxMessage = 64 << 10
+	c := startWith(t, r, func(cfg *daemon.Config) {
+		cfg.MaxMessage = maxMessage
+		// A small history, so that a subscription from seq 0 after the
+		// measurement's load is refused (compacted).
+		cfg.KeepEntries = 8192
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+
+	var socks []string
+	for i := range r.Hosts {
+		socks = append(socks, c.Socket(i))
+	}
+	cmd := exec.CommandContext(ctx, py, "-u", script)
+	cmd.Env = append(os.Environ(),
+		"EXO_SOCKETS="+strings.Join(socks, string(os.PathListSeparator)),
+		fmt.Sprint("EXO_MAX_MESSAGE=", maxMessage),
+		fmt.Sprint("EXO_LAT_N=", pyLatN), fmt.Sprint("EXO_RATE_M=", pyRateM),
+		fmt.Sprint("EXO_WINDOW=", pyWindow), fmt.Sprint("EXO_SIZE=", pySize))
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	figures := map[string]pyFigure{}
+	passed, checks := false, 0
+	sc := bufio.NewScanner(stdout)
+	for sc.Scan() {
+		line := sc.Text()
+		t.Log("python: " + line)
+		switch {
+		case line == "PASS":
+			passed = true
+		case strings.HasPrefix(line, "ok: "):
+			checks++
+		case strings.HasPrefix(line, "measure "):
+			var f pyFigure
+			var name string
+			if _, err := fmt.Sscanf(line, "measure %s p50_us=%f msgs_per_s=%f", &name, &f.p50us, &f.rate); err != nil {
+				t.Errorf("measure line %q: %v", line, err)
+			}
+			figures[name] = f
+		case line == "WAIT go-measure":
+			f, err := goFigure(ctx, c.Socket(0))
+			if err != nil {
+				t.Errorf("the Go client's measurement: %v", err)
+			}
+			figures["go"] = f
+			io.WriteString(stdin, "done\n")
+		case line == "WAIT kill 2":
+			if err := c.Kill(2); err != nil {
+				t.Errorf("kill C: %v", err)
+			}
+			io.WriteString(stdin, "done\n")
+		case strings.HasPrefix(line, "WAIT "):
+			t.Errorf("lab_check.py waits for %q, which this test does not know", line)
+			io.WriteString(stdin, "unknown\n")
+		}
+	}
+	stdin.Close()
+	if err := cmd.Wait(); err != nil || !passed {
+		t.Fatalf("lab_check.py: %v (passed: %v)\n%s", err, passed, stderr.String())
+	}
+	t.Logf("lab_check.py: %d checks passed", checks)
+	g, p, a := figures["go"], figures["python"], figures["python-asyncio"]
+	t.Logf("publish to agreed at A, %d-byte messages, 3-host lab rack (one 2-CPU machine: daemons and clients share it):", pySize)
+	t.Logf("  p50 latency, one in flight (%d publishes): Go %.0fus, Python %.0fus, Python asyncio %.0fus", pyLatN, g.p50us, p.p50us, a.p50us)
+	t.Logf("  pipelined, %d in flight (%d messages): Go %.0f msgs/s, Python %.0f msgs/s, Python asyncio %.0f msgs/s",
+		pyWindow, pyRateM, g.rate, p.rate, a.rate)
+}
+
+// pyFigure is one client's measurement in TestPythonClient.
+type pyFigure struct {
+	p50us float64 // publish latency p50, one in flight
+	rate  float64 // msgs/s, pyWindow in flight
+}
+
+// goFigure measures the Go client as lab_check.py measures the Python
+// one: a warm-up of 500, pyLatN publishes one at a time, pyRateM with
+// pyWindow in flight.
+func goFigure(ctx context.Context, socket string) (pyFigure, error) {
+	cl, err := client.Dial(ctx, socket)
+	if err != nil {
+		return pyFigure{}, err
+	}
+	defer cl.Close()
+	payload := bytes.Repeat([]byte{'x'}, pySize)
+	pipelined := func(n int) error {
+		var q []<-chan client.Ack
+		for i := 0; i < n || len(q) > 0; {
+			if i < n && len(q) < pyWindow {
+				ch, err := cl.PublishAsync(payload)
+				if err != nil {
+					return err
+				}
+				q = append(q, ch)
+				i++
+				continue
+			}
+			select {
+			case a := <-q[0]:
+				if a.Err != nil {
+					return a.Err
+				}
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+			q = q[1:]
+		}
+		return nil
+	}
+	if err := pipelined(500); err != nil {
+		return pyFigure{}, err
+	}
+	lat := make([]time.Duration, 0, pyLatN)
+	for range pyLatN {
+		t0 := time.Now()
+		if _, err := cl.Publish(ctx, payload); err != nil {
+			return pyFigure{}, err
+		}
+		lat = append(lat, time.Since(t0))
+	}
+	slices.Sort(lat)
+	t0 := time.Now()
+	if err := pipelined(pyRateM); err != nil {
+		return pyFigure{}, err
+	}
+	rate := float64(pyRateM) / time.Since(t0).Seconds()
+	return pyFigure{p50us: float64(lat[len(lat)/2].Microseconds()), rate: rate}, nil
+}
