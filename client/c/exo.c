@@ -1,0 +1,460 @@
+/* exo.c: the C client of the exo daemon's local API (exo.h, docs/api.md). */
+#define _POSIX_C_SOURCE 200809L
+
+#include "exo.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+enum {
+	T_PUBLISH = 0x01, T_SUBSCRIBE = 0x02, T_STATUS = 0x03, T_HELLO = 0x08,
+	T_PUBLISHED = 0x81, T_MESSAGE = 0x82, T_STATUS_REPLY = 0x83,
+	T_PUBLISHED_BATCH = 0x86, T_HELLO_REPLY = 0x88, T_ERROR = 0xFF
+};
+
+#define MAX_FRAME ((64u << 20) + 64u) /* a frame's length field at most */
+#define OUT_FLUSH (64u << 10)         /* pipelined requests written from this size */
+
+struct exo_conn {
+	int fd;
+	char path[108];
+	unsigned version;
+	char features[256];
+	uint8_t *in;              /* received bytes: in[ipos:ilen] unread */
+	size_t ipos, ilen, icap;
+	uint8_t *out;             /* requests not yet written */
+	size_t olen, ocap;
+	uint64_t next_req;
+	size_t pending;
+	int dead;                 /* the connection failed: its code */
+	char dead_text[400];
+};
+
+const char *exo_strerror(int code)
+{
+	switch (code) {
+	case EXO_OK: return "ok";
+	case EXO_QUEUE_FULL: return "queue full";
+	case EXO_TOO_LARGE: return "too large";
+	case EXO_DROPPED: return "dropped";
+	case EXO_SHUTTING_DOWN: return "shutting down";
+	case EXO_BAD_REQUEST: return "bad request";
+	case EXO_COMPACTED: return "compacted";
+	case EXO_TOO_SLOW: return "too slow";
+	case EXO_CHANGE_IN_FLIGHT: return "change in flight";
+	case EXO_BAD_CHANGE: return "bad change";
+	case EXO_FATE_UNKNOWN: return "fate unknown";
+	case EXO_NOT_STALLED: return "not stalled";
+	case EXO_VERSION: return "version";
+	case EXO_CONNECT_FAILED: return "connect failed";
+	case EXO_CLOSED: return "closed";
+	case EXO_MALFORMED: return "malformed";
+	case EXO_USAGE: return "usage";
+	case EXO_NO_MEMORY: return "no memory";
+	}
+	return "unknown error";
+}
+
+int exo_pos_cmp(exo_pos a, exo_pos b)
+{
+	if (a.seq != b.seq)
+		return a.seq < b.seq ? -1 : 1;
+	return a.index < b.index ? -1 : a.index > b.index;
+}
+
+static int fail(exo_err *err, int code, const char *fmt, ...)
+{
+	if (err) {
+		va_list ap;
+		va_start(ap, fmt);
+		err->code = code;
+		vsnprintf(err->text, sizeof err->text, fmt, ap);
+		va_end(ap);
+	}
+	return code;
+}
+
+/* broken marks the connection failed: every later call gets the same. */
+static int broken(exo_conn *c, exo_err *err, int code, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(c->dead_text, sizeof c->dead_text, fmt, ap);
+	va_end(ap);
+	c->dead = code;
+	c->pending = 0;
+	return fail(err, code, "exo daemon at %s: %s", c->path, c->dead_text);
+}
+
+static int dead(exo_conn *c, exo_err *err)
+{
+	return fail(err, c->dead, "exo daemon at %s: %s", c->path, c->dead_text);
+}
+
+static uint16_t get16(const uint8_t *p) { return (uint16_t)(p[0] << 8 | p[1]); }
+static uint32_t get32(const uint8_t *p)
+{
+	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+static uint64_t get64(const uint8_t *p) { return (uint64_t)get32(p) << 32 | get32(p + 4); }
+static void put16(uint8_t *p, uint16_t v) { p[0] = (uint8_t)(v >> 8); p[1] = (uint8_t)v; }
+static void put32(uint8_t *p, uint32_t v) { put16(p, (uint16_t)(v >> 16)); put16(p + 2, (uint16_t)v); }
+static void put64(uint8_t *p, uint64_t v) { put32(p, (uint32_t)(v >> 32)); put32(p + 4, (uint32_t)v); }
+
+/* frame queues a request: header, head (hlen bytes), tail (tlen bytes). */
+static int frame(exo_conn *c, exo_err *err, uint8_t type, const uint8_t *head, size_t hlen,
+		 const void *tail, size_t tlen)
+{
+	size_t body = hlen + tlen;
+	if (body + 1 > MAX_FRAME)
+		return fail(err, EXO_TOO_LARGE, "a request of %zu bytes is above the API's frame limit", body);
+	size_t need = c->olen + 5 + body;
+	if (need > c->ocap) {
+		size_t cap = c->ocap ? c->ocap : 4096;
+		while (cap < need)
+			cap *= 2;
+		uint8_t *o = realloc(c->out, cap);
+		if (!o)
+			return fail(err, EXO_NO_MEMORY, "no memory for a request of %zu bytes", body);
+		c->out = o;
+		c->ocap = cap;
+	}
+	uint8_t *p = c->out + c->olen;
+	put32(p, (uint32_t)(body + 1));
+	p[4] = type;
+	if (hlen)
+		memcpy(p + 5, head, hlen);
+	if (tlen)
+		memcpy(p + 5 + hlen, tail, tlen);
+	c->olen = need;
+	return 0;
+}
+
+int exo_flush(exo_conn *c, exo_err *err)
+{
+	if (c->dead)
+		return dead(c, err);
+	size_t off = 0;
+	while (off < c->olen) {
+		ssize_t n = send(c->fd, c->out + off, c->olen - off, MSG_NOSIGNAL);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return broken(c, err, EXO_CLOSED, "write: %s (is the daemon running?)", strerror(errno));
+		off += (size_t)n;
+	}
+	c->olen = 0;
+	return 0;
+}
+
+/* readframe reads the next frame: its type, body and body length (the
+ * body points into c->in, valid until the next read). */
+static int readframe(exo_conn *c, exo_err *err, uint8_t *type, const uint8_t **body, size_t *len)
+{
+	if (c->dead)
+		return dead(c, err);
+	size_t want = 5;
+	for (;;) {
+		size_t have = c->ilen - c->ipos;
+		if (have >= 5) {
+			uint32_t l = get32(c->in + c->ipos);
+			if (l < 1 || l > MAX_FRAME)
+				return broken(c, err, EXO_MALFORMED, "a frame of length %u", (unsigned)l);
+			want = 4 + (size_t)l;
+			if (have >= want) {
+				*type = c->in[c->ipos + 4];
+				*body = c->in + c->ipos + 5;
+				*len = want - 5;
+				c->ipos += want;
+				return 0;
+			}
+		}
+		if (c->ipos > 0 && (c->ipos == c->ilen || c->ipos + want > c->icap)) {
+			memmove(c->in, c->in + c->ipos, have);
+			c->ilen = have;
+			c->ipos = 0;
+		}
+		if (want > c->icap || c->icap == 0) {
+			size_t cap = want < (64u << 10) ? (64u << 10) : want;
+			uint8_t *in = realloc(c->in, cap);
+			if (!in)
+				return broken(c, err, EXO_NO_MEMORY, "no memory for a frame of %zu bytes", want);
+			c->in = in;
+			c->icap = cap;
+		}
+		ssize_t n = read(c->fd, c->in + c->ilen, c->icap - c->ilen);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return broken(c, err, EXO_CLOSED, "read: %s", strerror(errno));
+		if (n == 0)
+			return broken(c, err, EXO_CLOSED, "the daemon closed the connection%s",
+				      have ? " in the middle of a frame" : "");
+		c->ilen += (size_t)n;
+	}
+}
+
+/* daemon_error reports an Error frame's code and text. */
+static int daemon_error(exo_conn *c, exo_err *err, const uint8_t *b, size_t len)
+{
+	int code = get16(b + 8);
+	return fail(err, code, "exo daemon at %s: %s (%d): %.*s", c->path, exo_strerror(code), code,
+		    (int)(len - 10), (const char *)b + 10);
+}
+
+static int hello(exo_conn *c, exo_err *err)
+{
+	uint8_t v[2];
+	put16(v, EXO_API_VERSION);
+	int rc = frame(c, err, T_HELLO, v, 2, "exo-c", 5);
+	if (rc || (rc = exo_flush(c, err)))
+		return rc;
+	uint8_t t;
+	const uint8_t *b;
+	size_t n;
+	if ((rc = readframe(c, err, &t, &b, &n)))
+		return rc;
+	if (t == T_HELLO_REPLY && n >= 2) {
+		c->version = get16(b);
+		size_t f = n - 2 < sizeof c->features - 1 ? n - 2 : sizeof c->features - 1;
+		memcpy(c->features, b + 2, f);
+		c->features[f] = 0;
+		if (c->version < EXO_API_VERSION)
+			return fail(err, EXO_VERSION,
+				    "exo client speaks API version %d, the daemon at %s speaks API version %u: upgrade the daemon, or use a client of version %u",
+				    EXO_API_VERSION, c->path, c->version, c->version);
+		return 0;
+	}
+	if (t == T_ERROR && n >= 10) {
+		int code = get16(b + 8);
+		const char *text = (const char *)b + 10;
+		int tl = (int)(n - 10);
+		if (code == EXO_BAD_REQUEST)
+			return fail(err, EXO_VERSION,
+				    "exo client speaks API version %d, the daemon at %s predates API versions (it said: %.*s): upgrade the daemon",
+				    EXO_API_VERSION, c->path, tl, text);
+		if (code == EXO_VERSION)
+			return fail(err, EXO_VERSION, "exo client speaks API version %d, the daemon at %s refuses it: %.*s",
+				    EXO_API_VERSION, c->path, tl, text);
+		return daemon_error(c, err, b, n);
+	}
+	return fail(err, EXO_MALFORMED, "hello to exo daemon at %s: reply type %#x", c->path, t);
+}
+
+int exo_connect(const char *socket_path, exo_conn **out, exo_err *err)
+{
+	*out = NULL;
+	struct sockaddr_un a;
+	memset(&a, 0, sizeof a);
+	a.sun_family = AF_UNIX;
+	size_t pl = socket_path ? strlen(socket_path) : 0;
+	if (pl == 0 || pl >= sizeof a.sun_path)
+		return fail(err, EXO_CONNECT_FAILED, "connect to exo daemon at %s: bad socket path (empty or longer than %zu bytes)",
+			    socket_path ? socket_path : "(null)", sizeof a.sun_path - 1);
+	memcpy(a.sun_path, socket_path, pl);
+	exo_conn *c = calloc(1, sizeof *c);
+	if (!c)
+		return fail(err, EXO_NO_MEMORY, "no memory");
+	memcpy(c->path, socket_path, pl);
+	c->next_req = 1;
+	c->fd = socket(AF_UNIX, SOCK_STREAM, 0);
+	if (c->fd < 0) {
+		int e = errno;
+		free(c);
+		return fail(err, EXO_CONNECT_FAILED, "socket: %s", strerror(e));
+	}
+	int rc;
+	while ((rc = connect(c->fd, (struct sockaddr *)&a, sizeof a)) < 0 && errno == EINTR)
+		;
+	if (rc < 0) {
+		int e = errno;
+		exo_close(c);
+		return fail(err, EXO_CONNECT_FAILED, "connect to exo daemon at %s: %s (is the daemon running?)",
+			    socket_path, strerror(e));
+	}
+	if ((rc = hello(c, err))) {
+		exo_close(c);
+		return rc;
+	}
+	*out = c;
+	return 0;
+}
+
+unsigned exo_daemon_version(const exo_conn *c) { return c->version; }
+const char *exo_daemon_features(const exo_conn *c) { return c->features; }
+size_t exo_pending(const exo_conn *c) { return c->pending; }
+
+int exo_publish_send(exo_conn *c, const void *payload, size_t len, uint64_t *req, exo_err *err)
+{
+	if (c->dead)
+		return dead(c, err);
+	uint8_t h[8];
+	uint64_t id = c->next_req;
+	put64(h, id);
+	int rc = frame(c, err, T_PUBLISH, h, 8, payload, len);
+	if (rc)
+		return rc;
+	c->next_req++;
+	c->pending++;
+	if (req)
+		*req = id;
+	if (c->olen >= OUT_FLUSH)
+		return exo_flush(c, err);
+	return 0;
+}
+
+int exo_publish_recv(exo_conn *c, uint64_t *req, exo_pos *pos, exo_err *err)
+{
+	if (req)
+		*req = 0;
+	if (c->dead)
+		return dead(c, err);
+	if (c->pending == 0)
+		return fail(err, EXO_USAGE, "exo_publish_recv: no publish awaits its reply");
+	int rc = exo_flush(c, err);
+	if (rc)
+		return rc;
+	for (;;) {
+		uint8_t t;
+		const uint8_t *b;
+		size_t n;
+		if ((rc = readframe(c, err, &t, &b, &n)))
+			return rc;
+		if (t == T_PUBLISHED && n >= 18) {
+			c->pending--;
+			if (req)
+				*req = get64(b);
+			if (pos) {
+				pos->seq = get64(b + 8);
+				pos->index = get16(b + 16);
+			}
+			return 0;
+		}
+		if (t == T_ERROR && n >= 10) {
+			uint64_t id = get64(b);
+			if (id == 0) /* a request it could not parse: it closes the connection */
+				return broken(c, err, get16(b + 8), "%s (%d): %.*s", exo_strerror(get16(b + 8)),
+					      get16(b + 8), (int)(n - 10), (const char *)b + 10);
+			c->pending--;
+			if (req)
+				*req = id;
+			return daemon_error(c, err, b, n);
+		}
+		if (t == T_STATUS_REPLY)
+			continue;
+		return broken(c, err, EXO_MALFORMED, "unexpected reply type %#x (%zu bytes)", t, n);
+	}
+}
+
+int exo_publish(exo_conn *c, const void *payload, size_t len, exo_pos *pos, exo_err *err)
+{
+	if (c->pending)
+		return fail(err, EXO_USAGE, "exo_publish: %zu pipelined publishes await their replies", c->pending);
+	uint64_t id, got;
+	int rc = exo_publish_send(c, payload, len, &id, err);
+	if (rc)
+		return rc;
+	rc = exo_publish_recv(c, &got, pos, err);
+	if (rc == 0 && got != id)
+		return broken(c, err, EXO_MALFORMED, "a reply to request %llu, want %llu",
+			      (unsigned long long)got, (unsigned long long)id);
+	return rc;
+}
+
+int exo_status(exo_conn *c, char **json, exo_err *err)
+{
+	*json = NULL;
+	if (c->dead)
+		return dead(c, err);
+	if (c->pending)
+		return fail(err, EXO_USAGE, "exo_status: %zu pipelined publishes await their replies", c->pending);
+	int rc = frame(c, err, T_STATUS, NULL, 0, NULL, 0);
+	if (rc || (rc = exo_flush(c, err)))
+		return rc;
+	uint8_t t;
+	const uint8_t *b;
+	size_t n;
+	if ((rc = readframe(c, err, &t, &b, &n)))
+		return rc;
+	if (t == T_ERROR && n >= 10)
+		return daemon_error(c, err, b, n);
+	if (t != T_STATUS_REPLY)
+		return broken(c, err, EXO_MALFORMED, "unexpected reply type %#x to Status", t);
+	char *s = malloc(n + 1);
+	if (!s)
+		return fail(err, EXO_NO_MEMORY, "no memory for a status of %zu bytes", n);
+	memcpy(s, b, n);
+	s[n] = 0;
+	*json = s;
+	return 0;
+}
+
+int exo_subscribe(const char *socket_path, uint64_t from_seq, exo_conn **out, exo_err *err)
+{
+	exo_conn *c;
+	*out = NULL;
+	int rc = exo_connect(socket_path, &c, err);
+	if (rc)
+		return rc;
+	uint8_t h[8];
+	put64(h, from_seq);
+	if ((rc = frame(c, err, T_SUBSCRIBE, h, 8, NULL, 0)) || (rc = exo_flush(c, err))) {
+		exo_close(c);
+		return rc;
+	}
+	*out = c;
+	return 0;
+}
+
+int exo_next(exo_conn *c, exo_msg *m, exo_err *err)
+{
+	uint8_t t;
+	const uint8_t *b;
+	size_t n;
+	int rc = readframe(c, err, &t, &b, &n);
+	if (rc)
+		return rc;
+	if (t == T_MESSAGE && n >= 11) {
+		m->pos.seq = get64(b);
+		m->pos.index = get16(b + 8);
+		m->sender = b[10];
+		m->payload = b + 11;
+		m->len = n - 11;
+		return 0;
+	}
+	if (t == T_ERROR && n >= 10) {
+		int code = get16(b + 8);
+		return broken(c, err, code, "%s (%d): %.*s", exo_strerror(code), code, (int)(n - 10),
+			      (const char *)b + 10);
+	}
+	return broken(c, err, EXO_MALFORMED, "unexpected frame type %#x (%zu bytes) in a subscription", t, n);
+}
+
+int exo_follow(exo_conn *c, exo_msg_fn fn, void *arg, exo_err *err)
+{
+	exo_msg m;
+	for (;;) {
+		int rc = exo_next(c, &m, err);
+		if (rc)
+			return rc;
+		if (fn(&m, arg))
+			return 0;
+	}
+}
+
+void exo_close(exo_conn *c)
+{
+	if (!c)
+		return;
+	if (c->fd >= 0)
+		close(c->fd);
+	free(c->in);
+	free(c->out);
+	free(c);
+}
