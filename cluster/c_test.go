@@ -1,0 +1,119 @@
+package cluster
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/exo-rack/exo/daemon"
+)
+
+// TestCClient: the C client (client/c) against a 3-host lab rack. It
+// builds the library, the examples and client/c/tests/exo_test with make;
+// exo_test publishes (blocking at A, pipelined at B with the replies
+// matched by request id), follows the stream from its middle at C
+// (exo_next) and A (exo_follow) and checks every message at the position
+// its publish returned, reads the status, meets the errors (a message
+// above max_message_bytes, a bad socket path, the version mismatches
+// against a fake daemon, a subscription from a compacted seq, a daemon
+// killed under an open connection and subscription) and measures its
+// publish latency and pipelined rate, measured here for the Go client
+// beside it (as TestPythonClient does).
+func TestCClient(t *testing.T) {
+	for _, tool := range []string{"cc", "make"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("%s is not installed (not in PATH): the C client cannot be built, its lab check cannot run", tool)
+		}
+	}
+	dir, err := filepath.Abs("../client/c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("make", "-C", dir).CombinedOutput(); err != nil {
+		t.Fatalf("make -C client/c: %v\n%s", err, out)
+	}
+	r := rack(t, 3)
+	const maxMessage = 64 << 10
+	c := startWith(t, r, func(cfg *daemon.Config) {
+		cfg.MaxMessage = maxMessage
+		cfg.KeepEntries = 8192 // so that a subscription from seq 0 after the load is refused
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+
+	var socks []string
+	for i := range r.Hosts {
+		socks = append(socks, c.Socket(i))
+	}
+	cmd := exec.CommandContext(ctx, filepath.Join(dir, "tests", "exo_test"))
+	cmd.Env = append(os.Environ(),
+		"EXO_SOCKETS="+strings.Join(socks, ":"),
+		fmt.Sprint("EXO_MAX_MESSAGE=", maxMessage),
+		fmt.Sprint("EXO_LAT_N=", pyLatN), fmt.Sprint("EXO_RATE_M=", pyRateM),
+		fmt.Sprint("EXO_WINDOW=", pyWindow), fmt.Sprint("EXO_SIZE=", pySize))
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	figures := map[string]pyFigure{}
+	passed, checks := false, 0
+	sc := bufio.NewScanner(stdout)
+	for sc.Scan() {
+		line := sc.Text()
+		t.Log("c: " + line)
+		switch {
+		case line == "PASS":
+			passed = true
+		case strings.HasPrefix(line, "ok: "):
+			checks++
+		case strings.HasPrefix(line, "measure "):
+			var f pyFigure
+			var name string
+			if _, err := fmt.Sscanf(line, "measure %s p50_us=%f msgs_per_s=%f", &name, &f.p50us, &f.rate); err != nil {
+				t.Errorf("measure line %q: %v", line, err)
+			}
+			figures[name] = f
+		case line == "WAIT go-measure":
+			f, err := goFigure(ctx, c.Socket(0))
+			if err != nil {
+				t.Errorf("the Go client's measurement: %v", err)
+			}
+			figures["go"] = f
+			io.WriteString(stdin, "done\n")
+		case line == "WAIT kill 2":
+			if err := c.Kill(2); err != nil {
+				t.Errorf("kill C: %v", err)
+			}
+			io.WriteString(stdin, "done\n")
+		case strings.HasPrefix(line, "WAIT "):
+			t.Errorf("exo_test waits for %q, which this test does not know", line)
+			io.WriteString(stdin, "unknown\n")
+		}
+	}
+	stdin.Close()
+	if err := cmd.Wait(); err != nil || !passed {
+		t.Fatalf("exo_test: %v (passed: %v)\n%s", err, passed, stderr.String())
+	}
+	t.Logf("exo_test: %d checks passed", checks)
+	g, cc := figures["go"], figures["c"]
+	t.Logf("publish to agreed at A, %d-byte messages, 3-host lab rack (one 2-CPU machine: daemons and clients share it):", pySize)
+	t.Logf("  p50 latency, one in flight (%d publishes): Go %.0fus, C %.0fus", pyLatN, g.p50us, cc.p50us)
+	t.Logf("  pipelined, %d in flight (%d messages): Go %.0f msgs/s, C %.0f msgs/s", pyWindow, pyRateM, g.rate, cc.rate)
+}
