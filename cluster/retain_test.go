@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -21,7 +22,8 @@ import (
 // everything it held, fetches the rack's log from seq 0 out of the
 // members' retained logs (their archive answers count), with no floor
 // jump, and rejoins; then a new round is at its positions in all five
-// streams.
+// streams. exo status --brief at A says degraded while E is down (exit 1),
+// healthy after (exit 0).
 func TestRackJoinRetained(t *testing.T) {
 	r := rack(t, 5)
 	dir := t.TempDir()
@@ -41,6 +43,30 @@ func TestRackJoinRetained(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// E is down: A's exo status --brief says degraded (E skipped in the
+	// token order), exit 1. (Asked again for up to 5 s: a takeover or a
+	// view change of the moment is what a monitor would see twice.)
+	brief := func(wantCode int, want string) {
+		t.Helper()
+		var out []byte
+		code := -1
+		for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+			var err error
+			out, err = r.CommandContext(ctx, 0, exoBin, "status", "--brief", "--socket", c.Socket(0)).Output()
+			code = 0
+			var ee *exec.ExitError
+			if errors.As(err, &ee) {
+				code = ee.ExitCode()
+			} else if err != nil {
+				t.Fatal(err)
+			}
+			if code == wantCode && strings.HasPrefix(string(out), want) {
+				return
+			}
+		}
+		t.Errorf("exo status --brief at A: exit %d, %q; want %d and %q", code, out, wantCode, want)
+	}
+	brief(1, "degraded: members at positions [4] skipped")
 	if st0.LogBase == 0 || st0.RetainedBase != 0 {
 		t.Fatalf("A: log base %d, retained base %d (agreed %d): the test needs a log compacted in memory and retained on disk from 0", st0.LogBase, st0.RetainedBase, st0.Agreed)
 	}
@@ -68,6 +94,7 @@ func TestRackJoinRetained(t *testing.T) {
 		t.Errorf("no member answered from its retained log")
 	}
 	n := checkRoundAgrees(ctx, t, c, all, 3)
+	brief(0, "healthy: member 0 in step")
 	// Every stream from seq 0: far below the subscriber history (1,024
 	// messages), from each host's retained log (E's holds what its
 	// transfer wrote), then the history: identical, every acknowledged
