@@ -87,10 +87,15 @@ func run(out, version string, keep bool) error {
 		defer os.RemoveAll(tmp)
 	}
 
-	// The binary: static, with the package version and the commit.
+	// The binary: static, with the package version and the commit (also
+	// by -X: Go records none in a git worktree).
+	head, err := output("git", "rev-parse", "HEAD")
+	if err != nil {
+		return err
+	}
 	bin := filepath.Join(tmp, "exo")
 	build := exec.Command("go", "build", "-buildvcs=auto", "-trimpath",
-		"-ldflags", "-s -w -X main.version="+version, "-o", bin, "./cmd/exo")
+		"-ldflags", "-s -w -X main.version="+version+" -X main.commit="+head, "-o", bin, "./cmd/exo")
 	build.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH=amd64")
 	if err := runCmd(build); err != nil {
 		return err
