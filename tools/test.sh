@@ -100,5 +100,39 @@ if [ "$(id -u)" = 0 ]; then
   ./bin/exo demo --messages 10000
 fi
 
+step "the Debian package: build, install, check, remove (tools/deb)"
+if ! command -v dpkg >/dev/null || ! command -v dpkg-deb >/dev/null; then
+  echo "note: no dpkg: the Debian package check skips"
+elif [ "$(id -u)" != 0 ]; then
+  echo "note: not root: the Debian package check skips (dpkg -i needs root)"
+elif dpkg-query -W -f='${Status}' exo 2>/dev/null | grep -q ' installed$'; then
+  echo "note: a package exo is installed already: the Debian package check skips rather than replace it"
+else
+  debdir=$(mktemp -d)
+  go run ./tools/deb -out "$debdir"
+  deb=$(ls "$debdir"/exo_*_amd64.deb)
+  trap 'dpkg -P exo >/dev/null 2>&1 || true' EXIT   # a failed check does not leave the package installed
+  dpkg -i "$deb"
+  /usr/bin/exo --version
+  /usr/bin/exo --version | grep -q "commit $(git rev-parse HEAD)"   # names the commit built from
+  if command -v man >/dev/null; then
+    MANPAGER=cat man exo-daemon | grep exo-daemon >/dev/null   # (not grep -q: under pipefail, man's SIGPIPE would fail it)
+  else
+    echo "note: no man: the manual page check skips"
+  fi
+  if command -v pkg-config >/dev/null; then pkg-config --exists exo; fi
+  dpkg -r exo
+  trap - EXIT
+  # Removed: no file of the package left, not installed (dpkg keeps the
+  # record, "config-files", until a purge because of the postrm script).
+  if [ -e /usr/bin/exo ] || [ -e /usr/include/exo.h ] || [ -e /lib/systemd/system/exo.service ] ||
+     dpkg-query -W -f='${Status}' exo 2>/dev/null | grep -q ' installed$'; then
+    echo "dpkg -r exo left the package behind"; exit 1
+  fi
+  dpkg -P exo >/dev/null
+  echo "exo_*.deb installed, checked and removed"
+  rm -rf "$debdir"
+fi
+
 echo
 echo "all checks passed"

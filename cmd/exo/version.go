@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"runtime/debug"
 	"strings"
@@ -10,13 +11,18 @@ import (
 // otherwise exo --version says the module's version, "devel" in a checkout.
 var version = ""
 
+// commit is the commit built from, set at link time by builds that know it
+// (tools/deb: -X main.commit=...) for when Go records none (a git worktree,
+// whose .git is a file, gets no vcs stamp); Go's record wins when present.
+var commit = ""
+
 // versionString is what exo --version prints: the version, the commit the
 // binary was built from (and whether the tree had changes), and Go's
 // version, from the build information Go records (the commit needs a
 // build with -buildvcs=auto or true in a git checkout; tools/demo.sh and
 // tools/test.sh build so).
 func versionString() string {
-	v, commit, at, dirty, gov := version, "unknown", "", false, "unknown"
+	v, commit, at, dirty, gov := version, cmp.Or(commit, "unknown"), "", false, "unknown"
 	if bi, ok := debug.ReadBuildInfo(); ok {
 		gov = bi.GoVersion
 		if v == "" && bi.Main.Version != "" && bi.Main.Version != "(devel)" && !strings.HasPrefix(bi.Main.Version, "v0.0.0-") {
