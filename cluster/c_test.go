@@ -1,15 +1,9 @@
 package cluster
 
 import (
-	"bufio"
-	"bytes"
 	"context"
-	"fmt"
-	"io"
-	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -53,65 +47,7 @@ func TestCClient(t *testing.T) {
 	for i := range r.Hosts {
 		socks = append(socks, c.Socket(i))
 	}
-	cmd := exec.CommandContext(ctx, filepath.Join(dir, "tests", "exo_test"))
-	cmd.Env = append(os.Environ(),
-		"EXO_SOCKETS="+strings.Join(socks, ":"),
-		fmt.Sprint("EXO_MAX_MESSAGE=", maxMessage),
-		fmt.Sprint("EXO_LAT_N=", pyLatN), fmt.Sprint("EXO_RATE_M=", pyRateM),
-		fmt.Sprint("EXO_WINDOW=", pyWindow), fmt.Sprint("EXO_SIZE=", pySize))
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	figures := map[string]pyFigure{}
-	passed, checks := false, 0
-	sc := bufio.NewScanner(stdout)
-	for sc.Scan() {
-		line := sc.Text()
-		t.Log("c: " + line)
-		switch {
-		case line == "PASS":
-			passed = true
-		case strings.HasPrefix(line, "ok: "):
-			checks++
-		case strings.HasPrefix(line, "measure "):
-			var f pyFigure
-			var name string
-			if _, err := fmt.Sscanf(line, "measure %s p50_us=%f msgs_per_s=%f", &name, &f.p50us, &f.rate); err != nil {
-				t.Errorf("measure line %q: %v", line, err)
-			}
-			figures[name] = f
-		case line == "WAIT go-measure":
-			f, err := goFigure(ctx, c.Socket(0))
-			if err != nil {
-				t.Errorf("the Go client's measurement: %v", err)
-			}
-			figures["go"] = f
-			io.WriteString(stdin, "done\n")
-		case line == "WAIT kill 2":
-			if err := c.Kill(2); err != nil {
-				t.Errorf("kill C: %v", err)
-			}
-			io.WriteString(stdin, "done\n")
-		case strings.HasPrefix(line, "WAIT "):
-			t.Errorf("exo_test waits for %q, which this test does not know", line)
-			io.WriteString(stdin, "unknown\n")
-		}
-	}
-	stdin.Close()
-	if err := cmd.Wait(); err != nil || !passed {
-		t.Fatalf("exo_test: %v (passed: %v)\n%s", err, passed, stderr.String())
-	}
-	t.Logf("exo_test: %d checks passed", checks)
+	figures := runClientCheck(ctx, t, c, "exo_test", exec.CommandContext(ctx, filepath.Join(dir, "tests", "exo_test")), socks, maxMessage)
 	g, cc := figures["go"], figures["c"]
 	t.Logf("publish to agreed at A, %d-byte messages, 3-host lab rack (one 2-CPU machine: daemons and clients share it):", pySize)
 	t.Logf("  p50 latency, one in flight (%d publishes): Go %.0fus, C %.0fus", pyLatN, g.p50us, cc.p50us)

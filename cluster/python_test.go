@@ -66,65 +66,7 @@ func TestPythonClient(t *testing.T) {
 	for i := range r.Hosts {
 		socks = append(socks, c.Socket(i))
 	}
-	cmd := exec.CommandContext(ctx, py, "-u", script)
-	cmd.Env = append(os.Environ(),
-		"EXO_SOCKETS="+strings.Join(socks, string(os.PathListSeparator)),
-		fmt.Sprint("EXO_MAX_MESSAGE=", maxMessage),
-		fmt.Sprint("EXO_LAT_N=", pyLatN), fmt.Sprint("EXO_RATE_M=", pyRateM),
-		fmt.Sprint("EXO_WINDOW=", pyWindow), fmt.Sprint("EXO_SIZE=", pySize))
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	figures := map[string]pyFigure{}
-	passed, checks := false, 0
-	sc := bufio.NewScanner(stdout)
-	for sc.Scan() {
-		line := sc.Text()
-		t.Log("python: " + line)
-		switch {
-		case line == "PASS":
-			passed = true
-		case strings.HasPrefix(line, "ok: "):
-			checks++
-		case strings.HasPrefix(line, "measure "):
-			var f pyFigure
-			var name string
-			if _, err := fmt.Sscanf(line, "measure %s p50_us=%f msgs_per_s=%f", &name, &f.p50us, &f.rate); err != nil {
-				t.Errorf("measure line %q: %v", line, err)
-			}
-			figures[name] = f
-		case line == "WAIT go-measure":
-			f, err := goFigure(ctx, c.Socket(0))
-			if err != nil {
-				t.Errorf("the Go client's measurement: %v", err)
-			}
-			figures["go"] = f
-			io.WriteString(stdin, "done\n")
-		case line == "WAIT kill 2":
-			if err := c.Kill(2); err != nil {
-				t.Errorf("kill C: %v", err)
-			}
-			io.WriteString(stdin, "done\n")
-		case strings.HasPrefix(line, "WAIT "):
-			t.Errorf("lab_check.py waits for %q, which this test does not know", line)
-			io.WriteString(stdin, "unknown\n")
-		}
-	}
-	stdin.Close()
-	if err := cmd.Wait(); err != nil || !passed {
-		t.Fatalf("lab_check.py: %v (passed: %v)\n%s", err, passed, stderr.String())
-	}
-	t.Logf("lab_check.py: %d checks passed", checks)
+	figures := runClientCheck(ctx, t, c, "lab_check.py", exec.CommandContext(ctx, py, "-u", script), socks, maxMessage)
 	g, p, a := figures["go"], figures["python"], figures["python-asyncio"]
 	t.Logf("publish to agreed at A, %d-byte messages, 3-host lab rack (one 2-CPU machine: daemons and clients share it):", pySize)
 	t.Logf("  p50 latency, one in flight (%d publishes): Go %.0fus, Python %.0fus, Python asyncio %.0fus", pyLatN, g.p50us, p.p50us, a.p50us)
@@ -190,4 +132,73 @@ func goFigure(ctx context.Context, socket string) (pyFigure, error) {
 	}
 	rate := float64(pyRateM) / time.Since(t0).Seconds()
 	return pyFigure{p50us: float64(lat[len(lat)/2].Microseconds()), rate: rate}, nil
+}
+
+// runClientCheck runs a client's lab check program (cmd: the Python or C
+// one) against the rack's sockets: it passes the sockets and the
+// measurement's sizes in the environment, logs its lines, answers its WAIT
+// lines (the Go client's measurement at A, the kill of C), counts its "ok:"
+// checks and fails unless it ends with PASS. It returns the figures of its
+// "measure" lines and the Go client's, by name.
+func runClientCheck(ctx context.Context, t *testing.T, c *Cluster, name string, cmd *exec.Cmd, socks []string, maxMessage int) map[string]pyFigure {
+	t.Helper()
+	cmd.Env = append(os.Environ(),
+		"EXO_SOCKETS="+strings.Join(socks, string(os.PathListSeparator)),
+		fmt.Sprint("EXO_MAX_MESSAGE=", maxMessage),
+		fmt.Sprint("EXO_LAT_N=", pyLatN), fmt.Sprint("EXO_RATE_M=", pyRateM),
+		fmt.Sprint("EXO_WINDOW=", pyWindow), fmt.Sprint("EXO_SIZE=", pySize))
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	figures := map[string]pyFigure{}
+	passed, checks := false, 0
+	sc := bufio.NewScanner(stdout)
+	for sc.Scan() {
+		line := sc.Text()
+		t.Log(name + ": " + line)
+		switch {
+		case line == "PASS":
+			passed = true
+		case strings.HasPrefix(line, "ok: "):
+			checks++
+		case strings.HasPrefix(line, "measure "):
+			var f pyFigure
+			var what string
+			if _, err := fmt.Sscanf(line, "measure %s p50_us=%f msgs_per_s=%f", &what, &f.p50us, &f.rate); err != nil {
+				t.Errorf("measure line %q: %v", line, err)
+			}
+			figures[what] = f
+		case line == "WAIT go-measure":
+			f, err := goFigure(ctx, c.Socket(0))
+			if err != nil {
+				t.Errorf("the Go client's measurement: %v", err)
+			}
+			figures["go"] = f
+			io.WriteString(stdin, "done\n")
+		case line == "WAIT kill 2":
+			if err := c.Kill(2); err != nil {
+				t.Errorf("kill C: %v", err)
+			}
+			io.WriteString(stdin, "done\n")
+		case strings.HasPrefix(line, "WAIT "):
+			t.Errorf("%s waits for %q, which this test does not know", name, line)
+			io.WriteString(stdin, "unknown\n")
+		}
+	}
+	stdin.Close()
+	if err := cmd.Wait(); err != nil || !passed {
+		t.Fatalf("%s: %v (passed: %v)\n%s", name, err, passed, stderr.String())
+	}
+	t.Logf("%s: %d checks passed", name, checks)
+	return figures
 }
