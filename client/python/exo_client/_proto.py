@@ -166,6 +166,17 @@ def decode_published(body: bytes) -> Tuple[int, Position]:
     return req, Position(seq, index)
 
 
+def subscription_message(typ: int, body: bytes) -> "Message":
+    """The message of a frame a subscription received; a daemon's Error
+    frame is raised as its APIError, any other frame as FrameError."""
+    if typ == T_MESSAGE:
+        return decode_message(body)
+    if typ == T_ERROR:
+        _, err = decode_error(body)
+        raise err
+    raise FrameError("malformed api frame: unexpected type %#x in a subscription" % typ)
+
+
 def decode_error(body: bytes) -> Tuple[int, APIError]:
     """Error: [req u64][code u16][text] -> (req, the APIError subclass of
     the code)."""

@@ -348,15 +348,9 @@ class AsyncSubscription:
             if self._closed:
                 raise StopAsyncIteration
             raise ExoConnectionError("subscription at %s: EOF (the daemon closed the connection)" % self.path)
-        typ, body = got
-        if typ == p.T_MESSAGE:
-            m = p.decode_message(body)
-            self.last = m.position
-            return m
-        if typ == p.T_ERROR:
-            _, err = p.decode_error(body)
-            raise err
-        raise FrameError("malformed api frame: unexpected type %#x in a subscription" % typ)
+        m = p.subscription_message(*got)
+        self.last = m.position
+        return m
 
     async def close(self) -> None:
         """End the subscription."""
