@@ -115,6 +115,7 @@ else
   dpkg -i "$deb"
   /usr/bin/exo --version
   /usr/bin/exo --version | grep -q "commit $(git rev-parse HEAD)"   # names the commit built from
+  /usr/bin/exo demo --hosts 3 --messages 3000 --prefix exodeb     # the installed binary runs the rack demo (its daemons are itself)
   if command -v man >/dev/null; then
     MANPAGER=cat man exo-daemon | grep exo-daemon >/dev/null   # (not grep -q: under pipefail, man's SIGPIPE would fail it)
   else
