@@ -28,6 +28,18 @@ const (
 	pySize   = 64
 )
 
+// The batched measurement of TestCClient, the same for the C and Go
+// clients: batchLatN batches of batchSize messages one at a time (the p50
+// of a batch's publish to agreed), then batchM messages in batches of
+// batchSize with batchWindow batches in flight (msgs/s), pySize-byte
+// messages, at A.
+const (
+	batchSize   = 64
+	batchWindow = 8
+	batchM      = 100000
+	batchLatN   = 200
+)
+
 // TestPythonClient: the Python client (client/python) against a 3-host
 // lab rack: client/python/tests/lab_check.py publishes (blocking and
 // pipelined, from two hosts, asyncio too), follows the stream from its
@@ -90,11 +102,45 @@ func goFigure(ctx context.Context, socket string) (pyFigure, error) {
 	}
 	defer cl.Close()
 	payload := bytes.Repeat([]byte{'x'}, pySize)
-	pipelined := func(n int) error {
-		var q []<-chan client.Ack
+	send := func() (<-chan client.Ack, error) { return cl.PublishAsync(payload) }
+	return goMeasure(ctx, send, func(a client.Ack) error { return a.Err }, 500, pyLatN, pyRateM, pyWindow, 1)
+}
+
+// goBatchFigure measures the Go client's batches as exo_test measures the
+// C client's: a warm-up of 20 batches, batchLatN batches one at a time,
+// batchM messages with batchWindow batches in flight.
+func goBatchFigure(ctx context.Context, socket string) (pyFigure, error) {
+	cl, err := client.Dial(ctx, socket)
+	if err != nil {
+		return pyFigure{}, err
+	}
+	defer cl.Close()
+	batch := make([][]byte, batchSize)
+	for i := range batch {
+		batch[i] = bytes.Repeat([]byte{'x'}, pySize)
+	}
+	send := func() (<-chan client.BatchAck, error) { return cl.PublishBatchAsync(batch) }
+	failed := func(b client.BatchAck) error {
+		for _, a := range b.Acks {
+			if a.Err != nil {
+				return a.Err
+			}
+		}
+		return b.Err
+	}
+	return goMeasure(ctx, send, failed, 20, batchLatN, batchM/batchSize, batchWindow, batchSize)
+}
+
+// goMeasure sends warm requests (send, window in flight), then latN one
+// at a time (their p50, from send to outcome), then rateN with window in
+// flight (the rate of messages, per messages a request); failed says
+// whether an outcome is an error.
+func goMeasure[T any](ctx context.Context, send func() (<-chan T, error), failed func(T) error, warm, latN, rateN, window, per int) (pyFigure, error) {
+	pipelined := func(n, window int) error {
+		var q []<-chan T
 		for i := 0; i < n || len(q) > 0; {
-			if i < n && len(q) < pyWindow {
-				ch, err := cl.PublishAsync(payload)
+			if i < n && len(q) < window {
+				ch, err := send()
 				if err != nil {
 					return err
 				}
@@ -104,8 +150,8 @@ func goFigure(ctx context.Context, socket string) (pyFigure, error) {
 			}
 			select {
 			case a := <-q[0]:
-				if a.Err != nil {
-					return a.Err
+				if err := failed(a); err != nil {
+					return err
 				}
 			case <-ctx.Done():
 				return ctx.Err()
@@ -114,39 +160,42 @@ func goFigure(ctx context.Context, socket string) (pyFigure, error) {
 		}
 		return nil
 	}
-	if err := pipelined(500); err != nil {
+	if err := pipelined(warm, window); err != nil {
 		return pyFigure{}, err
 	}
-	lat := make([]time.Duration, 0, pyLatN)
-	for range pyLatN {
+	lat := make([]time.Duration, 0, latN)
+	for range latN {
 		t0 := time.Now()
-		if _, err := cl.Publish(ctx, payload); err != nil {
+		if err := pipelined(1, 1); err != nil {
 			return pyFigure{}, err
 		}
 		lat = append(lat, time.Since(t0))
 	}
 	slices.Sort(lat)
 	t0 := time.Now()
-	if err := pipelined(pyRateM); err != nil {
+	if err := pipelined(rateN, window); err != nil {
 		return pyFigure{}, err
 	}
-	rate := float64(pyRateM) / time.Since(t0).Seconds()
+	rate := float64(rateN*per) / time.Since(t0).Seconds()
 	return pyFigure{p50us: float64(lat[len(lat)/2].Microseconds()), rate: rate}, nil
 }
 
 // runClientCheck runs a client's lab check program (cmd: the Python or C
 // one) against the rack's sockets: it passes the sockets and the
 // measurement's sizes in the environment, logs its lines, answers its WAIT
-// lines (the Go client's measurement at A, the kill of C), counts its "ok:"
-// checks and fails unless it ends with PASS. It returns the figures of its
-// "measure" lines and the Go client's, by name.
+// lines (the Go client's measurement at A, of single publishes or of
+// batches; the kill of C), counts its "ok:" checks and fails unless it
+// ends with PASS. It returns the figures of its "measure" lines and the Go
+// client's ("go", "go-batch"), by name.
 func runClientCheck(ctx context.Context, t *testing.T, c *Cluster, name string, cmd *exec.Cmd, socks []string, maxMessage int) map[string]pyFigure {
 	t.Helper()
 	cmd.Env = append(os.Environ(),
 		"EXO_SOCKETS="+strings.Join(socks, string(os.PathListSeparator)),
 		fmt.Sprint("EXO_MAX_MESSAGE=", maxMessage),
 		fmt.Sprint("EXO_LAT_N=", pyLatN), fmt.Sprint("EXO_RATE_M=", pyRateM),
-		fmt.Sprint("EXO_WINDOW=", pyWindow), fmt.Sprint("EXO_SIZE=", pySize))
+		fmt.Sprint("EXO_WINDOW=", pyWindow), fmt.Sprint("EXO_SIZE=", pySize),
+		fmt.Sprint("EXO_BATCH=", batchSize), fmt.Sprint("EXO_BATCH_WINDOW=", batchWindow),
+		fmt.Sprint("EXO_BATCH_M=", batchM), fmt.Sprint("EXO_BATCH_LAT_N=", batchLatN))
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	stdin, err := cmd.StdinPipe()
@@ -178,12 +227,16 @@ func runClientCheck(ctx context.Context, t *testing.T, c *Cluster, name string, 
 				t.Errorf("measure line %q: %v", line, err)
 			}
 			figures[what] = f
-		case line == "WAIT go-measure":
-			f, err := goFigure(ctx, c.Socket(0))
-			if err != nil {
-				t.Errorf("the Go client's measurement: %v", err)
+		case line == "WAIT go-measure" || line == "WAIT go-measure-batch":
+			what, measure := "go", goFigure
+			if line == "WAIT go-measure-batch" {
+				what, measure = "go-batch", goBatchFigure
 			}
-			figures["go"] = f
+			f, err := measure(ctx, c.Socket(0))
+			if err != nil {
+				t.Errorf("the Go client's measurement (%s): %v", what, err)
+			}
+			figures[what] = f
 			io.WriteString(stdin, "done\n")
 		case line == "WAIT kill 2":
 			if err := c.Kill(2); err != nil {

@@ -13,13 +13,21 @@
 #include <unistd.h>
 
 enum {
-	T_PUBLISH = 0x01, T_SUBSCRIBE = 0x02, T_STATUS = 0x03, T_HELLO = 0x08,
+	T_PUBLISH = 0x01, T_SUBSCRIBE = 0x02, T_STATUS = 0x03, T_PUBLISH_BATCH = 0x06, T_HELLO = 0x08,
 	T_PUBLISHED = 0x81, T_MESSAGE = 0x82, T_STATUS_REPLY = 0x83,
 	T_PUBLISHED_BATCH = 0x86, T_HELLO_REPLY = 0x88, T_ERROR = 0xFF
 };
 
 #define MAX_FRAME ((64u << 20) + 64u) /* a frame's length field at most */
 #define OUT_FLUSH (64u << 10)         /* pipelined requests written from this size */
+
+/* pbatch is a batch awaiting its reply: its request id, its count, where
+ * its results go. */
+struct pbatch {
+	uint64_t req;
+	size_t n;
+	exo_result *res;
+};
 
 struct exo_conn {
 	int fd;
@@ -32,6 +40,8 @@ struct exo_conn {
 	size_t olen, ocap;
 	uint64_t next_req;
 	size_t pending;
+	struct pbatch *batches;   /* the batches among the pending requests */
+	size_t nbatch, bcap;
 	int dead;                 /* the connection failed: its code */
 	char dead_text[400];
 };
@@ -57,6 +67,7 @@ const char *exo_strerror(int code)
 	case EXO_MALFORMED: return "malformed";
 	case EXO_USAGE: return "usage";
 	case EXO_NO_MEMORY: return "no memory";
+	case EXO_PARTIAL: return "partial batch";
 	}
 	return "unknown error";
 }
@@ -89,6 +100,7 @@ static int broken(exo_conn *c, exo_err *err, int code, const char *fmt, ...)
 	va_end(ap);
 	c->dead = code;
 	c->pending = 0;
+	c->nbatch = 0;
 	return fail(err, code, "exo daemon at %s: %s", c->path, c->dead_text);
 }
 
@@ -107,11 +119,10 @@ static void put16(uint8_t *p, uint16_t v) { p[0] = (uint8_t)(v >> 8); p[1] = (ui
 static void put32(uint8_t *p, uint32_t v) { put16(p, (uint16_t)(v >> 16)); put16(p + 2, (uint16_t)v); }
 static void put64(uint8_t *p, uint64_t v) { put32(p, (uint32_t)(v >> 32)); put32(p + 4, (uint32_t)v); }
 
-/* frame queues a request: header, head (hlen bytes), tail (tlen bytes). */
-static int frame(exo_conn *c, exo_err *err, uint8_t type, const uint8_t *head, size_t hlen,
-		 const void *tail, size_t tlen)
+/* reserve queues a request's header and room for its body (body bytes):
+ * *at is where the body goes. */
+static int reserve(exo_conn *c, exo_err *err, uint8_t type, size_t body, uint8_t **at)
 {
-	size_t body = hlen + tlen;
 	if (body + 1 > MAX_FRAME)
 		return fail(err, EXO_TOO_LARGE, "a request of %zu bytes is above the API's frame limit", body);
 	size_t need = c->olen + 5 + body;
@@ -128,11 +139,23 @@ static int frame(exo_conn *c, exo_err *err, uint8_t type, const uint8_t *head, s
 	uint8_t *p = c->out + c->olen;
 	put32(p, (uint32_t)(body + 1));
 	p[4] = type;
-	if (hlen)
-		memcpy(p + 5, head, hlen);
-	if (tlen)
-		memcpy(p + 5 + hlen, tail, tlen);
+	*at = p + 5;
 	c->olen = need;
+	return 0;
+}
+
+/* frame queues a request: header, head (hlen bytes), tail (tlen bytes). */
+static int frame(exo_conn *c, exo_err *err, uint8_t type, const uint8_t *head, size_t hlen,
+		 const void *tail, size_t tlen)
+{
+	uint8_t *p;
+	int rc = reserve(c, err, type, hlen + tlen, &p);
+	if (rc)
+		return rc;
+	if (hlen)
+		memcpy(p, head, hlen);
+	if (tlen)
+		memcpy(p + hlen, tail, tlen);
 	return 0;
 }
 
@@ -290,29 +313,173 @@ unsigned exo_daemon_version(const exo_conn *c) { return c->version; }
 const char *exo_daemon_features(const exo_conn *c) { return c->features; }
 size_t exo_pending(const exo_conn *c) { return c->pending; }
 
-int exo_publish_send(exo_conn *c, const void *payload, size_t len, uint64_t *req, exo_err *err)
+/* queued counts a request just queued as pending (its id next_req, set
+ * in *req if not NULL) and writes the buffer once it is full. */
+static int queued(exo_conn *c, uint64_t *req, exo_err *err)
 {
-	if (c->dead)
-		return dead(c, err);
-	uint8_t h[8];
-	uint64_t id = c->next_req;
-	put64(h, id);
-	int rc = frame(c, err, T_PUBLISH, h, 8, payload, len);
-	if (rc)
-		return rc;
+	if (req)
+		*req = c->next_req;
 	c->next_req++;
 	c->pending++;
-	if (req)
-		*req = id;
 	if (c->olen >= OUT_FLUSH)
 		return exo_flush(c, err);
 	return 0;
 }
 
+/* idle refuses a blocking call (fn) while pipelined requests await their
+ * replies. */
+static int idle(exo_conn *c, exo_err *err, const char *fn)
+{
+	if (c->pending)
+		return fail(err, EXO_USAGE, "%s: %zu pipelined publishes await their replies", fn, c->pending);
+	return 0;
+}
+
+int exo_publish_send(exo_conn *c, const void *payload, size_t len, uint64_t *req, exo_err *err)
+{
+	if (c->dead)
+		return dead(c, err);
+	uint8_t h[8];
+	put64(h, c->next_req);
+	int rc = frame(c, err, T_PUBLISH, h, 8, payload, len);
+	if (rc)
+		return rc;
+	return queued(c, req, err);
+}
+
+int exo_publish_batch_send(exo_conn *c, const exo_buf *msgs, size_t n, exo_result *results, uint64_t *req,
+			   exo_err *err)
+{
+	if (c->dead)
+		return dead(c, err);
+	if (n == 0)
+		return fail(err, EXO_USAGE, "publish batch of 0 messages: a batch has 1 to %d", EXO_MAX_BATCH);
+	if (!msgs)
+		return fail(err, EXO_USAGE, "publish batch of %zu messages: msgs is NULL", n);
+	if (n > EXO_MAX_BATCH)
+		return fail(err, EXO_TOO_LARGE, "publish batch of %zu messages: a batch has 1 to %d", n, EXO_MAX_BATCH);
+	uint64_t body = 10; /* req, count; then len and payload each */
+	for (size_t i = 0; i < n; i++)
+		body += 4 + (msgs[i].len < MAX_FRAME ? msgs[i].len : MAX_FRAME);
+	if (body + 1 > MAX_FRAME)
+		return fail(err, EXO_TOO_LARGE,
+			    "publish batch of %zu messages, %llu bytes: above the frame bound %u, send smaller batches", n,
+			    (unsigned long long)(body + 1), MAX_FRAME);
+	if (c->nbatch == c->bcap) {
+		size_t cap = c->bcap ? 2 * c->bcap : 8;
+		struct pbatch *b = realloc(c->batches, cap * sizeof *b);
+		if (!b)
+			return fail(err, EXO_NO_MEMORY, "no memory for a batch awaiting its reply");
+		c->batches = b;
+		c->bcap = cap;
+	}
+	uint8_t *p;
+	int rc = reserve(c, err, T_PUBLISH_BATCH, (size_t)body, &p);
+	if (rc)
+		return rc;
+	put64(p, c->next_req);
+	put16(p + 8, (uint16_t)n);
+	p += 10;
+	for (size_t i = 0; i < n; i++) {
+		put32(p, (uint32_t)msgs[i].len);
+		if (msgs[i].len)
+			memcpy(p + 4, msgs[i].data, msgs[i].len);
+		p += 4 + msgs[i].len;
+	}
+	c->batches[c->nbatch++] = (struct pbatch){.req = c->next_req, .n = n, .res = results};
+	return queued(c, req, err);
+}
+
+/* batch_of is the index of request id's batch in c->batches, or c->nbatch
+ * when it is none. */
+static size_t batch_of(const exo_conn *c, uint64_t id)
+{
+	size_t k = 0;
+	while (k < c->nbatch && c->batches[k].req != id)
+		k++;
+	return k;
+}
+
+/* answered: a reply came for a pending request (k: its batch's index, or
+ * c->nbatch). */
+static void answered(exo_conn *c, size_t k)
+{
+	c->pending--;
+	if (k < c->nbatch)
+		c->batches[k] = c->batches[--c->nbatch];
+}
+
+/* result_len is the length of the PublishedBatch result at b (left bytes
+ * there), 0 when it is cut: [code u16 = 0][seq u64][index u16] or
+ * [code u16 > 0][text_len u16][text]. */
+static size_t result_len(const uint8_t *b, size_t left)
+{
+	size_t n = left < 2 ? 2 : get16(b) == 0 ? 12 : left < 4 ? 4 : 4 + (size_t)get16(b + 2);
+	return n <= left ? n : 0;
+}
+
+/* batch_reply reads a PublishedBatch (b, len bytes) into the results of
+ * its batch: the whole body is checked before any result is written. */
+static int batch_reply(exo_conn *c, exo_err *err, const uint8_t *b, size_t len, uint64_t *req)
+{
+	if (len < 10)
+		return broken(c, err, EXO_MALFORMED, "a published batch of %zu bytes", len);
+	uint64_t id = get64(b);
+	size_t count = get16(b + 8), k = batch_of(c, id);
+	if (k == c->nbatch)
+		return broken(c, err, EXO_MALFORMED, "a batch answer to request %llu, which is no batch awaiting its reply",
+			      (unsigned long long)id);
+	if (count != c->batches[k].n)
+		return broken(c, err, EXO_MALFORMED, "%zu results for a batch of %zu messages", count, c->batches[k].n);
+	size_t off = 10, failed = 0, first = 0, first_off = 0;
+	for (size_t i = 0; i < count; i++) {
+		size_t n = result_len(b + off, len - off);
+		if (n == 0)
+			return broken(c, err, EXO_MALFORMED, "published batch: result %zu of %zu cut (%zu bytes left)", i,
+				      count, len - off);
+		if (get16(b + off) != 0 && failed++ == 0) {
+			first = i;
+			first_off = off;
+		}
+		off += n;
+	}
+	if (off != len)
+		return broken(c, err, EXO_MALFORMED, "published batch: %zu bytes after its %zu results", len - off, count);
+	exo_result *res = c->batches[k].res;
+	answered(c, k);
+	*req = id;
+	off = 10;
+	for (size_t i = 0; res && i < count; i++) {
+		size_t n = result_len(b + off, len - off);
+		exo_result *r = &res[i];
+		r->code = get16(b + off);
+		r->pos = (exo_pos){0, 0};
+		r->text[0] = 0;
+		if (r->code == 0) {
+			r->pos.seq = get64(b + off + 2);
+			r->pos.index = get16(b + off + 10);
+		} else {
+			size_t t = n - 4 < sizeof r->text - 1 ? n - 4 : sizeof r->text - 1;
+			memcpy(r->text, b + off + 4, t);
+			r->text[t] = 0;
+		}
+		off += n;
+	}
+	if (failed == 0)
+		return 0;
+	int code = get16(b + first_off);
+	return fail(err, EXO_PARTIAL,
+		    "exo daemon at %s: %zu of %zu messages of the batch failed; the first, message %zu: %s (%d): %.*s",
+		    c->path, failed, count, first, exo_strerror(code), code, (int)get16(b + first_off + 2),
+		    (const char *)b + first_off + 4);
+}
+
 int exo_publish_recv(exo_conn *c, uint64_t *req, exo_pos *pos, exo_err *err)
 {
-	if (req)
-		*req = 0;
+	uint64_t id = 0;
+	if (!req)
+		req = &id;
+	*req = 0;
 	if (c->dead)
 		return dead(c, err);
 	if (c->pending == 0)
@@ -327,23 +494,27 @@ int exo_publish_recv(exo_conn *c, uint64_t *req, exo_pos *pos, exo_err *err)
 		if ((rc = readframe(c, err, &t, &b, &n)))
 			return rc;
 		if (t == T_PUBLISHED && n >= 18) {
-			c->pending--;
-			if (req)
-				*req = get64(b);
+			id = get64(b);
+			if (batch_of(c, id) < c->nbatch)
+				return broken(c, err, EXO_MALFORMED, "a single answer to the publish batch %llu",
+					      (unsigned long long)id);
+			answered(c, c->nbatch);
+			*req = id;
 			if (pos) {
 				pos->seq = get64(b + 8);
 				pos->index = get16(b + 16);
 			}
 			return 0;
 		}
+		if (t == T_PUBLISHED_BATCH)
+			return batch_reply(c, err, b, n, req);
 		if (t == T_ERROR && n >= 10) {
-			uint64_t id = get64(b);
+			id = get64(b);
 			if (id == 0) /* a request it could not parse: it closes the connection */
 				return broken(c, err, get16(b + 8), "%s (%d): %.*s", exo_strerror(get16(b + 8)),
 					      get16(b + 8), (int)(n - 10), (const char *)b + 10);
-			c->pending--;
-			if (req)
-				*req = id;
+			answered(c, batch_of(c, id));
+			*req = id;
 			return daemon_error(c, err, b, n);
 		}
 		if (t == T_STATUS_REPLY)
@@ -352,19 +523,33 @@ int exo_publish_recv(exo_conn *c, uint64_t *req, exo_pos *pos, exo_err *err)
 	}
 }
 
+/* await blocks for the reply of request id, the only one pending. */
+static int await(exo_conn *c, uint64_t id, exo_pos *pos, exo_err *err)
+{
+	uint64_t got;
+	int rc = exo_publish_recv(c, &got, pos, err);
+	if (got != 0 && got != id)
+		return broken(c, err, EXO_MALFORMED, "a reply to request %llu, want %llu", (unsigned long long)got,
+			      (unsigned long long)id);
+	return rc;
+}
+
 int exo_publish(exo_conn *c, const void *payload, size_t len, exo_pos *pos, exo_err *err)
 {
-	if (c->pending)
-		return fail(err, EXO_USAGE, "exo_publish: %zu pipelined publishes await their replies", c->pending);
-	uint64_t id, got;
-	int rc = exo_publish_send(c, payload, len, &id, err);
-	if (rc)
+	uint64_t id;
+	int rc = idle(c, err, "exo_publish");
+	if (rc || (rc = exo_publish_send(c, payload, len, &id, err)))
 		return rc;
-	rc = exo_publish_recv(c, &got, pos, err);
-	if (rc == 0 && got != id)
-		return broken(c, err, EXO_MALFORMED, "a reply to request %llu, want %llu",
-			      (unsigned long long)got, (unsigned long long)id);
-	return rc;
+	return await(c, id, pos, err);
+}
+
+int exo_publish_batch(exo_conn *c, const exo_buf *msgs, size_t n, exo_result *results, exo_err *err)
+{
+	uint64_t id;
+	int rc = idle(c, err, "exo_publish_batch");
+	if (rc || (rc = exo_publish_batch_send(c, msgs, n, results, &id, err)))
+		return rc;
+	return await(c, id, NULL, err);
 }
 
 int exo_status(exo_conn *c, char **json, exo_err *err)
@@ -372,10 +557,8 @@ int exo_status(exo_conn *c, char **json, exo_err *err)
 	*json = NULL;
 	if (c->dead)
 		return dead(c, err);
-	if (c->pending)
-		return fail(err, EXO_USAGE, "exo_status: %zu pipelined publishes await their replies", c->pending);
-	int rc = frame(c, err, T_STATUS, NULL, 0, NULL, 0);
-	if (rc || (rc = exo_flush(c, err)))
+	int rc = idle(c, err, "exo_status");
+	if (rc || (rc = frame(c, err, T_STATUS, NULL, 0, NULL, 0)) || (rc = exo_flush(c, err)))
 		return rc;
 	uint8_t t;
 	const uint8_t *b;
@@ -456,5 +639,6 @@ void exo_close(exo_conn *c)
 		close(c->fd);
 	free(c->in);
 	free(c->out);
+	free(c->batches);
 	free(c);
 }

@@ -10,6 +10,8 @@
  *   exo_conn *c; exo_err e; exo_pos p;
  *   if (exo_connect("/run/exo/exo.sock", &c, &e) != 0) { puts(e.text); ... }
  *   if (exo_publish(c, "hello", 5, &p, &e) == 0) printf("%llu.%u\n", ...);
+ *   exo_buf m[2] = {{"a", 1}, {"b", 1}}; exo_result r[2];
+ *   if (exo_publish_batch(c, m, 2, r, &e) == 0) ... r[0].pos, r[1].pos ...
  *   exo_close(c);
  *
  * Link with -lexo (pkg-config --cflags --libs exo).
@@ -47,7 +49,8 @@ enum exo_code {
 	EXO_CLOSED = 101,         /* the connection is closed (the daemon is gone) */
 	EXO_MALFORMED = 102,      /* the daemon sent a frame this client cannot read */
 	EXO_USAGE = 103,          /* a bad argument or a call out of order */
-	EXO_NO_MEMORY = 104       /* malloc failed */
+	EXO_NO_MEMORY = 104,      /* malloc failed */
+	EXO_PARTIAL = 105         /* some messages of a batch failed, the others were agreed */
 };
 
 /* exo_err is a call's error: its code and a one-line message. */
@@ -71,6 +74,24 @@ typedef struct exo_msg {
 	const uint8_t *payload;
 	size_t len;
 } exo_msg;
+
+/* exo_buf is one message of a batch to publish: len bytes at data. */
+typedef struct exo_buf {
+	const void *data;
+	size_t len;
+} exo_buf;
+
+/* exo_result is one message's outcome in a batch: code 0 and the position
+ * where it was agreed, or the daemon's code for that message (EXO_TOO_LARGE:
+ * above max_message_bytes; EXO_DROPPED; EXO_SHUTTING_DOWN) and its text. */
+typedef struct exo_result {
+	int code;
+	exo_pos pos;    /* code 0: where the message was agreed */
+	char text[257]; /* code > 0: the daemon's text (at most 256 bytes), NUL-terminated; "" for code 0 */
+} exo_result;
+
+/* EXO_MAX_BATCH bounds the messages of one batch (its count is a u16). */
+#define EXO_MAX_BATCH 65535
 
 typedef struct exo_conn exo_conn;
 
@@ -98,19 +119,50 @@ const char *exo_daemon_features(const exo_conn *c);
  * pipelined publishes await their replies (EXO_USAGE). */
 int exo_publish(exo_conn *c, const void *payload, size_t len, exo_pos *pos, exo_err *err);
 
-/* Pipelined publishes: exo_publish_send queues one publish and sets *req
- * (if not NULL) to its request id (ids increase from 1); the requests are
- * written when the library's buffer fills, at exo_flush, or at
- * exo_publish_recv, which flushes, then blocks for the next reply,
- * whichever request it answers (replies come in any order): *req is
- * the request it answers, *pos its position. The return value is the
- * request's outcome: 0, or a daemon's code for that request (*req set);
- * or a connection's error (*req 0: every request in flight is lost).
- * exo_pending counts the requests sent whose replies were not read. */
+/* Pipelined publishes: exo_publish_send queues one publish (and
+ * exo_publish_batch_send below one batch) and sets *req (if not NULL) to
+ * its request id (ids increase from 1); the requests are written when the
+ * library's buffer fills, at exo_flush, or at exo_publish_recv, which
+ * flushes, then blocks for the next reply, whichever request it answers
+ * (replies come in any order): *req is the request it answers, *pos its
+ * position. The return value is the request's outcome: 0, or a daemon's
+ * code for that request (*req set); or a connection's error (*req 0:
+ * every request in flight is lost). exo_pending counts the requests sent
+ * whose replies were not read (a batch is one). */
 int exo_publish_send(exo_conn *c, const void *payload, size_t len, uint64_t *req, exo_err *err);
 int exo_flush(exo_conn *c, exo_err *err);
 int exo_publish_recv(exo_conn *c, uint64_t *req, exo_pos *pos, exo_err *err);
 size_t exo_pending(const exo_conn *c);
+
+/* exo_publish_batch publishes msgs[0..n) as one batch (one PublishBatch
+ * request, docs/api.md "Batches") and blocks until every message is agreed
+ * or has failed: results[i] (if results is not NULL) is message i's
+ * outcome, the agreed ones at increasing positions. Returns:
+ *  - 0: every message was agreed;
+ *  - EXO_PARTIAL: some failed (a message above max_message_bytes fails
+ *    alone, the others are queued and agreed): results say which and why,
+ *    err names how many and the first;
+ *  - a daemon's code for the batch as a whole, results not written: the
+ *    daemon queues a batch whole or not at all, EXO_QUEUE_FULL (none of it
+ *    was queued: back off and retry it), EXO_TOO_LARGE (it needs more
+ *    records than the daemon's queue_len: send smaller batches),
+ *    EXO_SHUTTING_DOWN;
+ *  - checked here, nothing sent: EXO_USAGE for n 0 (an empty batch) or
+ *    msgs NULL, EXO_TOO_LARGE for n above EXO_MAX_BATCH or a batch above
+ *    the API's 64 MiB frame bound;
+ *  - a connection's error (EXO_CLOSED, ...).
+ * Not while pipelined publishes await their replies (EXO_USAGE). */
+int exo_publish_batch(exo_conn *c, const exo_buf *msgs, size_t n, exo_result *results, exo_err *err);
+
+/* exo_publish_batch_send queues a batch in the pipeline of
+ * exo_publish_send (its checks, *req, the flushing): one request, one
+ * reply. results (if not NULL, n of them) must stay valid until that reply
+ * is read: exo_publish_recv, when it reads the reply of this *req, fills
+ * them and returns what exo_publish_batch would (0, EXO_PARTIAL or the
+ * batch's code); *pos is not written for a batch. The msgs are copied:
+ * their memory may be reused at once. */
+int exo_publish_batch_send(exo_conn *c, const exo_buf *msgs, size_t n, exo_result *results, uint64_t *req,
+			   exo_err *err);
 
 /* exo_status asks the daemon's status: *json is its JSON (exo status
  * --json), NUL-terminated, malloc'd: free() it. Not while pipelined

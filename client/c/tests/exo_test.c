@@ -2,11 +2,15 @@
  * Go test TestCClient (cluster/c_test.go), which starts a 3-host rack and
  * passes in the environment EXO_SOCKETS (the hosts' sockets, ':'-separated;
  * host i's daemon has member id i), EXO_MAX_MESSAGE (max_message_bytes),
- * EXO_LAT_N, EXO_RATE_M, EXO_WINDOW, EXO_SIZE (the measurement). Prints
- * "ok: ..." per check, "measure c p50_us=.. msgs_per_s=..", asks the Go
- * test with "WAIT go-measure" / "WAIT kill 2" (one line "done" on stdin),
- * and ends with "PASS"; a failure prints "FAIL: ..." and exits 1.
- * The version mismatch is checked against a fake daemon (a forked child). */
+ * EXO_QUEUE_LEN (queue_len, default 8192), EXO_LAT_N, EXO_RATE_M,
+ * EXO_WINDOW, EXO_SIZE, EXO_BATCH, EXO_BATCH_WINDOW, EXO_BATCH_M,
+ * EXO_BATCH_LAT_N (the measurement). Prints "ok: ..." per check,
+ * "measure c p50_us=.. msgs_per_s=.." and "measure c-batch ...", asks the
+ * Go test with "WAIT go-measure" / "WAIT go-measure-batch" / "WAIT kill 2"
+ * (one line "done" on stdin), and ends with "PASS"; a failure prints
+ * "FAIL: ..." and exits 1. The version mismatch and the decoding of
+ * PublishedBatch replies are checked against a fake daemon (a forked
+ * child). */
 #define _POSIX_C_SOURCE 200809L
 #include <signal.h>
 #include <stdio.h>
@@ -22,10 +26,30 @@
 
 #define NBLOCK 50
 #define NPIPE 300
+#define NBATCH 100 /* a blocking batch at A */
+#define NCB 3      /* pipelined batches at C, of NCBM messages each */
+#define NCBM 40
+#define NCS 20     /* pipelined single publishes at C, between the batches */
 static char *socks[3];
-static long max_message, lat_n, rate_m, window_, size_;
-static exo_pos pos_a[NBLOCK], pos_b[NPIPE];
+static long max_message, queue_len, lat_n, rate_m, window_, size_, batch_, batch_window, batch_m, batch_lat_n;
+static exo_pos pos_a[NBLOCK], pos_b[NPIPE], pos_ab[NBATCH], pos_cb[NCB * NCBM], pos_cs[NCS];
 static exo_err e;
+
+/* The messages published, by payload: "<fmt % i>" was published from host
+ * sender, agreed at pos[i]. */
+static const struct group {
+	const char *fmt;
+	exo_pos *pos;
+	int n, sender;
+} groups[] = {
+	{"A-blocking-%d", pos_a, NBLOCK, 0},
+	{"B-pipelined-%d", pos_b, NPIPE, 1},
+	{"A-batch-%d", pos_ab, NBATCH, 0},
+	{"C-batch-%d", pos_cb, NCB * NCBM, 2},
+	{"C-single-%d", pos_cs, NCS, 2},
+};
+#define NGROUPS (sizeof groups / sizeof groups[0])
+#define NALL (NBLOCK + NPIPE + NBATCH + NCB * NCBM + NCS)
 
 #define CHECK(cond, ...) do { if (!(cond)) { printf("FAIL: " __VA_ARGS__); printf(" (line %d; last error %d: %s)\n", __LINE__, e.code, e.text); exit(1); } } while (0)
 #define OK(...) do { printf("ok: " __VA_ARGS__); printf("\n"); fflush(stdout); } while (0)
@@ -87,6 +111,74 @@ static void publishes(void)
 	exo_close(b);
 }
 
+/* results_agreed checks that every result of a batch is agreed, at
+ * increasing positions, and copies them to pos. */
+static void results_agreed(const exo_result *r, int n, exo_pos *pos, const char *what)
+{
+	for (int i = 0; i < n; i++) {
+		CHECK(r[i].code == 0 && r[i].text[0] == 0, "%s: message %d: code %d: %s", what, i, r[i].code, r[i].text);
+		CHECK(i == 0 || exo_pos_cmp(r[i - 1].pos, r[i].pos) < 0, "%s: positions do not increase at %d", what, i);
+		pos[i] = r[i].pos;
+	}
+}
+
+/* batches: a blocking batch at A; batches pipelined with single
+ * publishes at C, their replies matched by request id. */
+static void batches(void)
+{
+	static exo_buf msgs[NBATCH];
+	static char text[NBATCH][32];
+	static exo_result res[NBATCH], cres[NCB][NCBM];
+	exo_conn *a, *c;
+	CHECK(exo_connect(socks[0], &a, &e) == 0, "connect A");
+	CHECK(strstr(exo_daemon_features(a), "publish-batch"), "features %s", exo_daemon_features(a));
+	for (int i = 0; i < NBATCH; i++)
+		msgs[i] = (exo_buf){text[i], (size_t)snprintf(text[i], sizeof text[i], "A-batch-%d", i)};
+	CHECK(exo_publish_batch(a, msgs, NBATCH, res, &e) == 0, "a batch of %d at A", NBATCH);
+	results_agreed(res, NBATCH, pos_ab, "batch at A");
+	OK("a blocking batch of %d at A: every message agreed, increasing positions %llu.%u to %llu.%u", NBATCH,
+	   (unsigned long long)pos_ab[0].seq, pos_ab[0].index, (unsigned long long)pos_ab[NBATCH - 1].seq, pos_ab[NBATCH - 1].index);
+	exo_close(a);
+
+	CHECK(exo_connect(socks[2], &c, &e) == 0, "connect C");
+	uint64_t breq[NCB], sreq[NCS], req;
+	char buf[32];
+	for (int b = 0, s = 0; b < NCB; b++) {
+		for (int i = 0; i < NCBM; i++)
+			msgs[i] = (exo_buf){text[i], (size_t)snprintf(text[i], sizeof text[i], "C-batch-%d", b * NCBM + i)};
+		CHECK(exo_publish_batch_send(c, msgs, NCBM, cres[b], &breq[b], &e) == 0, "batch send %d at C", b);
+		memset(text, 0, sizeof text); /* the library copied them */
+		for (int k = 0; k < NCS / NCB + (b == 0 ? NCS % NCB : 0); k++, s++) {
+			int n = snprintf(buf, sizeof buf, "C-single-%d", s);
+			CHECK(exo_publish_send(c, buf, (size_t)n, &sreq[s], &e) == 0, "send %d at C", s);
+		}
+	}
+	CHECK(exo_pending(c) == NCB + NCS, "pending %zu", exo_pending(c));
+	int got_b = 0, got_s = 0;
+	while (exo_pending(c) > 0) {
+		exo_pos p = {99, 99};
+		int rc = exo_publish_recv(c, &req, &p, &e);
+		CHECK(rc == 0, "reply at C");
+		int hit = 0;
+		for (int b = 0; b < NCB; b++)
+			if (req == breq[b]) {
+				CHECK(p.seq == 99 && p.index == 99, "*pos written for a batch");
+				results_agreed(cres[b], NCBM, pos_cb + b * NCBM, "pipelined batch at C");
+				got_b++, hit++;
+			}
+		for (int s = 0; s < NCS; s++)
+			if (req == sreq[s]) {
+				pos_cs[s] = p;
+				got_s++, hit++;
+			}
+		CHECK(hit == 1, "a reply to request %llu", (unsigned long long)req);
+	}
+	CHECK(got_b == NCB && got_s == NCS, "replies: %d batches, %d single", got_b, got_s);
+	OK("%d batches of %d pipelined with %d single publishes at C: every reply matched to its request id, each batch's results at increasing positions",
+	   NCB, NCBM, NCS);
+	exo_close(c);
+}
+
 /* The subscription check: from seq mid, every message published from
  * there at the position its publish returned, none below. */
 struct follow {
@@ -98,41 +190,43 @@ struct follow {
 static int on_msg(const exo_msg *m, void *arg)
 {
 	struct follow *f = arg;
-	char p[64];
+	char p[64], tail;
 	int i;
 	if (m->pos.seq < f->mid || (f->n && exo_pos_cmp(f->prev, m->pos) >= 0))
 		f->bad++;
 	f->prev = m->pos;
 	f->n++;
 	snprintf(p, sizeof p, "%.*s", (int)(m->len < 63 ? m->len : 63), (const char *)m->payload);
-	if (sscanf(p, "A-blocking-%d", &i) == 1 && i >= 0 && i < NBLOCK) {
-		if (exo_pos_cmp(pos_a[i], m->pos) != 0 || m->sender != 0)
-			f->bad++;
-		f->matched++;
-	} else if (sscanf(p, "B-pipelined-%d", &i) == 1 && i >= 0 && i < NPIPE) {
-		if (exo_pos_cmp(pos_b[i], m->pos) != 0 || m->sender != 1)
-			f->bad++;
-		f->matched++;
+	for (size_t g = 0; g < NGROUPS; g++) {
+		char fmt[32];
+		snprintf(fmt, sizeof fmt, "%s%%c", groups[g].fmt);
+		if (sscanf(p, fmt, &i, &tail) == 1 && i >= 0 && i < groups[g].n) {
+			if (exo_pos_cmp(groups[g].pos[i], m->pos) != 0 || m->sender != groups[g].sender)
+				f->bad++;
+			f->matched++;
+		}
 	}
 	return exo_pos_cmp(m->pos, f->last) >= 0;
 }
 
 static void follow(void)
 {
-	exo_pos all[NBLOCK + NPIPE];
-	memcpy(all, pos_a, sizeof pos_a);
-	memcpy(all + NBLOCK, pos_b, sizeof pos_b);
+	exo_pos all[NALL];
+	int nall = 0;
+	for (size_t g = 0; g < NGROUPS; g++)
+		for (int i = 0; i < groups[g].n; i++)
+			all[nall++] = groups[g].pos[i];
 	exo_pos last = all[0];
 	int want = 0;
-	for (int i = 1; i < NBLOCK + NPIPE; i++)
+	for (int i = 1; i < NALL; i++)
 		if (exo_pos_cmp(all[i], last) > 0)
 			last = all[i];
 	/* the middle: the median seq */
 	uint64_t lo = all[0].seq, mid;
-	for (int i = 0; i < NBLOCK + NPIPE; i++)
+	for (int i = 0; i < NALL; i++)
 		lo = all[i].seq < lo ? all[i].seq : lo;
 	mid = lo + (last.seq - lo) / 2;
-	for (int i = 0; i < NBLOCK + NPIPE; i++)
+	for (int i = 0; i < NALL; i++)
 		want += all[i].seq >= mid;
 	exo_conn *c;
 	struct follow f = {.mid = mid, .last = last};
@@ -181,6 +275,52 @@ static void status(void)
 	OK("status at A, B, C: JSON, ids 0..2, each agreed past the publishes");
 }
 
+/* batch_errors: on connection a, a batch with one message above
+ * max_message_bytes (big) and batches refused: whole by the daemon, or
+ * here before anything is sent. */
+static void batch_errors(exo_conn *a, const char *big)
+{
+	exo_result r[3];
+	exo_buf three[3] = {{"small-1", 7}, {big, (size_t)max_message + 1}, {"small-2", 7}};
+	CHECK(exo_publish_batch(a, three, 3, r, &e) == EXO_PARTIAL && e.code == EXO_PARTIAL, "a batch with a too large message");
+	CHECK(r[1].code == EXO_TOO_LARGE && r[1].text[0] && r[0].code == 0 && r[2].code == 0 && exo_pos_cmp(r[0].pos, r[2].pos) < 0,
+	      "results %d %d %d (%s)", r[0].code, r[1].code, r[2].code, r[1].text);
+	CHECK(strstr(e.text, "1 of 3 messages") && strstr(e.text, "message 1: too large (2)"), "the batch's error");
+	OK("batch of 3, the second above max_message_bytes: code %d: %s; the others agreed at %llu.%u and %llu.%u", e.code, e.text,
+	   (unsigned long long)r[0].pos.seq, r[0].pos.index, (unsigned long long)r[2].pos.seq, r[2].pos.index);
+
+	/* queue_len + 1 records: refused whole by the daemon, results untouched */
+	size_t n = (size_t)queue_len + 1;
+	exo_buf *many = malloc(n * sizeof *many);
+	exo_result *mr = malloc(n * sizeof *mr);
+	CHECK(many && mr, "malloc");
+	for (size_t i = 0; i < n; i++) {
+		many[i] = (exo_buf){"never", 5};
+		mr[i].code = -1;
+	}
+	CHECK(exo_publish_batch(a, many, n, mr, &e) == EXO_TOO_LARGE && strstr(e.text, "queue_len") && mr[0].code == -1 && mr[n - 1].code == -1,
+	      "a batch of queue_len+1 messages");
+	OK("batch of %zu messages (queue_len %ld): refused whole, code %d: %s", n, queue_len, e.code, e.text);
+
+	/* checked here, nothing sent: the connection stays usable */
+	CHECK(exo_publish_batch(a, many, 0, mr, &e) == EXO_USAGE && strstr(e.text, "0 messages"), "an empty batch");
+	OK("empty batch: refused here, code %d: %s", e.code, e.text);
+	free(many);
+	many = calloc(EXO_MAX_BATCH + 1, sizeof *many);
+	CHECK(many, "calloc");
+	CHECK(exo_publish_batch(a, many, EXO_MAX_BATCH + 1, NULL, &e) == EXO_TOO_LARGE && strstr(e.text, "1 to 65535"), "a batch of 65536");
+	OK("batch of %d messages: refused here, code %d: %s", EXO_MAX_BATCH + 1, e.code, e.text);
+	free(many);
+	char *huge = calloc(1, 40u << 20); /* never written nor read: the bound is checked first */
+	exo_buf two[2] = {{huge, 40u << 20}, {huge, 40u << 20}};
+	CHECK(huge && exo_publish_batch(a, two, 2, mr, &e) == EXO_TOO_LARGE && strstr(e.text, "above the frame bound"), "a batch of 80 MiB");
+	OK("batch of 2 x 40 MiB: refused here, code %d: %s", e.code, e.text);
+	free(huge);
+	CHECK(exo_publish_batch(a, three, 1, mr, &e) == 0 && mr[0].code == 0 && exo_pending(a) == 0, "a batch after the refusals");
+	OK("a batch of 1 after them, on the same connection: agreed at %llu.%u", (unsigned long long)mr[0].pos.seq, mr[0].pos.index);
+	free(mr);
+}
+
 static void errors(void)
 {
 	exo_conn *a;
@@ -191,6 +331,7 @@ static void errors(void)
 	OK("publish of %ld bytes (max_message_bytes %ld): code %d: %s", max_message + 1, max_message, e.code, e.text);
 	CHECK(exo_publish(a, big, (size_t)max_message, &p, &e) == 0 && p.seq > 0, "publish of max_message_bytes");
 	OK("publish of exactly max_message_bytes agreed at %llu.%u, on the same connection", (unsigned long long)p.seq, p.index);
+	batch_errors(a, big);
 	free(big);
 	exo_close(a);
 	char bad[600];
@@ -244,21 +385,87 @@ static void versions(void)
 	unlink(path);
 }
 
-static double pipelined(exo_conn *c, long n, const char *payload)
+/* be appends v, n bytes big-endian, at b[*at]. */
+static void be(unsigned char *b, size_t *at, uint64_t v, int n)
 {
-	double t0 = now_us();
-	long sent = 0, got = 0;
-	exo_pos p;
-	uint64_t req;
-	while (got < n) {
-		while (sent < n && sent - got < window_) {
-			CHECK(exo_publish_send(c, payload, (size_t)size_, &req, &e) == 0, "send");
-			sent++;
+	while (n--)
+		b[(*at)++] = (unsigned char)(v >> (8 * n));
+}
+
+/* decoder: a fake daemon answers a batch of 3 (request 1) with a
+ * PublishedBatch: a good one (an agreed message, a too large one, an
+ * agreed one), one whose last result is cut, one with a byte after its
+ * results, one with a count not the batch's, and a single Published. */
+static void decoder(void)
+{
+	char path[100];
+	snprintf(path, sizeof path, "/tmp/exo-c-test-%d.sock", (int)getpid());
+	static const struct {
+		const char *what;
+		int count, cut, extra, single, code;
+		const char *want;
+	} cases[] = {
+		{"a good reply", 3, 0, 0, 0, EXO_PARTIAL, "1 of 3 messages of the batch failed; the first, message 1: too large (2): big"},
+		{"its last result cut", 3, 3, 0, 0, EXO_MALFORMED, "result 2 of 3 cut"},
+		{"a byte after its results", 3, 0, 1, 0, EXO_MALFORMED, "1 bytes after its 3 results"},
+		{"a count not the batch's", 2, 0, 0, 0, EXO_MALFORMED, "2 results for a batch of 3 messages"},
+		{"a Published instead", 3, 0, 0, 1, EXO_MALFORMED, "a single answer to the publish batch 1"},
+	};
+	for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+		unsigned char r[128];
+		size_t at = 0, start;
+		be(r, &at, 10, 4); /* HelloReply: version 1, "publish" */
+		be(r, &at, 0x88, 1);
+		be(r, &at, 1, 2);
+		memcpy(r + at, "publish", 7);
+		at += 7;
+		start = at;
+		at += 4;
+		if (cases[k].single) {
+			be(r, &at, 0x81, 1);
+			be(r, &at, 1, 8);
+			be(r, &at, 7, 8);
+			be(r, &at, 1, 2);
+		} else {
+			be(r, &at, 0x86, 1);
+			be(r, &at, 1, 8);
+			be(r, &at, (uint64_t)cases[k].count, 2);
+			be(r, &at, 0, 2); /* agreed at 7.1 */
+			be(r, &at, 7, 8);
+			be(r, &at, 1, 2);
+			be(r, &at, 2, 2); /* too large, "big" */
+			be(r, &at, 3, 2);
+			memcpy(r + at, "big", 3);
+			at += 3;
+			if (cases[k].count == 3) { /* agreed at 9.0 */
+				be(r, &at, 0, 2);
+				be(r, &at, 9, 8);
+				be(r, &at, 0, 2);
+			}
+			at -= (size_t)cases[k].cut;
+			if (cases[k].extra)
+				be(r, &at, 0, 1);
 		}
-		CHECK(exo_publish_recv(c, &req, &p, &e) == 0, "recv");
-		got++;
+		size_t len = at - start - 4;
+		be(r, &start, len, 4);
+		pid_t pid = fake(path, r, at);
+		exo_conn *c;
+		exo_result res[3];
+		exo_buf three[3] = {{"x", 1}, {"y", 1}, {"z", 1}};
+		CHECK(exo_connect(path, &c, &e) == 0, "connect to the fake daemon");
+		CHECK(exo_publish_batch(c, three, 3, res, &e) == cases[k].code && strstr(e.text, cases[k].want), "PublishedBatch, %s", cases[k].what);
+		if (cases[k].code == EXO_PARTIAL)
+			CHECK(res[0].code == 0 && res[0].pos.seq == 7 && res[0].pos.index == 1 && res[1].code == 2 && strcmp(res[1].text, "big") == 0 &&
+				      res[2].code == 0 && res[2].pos.seq == 9 && res[2].pos.index == 0 && exo_pending(c) == 0,
+			      "the results of a good reply");
+		else
+			CHECK(exo_publish(c, "x", 1, NULL, &e) == EXO_MALFORMED, "a connection that read a malformed reply stays failed");
+		OK("fake daemon, PublishedBatch with %s: code %d: %s", cases[k].what, cases[k].code, e.text);
+		exo_close(c);
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
 	}
-	return n / ((now_us() - t0) / 1e6);
+	unlink(path);
 }
 
 static int cmpd(const void *a, const void *b)
@@ -267,26 +474,70 @@ static int cmpd(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+/* pipelined publishes n messages of msgs, window requests in flight:
+ * single publishes of msgs[0] (per 0) or batches of the per msgs; it
+ * returns the messages agreed a second. */
+static double pipelined(exo_conn *c, long n, long window, const exo_buf *msgs, size_t per)
+{
+	double t0 = now_us();
+	long reqs = per ? n / (long)per : n, sent = 0, got = 0;
+	exo_pos p;
+	uint64_t req;
+	while (got < reqs) {
+		while (sent < reqs && sent - got < window) {
+			CHECK((per ? exo_publish_batch_send(c, msgs, per, NULL, &req, &e) : exo_publish_send(c, msgs[0].data, msgs[0].len, &req, &e)) == 0,
+			      "send");
+			sent++;
+		}
+		CHECK(exo_publish_recv(c, &req, &p, &e) == 0, "recv");
+		got++;
+	}
+	return (double)reqs * (per ? (double)per : 1) / ((now_us() - t0) / 1e6);
+}
+
+/* p50 is the median time of n blocking publishes of msgs[0] (per 0) or
+ * batches of the per msgs, in microseconds. */
+static double p50(exo_conn *c, long n, const exo_buf *msgs, size_t per)
+{
+	double *lat = malloc(sizeof *lat * (size_t)n);
+	CHECK(lat, "malloc");
+	for (long i = 0; i < n; i++) {
+		double t0 = now_us();
+		CHECK((per ? exo_publish_batch(c, msgs, per, NULL, &e) : exo_publish(c, msgs[0].data, msgs[0].len, NULL, &e)) == 0, "publish");
+		lat[i] = now_us() - t0;
+	}
+	qsort(lat, (size_t)n, sizeof *lat, cmpd);
+	double m = lat[n / 2];
+	free(lat);
+	return m;
+}
+
 static void measure(void)
 {
 	exo_conn *c;
 	CHECK(exo_connect(socks[0], &c, &e) == 0, "connect A");
 	char *payload = malloc((size_t)size_);
+	exo_buf *msgs = malloc(sizeof *msgs * (size_t)batch_);
+	CHECK(payload && msgs, "malloc");
 	memset(payload, 'x', (size_t)size_);
-	pipelined(c, 500, payload);
-	double *lat = malloc(sizeof *lat * (size_t)lat_n);
-	for (long i = 0; i < lat_n; i++) {
-		double t0 = now_us();
-		CHECK(exo_publish(c, payload, (size_t)size_, NULL, &e) == 0, "publish");
-		lat[i] = now_us() - t0;
-	}
-	qsort(lat, (size_t)lat_n, sizeof *lat, cmpd);
-	double rate = pipelined(c, rate_m, payload);
-	printf("measure c p50_us=%.0f msgs_per_s=%.0f\n", lat[lat_n / 2], rate);
-	free(lat);
-	free(payload);
+	for (long i = 0; i < batch_; i++)
+		msgs[i] = (exo_buf){payload, (size_t)size_};
+	pipelined(c, 500, window_, msgs, 0);
+	double lat = p50(c, lat_n, msgs, 0);
+	double rate = pipelined(c, rate_m, window_, msgs, 0);
+	printf("measure c p50_us=%.0f msgs_per_s=%.0f\n", lat, rate);
 	exo_close(c);
 	wait_for("go-measure");
+	/* batches of batch_ messages (results not kept), on a new connection */
+	CHECK(exo_connect(socks[0], &c, &e) == 0, "connect A");
+	pipelined(c, 20 * batch_, batch_window, msgs, (size_t)batch_);
+	lat = p50(c, batch_lat_n, msgs, (size_t)batch_);
+	rate = pipelined(c, batch_m, batch_window, msgs, (size_t)batch_);
+	printf("measure c-batch p50_us=%.0f msgs_per_s=%.0f\n", lat, rate);
+	free(msgs);
+	free(payload);
+	exo_close(c);
+	wait_for("go-measure-batch");
 }
 
 static void compacted(void)
@@ -333,16 +584,23 @@ int main(void)
 		CHECK(socks[i], "EXO_SOCKETS names fewer than 3 sockets");
 	}
 	max_message = envl("EXO_MAX_MESSAGE", 65536);
+	queue_len = envl("EXO_QUEUE_LEN", 8192);
 	lat_n = envl("EXO_LAT_N", 2000);
 	rate_m = envl("EXO_RATE_M", 20000);
 	window_ = envl("EXO_WINDOW", 128);
 	size_ = envl("EXO_SIZE", 64);
+	batch_ = envl("EXO_BATCH", 64);
+	batch_window = envl("EXO_BATCH_WINDOW", 8);
+	batch_m = envl("EXO_BATCH_M", 100000);
+	batch_lat_n = envl("EXO_BATCH_LAT_N", 200);
 	e.text[0] = 0;
 	publishes();
+	batches();
 	follow();
 	status();
 	errors();
 	versions();
+	decoder();
 	measure();
 	compacted();
 	daemon_gone();
