@@ -28,6 +28,7 @@ import (
 	"net"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/exo-rack/exo/exo"
@@ -53,7 +54,20 @@ type Config struct {
 	// length has arrived (default 5s): a peer that stalls in the middle
 	// of a message is cut off.
 	BodyTimeout time.Duration
-	Logger      *slog.Logger
+	// RTOMin and RTOMax bound TCP's retransmission timer on the OOB
+	// connections (default 5 ms and 1 s; negative: the kernel's, 200 ms
+	// and 120 s). A lost segment stalls every message behind it on its
+	// connection until the timer fires, and the timer doubles after each
+	// loss: with the kernel's bounds a connection that carried a message
+	// into a partition delivered it, and everything queued after it,
+	// seconds after the heal (the back-off had reached 3.2 s, 6.4 s, ...),
+	// and a lossy link cost 200 ms a lost segment. A rack's round trip is
+	// tens of microseconds: 5 ms is still far above it (the kernel rounds
+	// it up to whole jiffies), and 1 s is the least ceiling it accepts.
+	// The options exist from Linux 6.15 on; an older kernel keeps its
+	// bounds (logged once).
+	RTOMin, RTOMax time.Duration
+	Logger         *slog.Logger
 	// Fill fills a fetch answer whose entries the core left to the
 	// application's archive (exo.Message.ArchiveHi set), in the peer's
 	// sender goroutine, just before it is encoded: reading the retained
@@ -78,6 +92,7 @@ type Transport struct {
 	log   *slog.Logger
 
 	sent, received, dropped, refused, dials, bytesOut, bytesIn atomic.Uint64
+	rtoNoted                                                   atomic.Bool // the kernel's RTO bounds kept, logged
 
 	// keys are the group keys: keys[0] is the one this host proves, every
 	// one is accepted in a peer's proof (two during a key rotation).
@@ -189,17 +204,25 @@ func New(cfg Config) (*Transport, error) {
 	if cfg.BodyTimeout == 0 {
 		cfg.BodyTimeout = 5 * time.Second
 	}
+	if cfg.RTOMin == 0 {
+		cfg.RTOMin = 5 * time.Millisecond
+	}
+	if cfg.RTOMax == 0 {
+		cfg.RTOMax = time.Second
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	if len(cfg.Key) < 16 {
 		return nil, fmt.Errorf("oob: the group key must have at least 16 bytes (got %d): OOB connections are never anonymous", len(cfg.Key))
 	}
-	ln, err := net.Listen("tcp", cfg.Listen)
+	t := &Transport{cfg: cfg, in: make(chan exo.Message, 4096), peers: map[uint8]*peer{}, log: cfg.Logger}
+	lc := net.ListenConfig{Control: t.control}
+	ln, err := lc.Listen(context.Background(), "tcp", cfg.Listen)
 	if err != nil {
 		return nil, fmt.Errorf("oob: listen on %s: %w", cfg.Listen, err)
 	}
-	t := &Transport{cfg: cfg, ln: ln, in: make(chan exo.Message, 4096), peers: map[uint8]*peer{}, log: cfg.Logger}
+	t.ln = ln
 	for id, addr := range cfg.Peers {
 		if id == cfg.ID {
 			continue
@@ -207,6 +230,45 @@ func New(cfg Config) (*Transport, error) {
 		t.peers[id] = newPeer(id, addr, cfg.QueueLen)
 	}
 	return t, nil
+}
+
+// errRTOUnsupported: the kernel does not let a socket bound its
+// retransmission timer.
+var errRTOUnsupported = errors.New("the kernel does not support TCP_RTO_MIN_US/TCP_RTO_MAX_MS (Linux 6.15 or later)")
+
+// control bounds the retransmission timer of every socket the Transport
+// opens, before it connects or listens (an accepted connection does not
+// inherit the listener's bounds: boundAccepted). A kernel without the options keeps its own, logged
+// once: the connections work, they recover from a loss more slowly.
+func (t *Transport) control(network, address string, c syscall.RawConn) error {
+	var err error
+	if cerr := c.Control(func(fd uintptr) { err = setRTO(fd, t.cfg.RTOMin, t.cfg.RTOMax) }); cerr != nil {
+		return cerr
+	}
+	switch {
+	case errors.Is(err, errRTOUnsupported):
+		if !t.rtoNoted.Swap(true) {
+			t.log.Warn("oob: TCP's retransmission timer keeps the kernel's bounds", "err", err)
+		}
+		return nil
+	case err != nil:
+		return fmt.Errorf("oob: bound the retransmission timer (%v, %v): %w", t.cfg.RTOMin, t.cfg.RTOMax, err)
+	}
+	return nil
+}
+
+// boundAccepted bounds the retransmission timer of an accepted connection,
+// as control does the sockets the Transport opens.
+func (t *Transport) boundAccepted(c net.Conn) error {
+	tc, ok := c.(*net.TCPConn)
+	if !ok {
+		return nil
+	}
+	raw, err := tc.SyscallConn()
+	if err != nil {
+		return fmt.Errorf("oob: %w", err)
+	}
+	return t.control("tcp", c.LocalAddr().String(), raw)
 }
 
 // Addr returns the address the Transport listens on.
@@ -258,6 +320,11 @@ func (t *Transport) Run(ctx context.Context) error {
 			}
 			t.log.Warn("oob accept", "err", err)
 			time.Sleep(10 * time.Millisecond)
+			continue
+		}
+		if err := t.boundAccepted(c); err != nil {
+			t.log.Warn("oob accept", "remote", c.RemoteAddr(), "err", err)
+			c.Close()
 			continue
 		}
 		conns.Store(c, true)
@@ -625,7 +692,7 @@ func (t *Transport) sender(ctx context.Context, p *peer) {
 		}
 		for attempt := 0; attempt < 2; attempt++ {
 			if c == nil {
-				d := net.Dialer{Timeout: t.cfg.DialTimeout}
+				d := net.Dialer{Timeout: t.cfg.DialTimeout, Control: t.control}
 				conn, err := d.DialContext(ctx, "tcp", p.addr)
 				t.dials.Add(1)
 				if err != nil {

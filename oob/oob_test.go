@@ -255,3 +255,47 @@ func TestKeyRotation(t *testing.T) {
 		t.Fatal("a 5-byte key was accepted")
 	}
 }
+
+// TestRTOBounds: the sockets the Transport opens carry its retransmission
+// timer bounds, the dialed one and the accepted one (which does not
+// inherit the listener's: Run bounds it as boundAccepted does): the kernel's 200 ms floor and 120 s ceiling delayed every
+// message behind a lost segment by as much, and after a partition by the
+// back-off it had reached.
+func TestRTOBounds(t *testing.T) {
+	tr, _ := pair(t, 1)
+	ln, err := (&net.ListenConfig{Control: tr.control}).Listen(context.Background(), "tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	d := net.Dialer{Control: tr.control}
+	dialed, err := d.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dialed.Close()
+	accepted, err := ln.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tr.boundAccepted(accepted); err != nil {
+		t.Fatal(err)
+	}
+	defer accepted.Close()
+	for name, c := range map[string]net.Conn{"dialed": dialed, "accepted": accepted} {
+		raw, err := c.(*net.TCPConn).SyscallConn()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var lo, hi time.Duration
+		var rerr error
+		raw.Control(func(fd uintptr) { lo, hi, rerr = rtoOf(fd) })
+		if rerr != nil {
+			t.Skipf("the kernel does not report the RTO bounds (%v): Linux 6.15 or later has TCP_RTO_MIN_US", rerr)
+		}
+		// The kernel rounds the floor up to whole jiffies (4 ms at HZ=250).
+		if lo < tr.cfg.RTOMin || lo > tr.cfg.RTOMin+10*time.Millisecond || hi != tr.cfg.RTOMax {
+			t.Errorf("%s connection: RTO bounds %v..%v, want %v (rounded up to jiffies)..%v", name, lo, hi, tr.cfg.RTOMin, tr.cfg.RTOMax)
+		}
+	}
+}
