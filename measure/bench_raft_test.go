@@ -1,4 +1,4 @@
-package main
+package measure
 
 import (
 	"context"
@@ -24,8 +24,7 @@ func TestBenchRaftPlumbing(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	o := &benchOptions{PeerSrc: filepath.Join("..", "..", "tools", "raftpeer")}
-	bin, cleanup, err := findPeerBin(ctx, o)
+	bin, cleanup, err := findPeerBin(ctx, "", filepath.Join("..", "tools", "raftpeer"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,11 +103,11 @@ func TestBenchRaftPlumbing(t *testing.T) {
 
 func TestFindPeerBinErrors(t *testing.T) {
 	ctx := context.Background()
-	_, _, err := findPeerBin(ctx, &benchOptions{PeerSrc: t.TempDir()})
+	_, _, err := findPeerBin(ctx, "", t.TempDir())
 	if err == nil || !strings.Contains(err.Error(), "--peer-bin") {
 		t.Errorf("no source: %v", err)
 	}
-	_, _, err = findPeerBin(ctx, &benchOptions{PeerBin: filepath.Join(t.TempDir(), "nope")})
+	_, _, err = findPeerBin(ctx, filepath.Join(t.TempDir(), "nope"), "")
 	if err == nil || !strings.Contains(err.Error(), "not an executable") {
 		t.Errorf("missing binary: %v", err)
 	}
@@ -117,12 +116,12 @@ func TestFindPeerBinErrors(t *testing.T) {
 // TestBenchScalingOutput draws the rack-size table and plot from made-up
 // reports (the figures are not measurements).
 func TestBenchScalingOutput(t *testing.T) {
-	var reps []benchReport
+	var reps []BenchReport
 	for i, n := range []int{3, 5, 7} {
-		e := agreementFigures{Offload: "software", AgreeP50us: float64(300 + 50*i), AgreeP99us: 1000, UnbatchedRate: float64(12000 - 1000*i), BatchedRate: 70000}
-		r := benchReport{Hosts: n, RawOneWayP50us: 11, Offloads: []agreementFigures{e}}
+		e := AgreementFigures{Offload: "software", AgreeP50us: float64(300 + 50*i), AgreeP99us: 1000, UnbatchedRate: float64(12000 - 1000*i), BatchedRate: 70000}
+		r := BenchReport{Hosts: n, RawOneWayP50us: 11, Offloads: []AgreementFigures{e}}
 		if n != 7 {
-			rf := raftFigures{P50us: 200, P99us: 500, FollowerP50us: 300, Rate64: 20000, Rate512: 40000, BatchedRate: 300000, BatchMessages: 64}
+			rf := RaftFigures{P50us: 200, P99us: 500, FollowerP50us: 300, Rate64: 20000, Rate512: 40000, BatchedRate: 300000, BatchMessages: 64}
 			v := raftVsExo(e, rf)
 			r.Raft, r.ExoOverRaft = &rf, &v
 		}
@@ -146,7 +145,7 @@ func TestBenchScalingOutput(t *testing.T) {
 	if err := benchPlot(reps, filepath.Join(t.TempDir(), "hosts.svg")); err == nil {
 		t.Error("an .svg plot: no error")
 	}
-	med := medianFigures([]raftFigures{{P50us: 3, Impl: "x"}, {P50us: 1}, {P50us: 2}})
+	med := medianFigures([]RaftFigures{{P50us: 3, Impl: "x"}, {P50us: 1}, {P50us: 2}})
 	if med.P50us != 2 || med.Impl != "x" {
 		t.Errorf("median: %+v", med)
 	}
