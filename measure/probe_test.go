@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"math/rand/v2"
 	"net"
 	"net/netip"
 	"os"
@@ -13,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/exo-rack/exo/exo"
 	"github.com/exo-rack/exo/lab"
 )
 
@@ -60,26 +58,6 @@ func TestEndpointLoopback(t *testing.T) {
 	}
 	if _, err := Endpoint(ctx, EndpointOptions{Mode: "carrier-pigeon", Duration: time.Second}); err == nil {
 		t.Error("an unknown mode: no error")
-	}
-}
-
-// TestBadFrames: every kind of bad frame is built, and an unknown kind is
-// none; the baseline frame decodes as the baseline's group.
-func TestBadFrames(t *testing.T) {
-	rng := rand.New(rand.NewPCG(1, 2))
-	for _, kind := range []string{"garbage", "foreign-group", "truncated", "bad-version", "forged-sender", "forged-tag"} {
-		b := badFrame(kind, 3, rng, nil)
-		var f exo.Frame
-		if len(b) == 0 || (kind != "garbage" && kind != "truncated" && kind != "bad-version" && f.UnmarshalBinary(b) != nil) {
-			t.Errorf("%s: %d bytes", kind, len(b))
-		}
-	}
-	if b := badFrame("nonsense", 0, rng, nil); b != nil {
-		t.Errorf("unknown kind: %d bytes", len(b))
-	}
-	var f exo.Frame
-	if err := f.UnmarshalBinary(rawFrame(7, 64)); err != nil || f.Group != rawGroup || f.Seq != 7 {
-		t.Errorf("baseline frame: %+v, %v", f, err)
 	}
 }
 

@@ -2,10 +2,12 @@ package measure
 
 import (
 	"bytes"
+	"math/rand/v2"
 	"path/filepath"
 	"testing"
 
 	"github.com/exo-rack/exo/broadcast/frames"
+	"github.com/exo-rack/exo/exo"
 )
 
 // TestRawLoadReplay: exo raw --replay-pcap takes a capture's valid,
@@ -32,5 +34,25 @@ func TestRawLoadReplay(t *testing.T) {
 	}
 	if _, err := loadReplay(filepath.Join(t.TempDir(), "none.pcap")); err == nil {
 		t.Error("loadReplay of a missing file: no error")
+	}
+}
+
+// TestBadFrames: every kind of bad frame is built, and an unknown kind is
+// none; the baseline frame decodes as the baseline's group.
+func TestBadFrames(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for _, kind := range []string{"garbage", "foreign-group", "truncated", "bad-version", "forged-sender", "forged-tag"} {
+		b := badFrame(kind, 3, rng, nil)
+		var f exo.Frame
+		if len(b) == 0 || (kind != "garbage" && kind != "truncated" && kind != "bad-version" && f.UnmarshalBinary(b) != nil) {
+			t.Errorf("%s: %d bytes", kind, len(b))
+		}
+	}
+	if b := badFrame("nonsense", 0, rng, nil); b != nil {
+		t.Errorf("unknown kind: %d bytes", len(b))
+	}
+	var f exo.Frame
+	if err := f.UnmarshalBinary(rawFrame(7, 64)); err != nil || f.Group != rawGroup || f.Seq != 7 {
+		t.Errorf("baseline frame: %+v, %v", f, err)
 	}
 }
