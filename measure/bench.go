@@ -171,6 +171,9 @@ type BenchResult struct {
 func Bench(ctx context.Context, o BenchOptions) (BenchResult, error) {
 	var res BenchResult
 	say := sayTo(o.Log)
+	if o.Stderr == nil {
+		o.Stderr = os.Stderr
+	}
 	peerBin, peerImpl := "", ""
 	if o.Peer == "raft" {
 		bin, cleanup, err := findPeerBin(ctx, o.PeerBin, o.PeerSrc)
