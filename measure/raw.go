@@ -23,7 +23,8 @@ import (
 // so the baseline's frames never reach a daemon's core.
 const rawGroup = 0xBE01
 
-// RawResult is what exo raw prints (JSON, one object).
+// RawResult is what Raw measured; exo raw prints it as one JSON object,
+// which exo bench and the tests read.
 type RawResult struct {
 	Mode       string  `json:"mode"`
 	Frames     int64   `json:"frames"`
@@ -318,7 +319,8 @@ func loadReplay(path string) ([][]byte, error) {
 	return out, nil
 }
 
-// badFrame builds one bad frame of a kind (for the bad-input tests).
+// badFrame builds frame i of a flood of bad frames of a kind (inject: the
+// bench's flood, the bad-input tests), or nil for a kind it does not know.
 func badFrame(kind string, i int, rng *rand.Rand, key *[exo.TagKeyLen]byte) []byte {
 	good := exo.Frame{Type: exo.FrameData, Group: 7, Sender: 1, Seq: uint64(i), History: []uint8{0, 4}}
 	switch kind {
