@@ -60,6 +60,8 @@ type Cluster struct {
 	mu    sync.Mutex
 	procs []*exec.Cmd
 	exits []chan error
+	// stopped: Stop has run (WithLab stops what its caller did not).
+	stopped bool
 }
 
 // Start writes a config per host and starts every daemon; it returns once
@@ -252,6 +254,9 @@ func (c *Cluster) logLines(substr string) ([]string, error) {
 // logged, or else any duplicate member id alarm (unless
 // Options.AllowDuplicateID).
 func (c *Cluster) Stop() error {
+	c.mu.Lock()
+	c.stopped = true
+	c.mu.Unlock()
 	var first error
 	for i := range c.procs {
 		c.mu.Lock()

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -11,7 +10,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/exo-rack/exo/cluster"
-	"github.com/exo-rack/exo/daemon"
 	"github.com/exo-rack/exo/lab"
 )
 
@@ -103,45 +101,19 @@ on any violation. Needs root.`,
 			if err := cluster.CheckChaosOptions(copts); err != nil {
 				return &exitError{code: 2, err: err}
 			}
-			setOffload, err := cluster.WithOffload(offload)
-			if err != nil {
+			if _, err := cluster.WithOffload(offload); err != nil {
 				return &exitError{code: 2, err: fmt.Errorf("--offload: %w", err)}
-			}
-			ctx := cmd.Context()
-			rack, err := lab.Up(ctx, lab.Options{Prefix: prefix, Hosts: hosts, Force: true, BPFDir: daemon.DefaultBPFDir})
-			if err != nil {
-				return err
-			}
-			defer lab.Down(context.Background(), prefix)
-			bin, err := os.Executable()
-			if err != nil {
-				return err
-			}
-			dir, err := os.MkdirTemp("", "exo-chaos-")
-			if err != nil {
-				return err
-			}
-			c, err := cluster.Start(ctx, rack, cluster.Options{Bin: bin, Dir: dir, CPUProfile: cpuProfile, Config: cluster.Hooks(cluster.Durable(dir, true), setOffload)})
-			if err != nil {
-				return err
 			}
 			w, logw := cmd.OutOrStdout(), cmd.OutOrStdout()
 			if jsonOut {
 				logw = cmd.ErrOrStderr()
 			}
-			length := dur.String()
-			if count > 0 {
-				length = fmt.Sprintf("%d actions", count)
-				if dur > 0 {
-					length += " or " + dur.String()
-				}
-			}
-			fmt.Fprintf(logw, "chaos on %d hosts for %s, seed %d, offload %s (daemon logs in %s)\n", hosts, length, seed, offload, dir)
 			copts.Log = func(s string) { fmt.Fprintln(logw, "  "+s) }
-			rep, err := c.Chaos(ctx, copts)
-			if serr := c.Stop(); serr != nil && err == nil {
-				fmt.Fprintf(logw, "stopping the daemons: %v\n", serr)
-			}
+			rep, dir, err := cluster.RunChaos(cmd.Context(), cluster.ChaosRun{
+				Lab:     cluster.LabOptions{Prefix: prefix, Hosts: hosts},
+				Offload: offload, CPUProfile: cpuProfile, Chaos: copts,
+				Say: func(s string) { fmt.Fprintln(logw, s) },
+			})
 			if err != nil {
 				return err
 			}

@@ -123,32 +123,6 @@ func TestFrameDumpSummary(t *testing.T) {
 	}
 }
 
-// TestRawLoadReplay: exo raw --replay-pcap takes a capture's valid,
-// untagged Exo frames, whole (the part of the former TestFramePcapng that
-// is exo raw's).
-func TestRawLoadReplay(t *testing.T) {
-	pkts, err := frames.ReadPcap(goldenPcap)
-	if err != nil {
-		t.Fatal(err)
-	}
-	replay, err := loadReplay(goldenPcap)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// The golden capture: 7 valid Exo frames, then 11 malformed, then IPv4.
-	if len(replay) != 7 {
-		t.Fatalf("loadReplay: %d frames, want the 7 valid ones", len(replay))
-	}
-	for i := range replay {
-		if !bytes.Equal(replay[i], pkts[i].Data) {
-			t.Errorf("frame %d is not the captured one", i+1)
-		}
-	}
-	if _, err := loadReplay(filepath.Join(t.TempDir(), "none.pcap")); err == nil {
-		t.Error("loadReplay of a missing file: no error")
-	}
-}
-
 // oneLine checks err is a one-line error with a non-zero exit code.
 func oneLine(t *testing.T, err error, want string) {
 	t.Helper()

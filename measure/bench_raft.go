@@ -1,4 +1,4 @@
-package main
+package measure
 
 // exo bench --peer raft: etcd raft (go.etcd.io/raft/v3) as 5 (or --hosts)
 // real processes, one per lab host namespace, measured in the same run as
@@ -41,15 +41,15 @@ const peerModule = "github.com/exo-rack/exo/tools/raftpeer"
 const peerPort = 7400
 
 // exoCMeasures says what exo's figure in shape (c) is.
-func exoCMeasures(exo agreementFigures) string {
+func exoCMeasures(exo AgreementFigures) string {
 	if exo.ClientBatchedRate > 0 {
 		return fmt.Sprintf("agreed_msgs_per_sec_client_batched: %d messages per publish call (one PublishBatch request), 512 messages in flight per host", exo.ClientBatch)
 	}
 	return "agreed_msgs_per_sec_batched: one message per publish call, 512 publishes in flight per host, the daemons pack messages into frames (no client-batched run in this report)"
 }
 
-// raftFigures are the raft peer's measurements (medians over the rounds).
-type raftFigures struct {
+// RaftFigures are the raft peer's measurements (medians over the rounds).
+type RaftFigures struct {
 	Impl      string `json:"implementation"`
 	Transport string `json:"transport"`
 	Rounds    int    `json:"rounds"`
@@ -79,10 +79,10 @@ type raftFigures struct {
 	MachineCPUBatch  float64 `json:"machine_cpu_us_per_msg_batched"`
 }
 
-// raftRatios compare exo (the first offload mode) with raft in the same
+// RaftRatios compare exo (the first offload mode) with raft in the same
 // run: for latency exo over raft (< 1: exo is faster), for rates exo over
 // raft (> 1: exo is faster).
-type raftRatios struct {
+type RaftRatios struct {
 	P50 float64 `json:"agreement_p50_exo_over_raft"`
 	P99 float64 `json:"agreement_p99_exo_over_raft"`
 	// (b): exo's unbatched run (one message per publish and per frame, 64
@@ -102,19 +102,19 @@ type raftRatios struct {
 // go build from the module's source (--peer-src, or tools/raftpeer in the
 // working directory or next to the exo binary's checkout). cleanup removes
 // what it built.
-func findPeerBin(ctx context.Context, o *benchOptions) (bin string, cleanup func(), err error) {
+func findPeerBin(ctx context.Context, peerBin, peerSrc string) (bin string, cleanup func(), err error) {
 	cleanup = func() {}
-	if o.PeerBin != "" {
-		st, err := os.Stat(o.PeerBin)
+	if peerBin != "" {
+		st, err := os.Stat(peerBin)
 		if err != nil || st.IsDir() || st.Mode()&0o111 == 0 {
-			return "", cleanup, fmt.Errorf("--peer-bin %s: not an executable file", o.PeerBin)
+			return "", cleanup, fmt.Errorf("--peer-bin %s: not an executable file", peerBin)
 		}
-		bin, err := filepath.Abs(o.PeerBin)
+		bin, err := filepath.Abs(peerBin)
 		return bin, cleanup, err
 	}
 	var cands []string
-	if o.PeerSrc != "" {
-		cands = []string{o.PeerSrc}
+	if peerSrc != "" {
+		cands = []string{peerSrc}
 	} else {
 		cands = append(cands, filepath.Join("tools", "raftpeer"))
 		if exe, err := os.Executable(); err == nil {
@@ -296,16 +296,8 @@ func (rc *raftCluster) stop() {
 func (rc *raftCluster) cpu() time.Duration {
 	var total time.Duration
 	for _, p := range rc.procs {
-		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.Process.Pid))
-		if err != nil {
-			continue
-		}
-		_, rest, _ := strings.Cut(string(b), ") ")
-		f := strings.Fields(rest) // state ppid ... utime (index 11) stime (12)
-		if len(f) > 12 {
-			u, _ := strconv.ParseUint(f[11], 10, 64)
-			s, _ := strconv.ParseUint(f[12], 10, 64)
-			total += time.Duration(u+s) * time.Second / userHZ
+		if t, err := procCPU(strconv.Itoa(p.Process.Pid)); err == nil {
+			total += t
 		}
 	}
 	return total
@@ -401,11 +393,12 @@ func (rc *raftCluster) publish(ctx context.Context, l peerLoad) (cluster.LoadRes
 	return res, nil
 }
 
-// benchRaft measures the raft peers once (one round): the same shapes as
-// benchAgreement, each on a fresh group, as the daemons are started afresh
-// for each of theirs.
-func benchRaft(ctx context.Context, o *benchOptions, rack *lab.Rack, bin, dir string, all []int, say func(string, ...any)) (raftFigures, error) {
-	fig := raftFigures{Transport: fmt.Sprintf("TCP between the hosts' OOB addresses (port %d), one persistent connection per pair; raft.MemoryStorage, no fsync; tick 5 ms, heartbeat 2 ticks, election 40 ticks; proposals at a follower forwarded by raft to the leader", peerPort),
+// raft measures the raft peers once (one round): the same shapes as
+// the daemons' (sizeRun.mode), each on a fresh group, as the daemons are
+// started afresh for each of theirs.
+func (r *sizeRun) raft(ctx context.Context, bin, dir string) (RaftFigures, error) {
+	o, rack, all, say := r.o, r.l.Rack, r.all, r.say
+	fig := RaftFigures{Transport: fmt.Sprintf("TCP between the hosts' OOB addresses (port %d), one persistent connection per pair; raft.MemoryStorage, no fsync; tick 5 ms, heartbeat 2 ticks, election 40 ticks; proposals at a follower forwarded by raft to the leader", peerPort),
 		BatchMessages: o.Batch}
 	run := func(name string, fn func(rc *raftCluster) error) error {
 		ctx, cancel := context.WithTimeout(ctx, o.RunTimeout)
@@ -434,14 +427,12 @@ func benchRaft(ctx context.Context, o *benchOptions, rack *lab.Rack, bin, dir st
 		if err != nil {
 			return err
 		}
-		h := res.Latency
-		fig.P50us, fig.P99us, fig.P999us = float64(h.ValueAtQuantile(50)), float64(h.ValueAtQuantile(99)), float64(h.ValueAtQuantile(99.9))
+		fig.P50us, fig.P99us, fig.P999us = quantilesUs(res.Latency, 1)
 		res, err = rc.publish(ctx, peerLoad{Hosts: []int{fol}, PerHost: o.Pings, Size: 64, Window: 1, Round: 1})
 		if err != nil {
 			return err
 		}
-		h = res.Latency
-		fig.FollowerP50us, fig.FollowerP99us = float64(h.ValueAtQuantile(50)), float64(h.ValueAtQuantile(99))
+		fig.FollowerP50us, fig.FollowerP99us, _ = quantilesUs(res.Latency, 1)
 		say("raft commit latency (propose to committed and applied at the proposer, 1 in flight): at the leader (%s) p50 %.0fus  p99 %.0fus  p999 %.0fus; at a follower (%s) p50 %.0fus  p99 %.0fus",
 			fig.LeaderHost, fig.P50us, fig.P99us, fig.P999us, fig.FollowerHost, fig.FollowerP50us, fig.FollowerP99us)
 		return nil
@@ -466,28 +457,28 @@ func benchRaft(ctx context.Context, o *benchOptions, rack *lab.Rack, bin, dir st
 			return nil
 		})
 	}
-	var r [3]float64
-	if err := rate("w64", peerLoad{Hosts: all, PerHost: o.Messages / n, Size: 64, Window: 64}, &r); err != nil {
+	var f [3]float64
+	if err := rate("w64", peerLoad{Hosts: all, PerHost: o.Messages / n, Size: 64, Window: 64}, &f); err != nil {
 		return fig, err
 	}
-	fig.Rate64, fig.CPUusPerMsg64, fig.MachineCPU64 = r[0], r[1], r[2]
-	say("raft committed msgs/s, 1 message per proposal, 64 in flight per host: %.0f  (raft CPU %.1fus, machine CPU %.1fus per message)", r[0], r[1], r[2])
-	if err := rate("w512", peerLoad{Hosts: all, PerHost: o.Messages / n, Size: 64, Window: 512}, &r); err != nil {
+	fig.Rate64, fig.CPUusPerMsg64, fig.MachineCPU64 = f[0], f[1], f[2]
+	say("raft committed msgs/s, 1 message per proposal, 64 in flight per host: %.0f  (raft CPU %.1fus, machine CPU %.1fus per message)", f[0], f[1], f[2])
+	if err := rate("w512", peerLoad{Hosts: all, PerHost: o.Messages / n, Size: 64, Window: 512}, &f); err != nil {
 		return fig, err
 	}
-	fig.Rate512, fig.CPUusPerMsg512, fig.MachineCPU512 = r[0], r[1], r[2]
-	say("raft committed msgs/s, 1 message per proposal, 512 in flight per host: %.0f  (raft CPU %.1fus, machine CPU %.1fus per message)", r[0], r[1], r[2])
+	fig.Rate512, fig.CPUusPerMsg512, fig.MachineCPU512 = f[0], f[1], f[2]
+	say("raft committed msgs/s, 1 message per proposal, 512 in flight per host: %.0f  (raft CPU %.1fus, machine CPU %.1fus per message)", f[0], f[1], f[2])
 	b := o.Batch
-	if err := rate("batched", peerLoad{Hosts: all, PerHost: o.Messages / n, Size: 64, Window: max(512/b, 1), Batch: b}, &r); err != nil {
+	if err := rate("batched", peerLoad{Hosts: all, PerHost: o.Messages / n, Size: 64, Window: max(512/b, 1), Batch: b}, &f); err != nil {
 		return fig, err
 	}
-	fig.BatchedRate, fig.CPUusPerMsgBatch, fig.MachineCPUBatch = r[0], r[1], r[2]
-	say("raft committed msgs/s, %d messages per proposal, %d proposals in flight per host: %.0f  (raft CPU %.1fus, machine CPU %.1fus per message)", b, max(512/b, 1), r[0], r[1], r[2])
+	fig.BatchedRate, fig.CPUusPerMsgBatch, fig.MachineCPUBatch = f[0], f[1], f[2]
+	say("raft committed msgs/s, %d messages per proposal, %d proposals in flight per host: %.0f  (raft CPU %.1fus, machine CPU %.1fus per message)", b, max(512/b, 1), f[0], f[1], f[2])
 	return fig, nil
 }
 
 // raftVsExo computes the ratios of exo's baseline mode over raft.
-func raftVsExo(exo agreementFigures, r raftFigures) raftRatios {
+func raftVsExo(exo AgreementFigures, r RaftFigures) RaftRatios {
 	div := func(a, b float64) float64 {
 		if b == 0 {
 			return 0
@@ -498,13 +489,13 @@ func raftVsExo(exo agreementFigures, r raftFigures) raftRatios {
 	if c == 0 {
 		c = exo.BatchedRate
 	}
-	return raftRatios{P50: div(exo.AgreeP50us, r.P50us), P99: div(exo.AgreeP99us, r.P99us),
+	return RaftRatios{P50: div(exo.AgreeP50us, r.P50us), P99: div(exo.AgreeP99us, r.P99us),
 		Rate64: div(exo.UnbatchedRate, r.Rate64), Rate512: div(exo.BatchedRate, r.Rate512),
 		Batched: div(c, r.BatchedRate), ExoC: exoCMeasures(exo)}
 }
 
 // sayRaftTable prints exo against raft, one row per figure.
-func sayRaftTable(say func(string, ...any), hosts int, exo agreementFigures, r raftFigures, v raftRatios) {
+func sayRaftTable(say func(string, ...any), hosts int, exo AgreementFigures, r RaftFigures, v RaftRatios) {
 	say("== exo (%s) against etcd raft (%s), %d hosts, same run, 64-byte messages", exo.Offload, r.Impl, hosts)
 	say("%-68s %10s %10s %9s", "figure", "exo", "raft", "exo/raft")
 	row := func(name string, e, rf, ratio float64) {

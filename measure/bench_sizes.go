@@ -1,4 +1,4 @@
-package main
+package measure
 
 import (
 	"fmt"
@@ -20,7 +20,7 @@ import (
 
 // sayScalingTable prints one row per rack size (exo bench --hosts 3,5,...),
 // as a Markdown table.
-func sayScalingTable(say func(string, ...any), reps []benchReport) {
+func sayScalingTable(say func(string, ...any), reps []BenchReport) {
 	withRaft := false
 	for _, r := range reps {
 		withRaft = withRaft || r.Raft != nil
@@ -77,8 +77,8 @@ func sayScalingTable(say func(string, ...any), reps []benchReport) {
 
 // benchPlot draws latency p50 (left) and throughput (right) against rack
 // size, exo and (when measured) raft, into a PNG.
-func benchPlot(reps []benchReport, path string) error {
-	series := func(f func(benchReport) (float64, bool)) plotter.XYs {
+func benchPlot(reps []BenchReport, path string) error {
+	series := func(f func(BenchReport) (float64, bool)) plotter.XYs {
 		var xys plotter.XYs
 		for _, r := range reps {
 			if v, ok := f(r); ok && v > 0 {
@@ -87,11 +87,11 @@ func benchPlot(reps []benchReport, path string) error {
 		}
 		return xys
 	}
-	exo := func(g func(agreementFigures) float64) func(benchReport) (float64, bool) {
-		return func(r benchReport) (float64, bool) { return g(r.Offloads[0]), true }
+	exo := func(g func(AgreementFigures) float64) func(BenchReport) (float64, bool) {
+		return func(r BenchReport) (float64, bool) { return g(r.Offloads[0]), true }
 	}
-	raft := func(g func(*raftFigures) float64) func(benchReport) (float64, bool) {
-		return func(r benchReport) (float64, bool) {
+	raft := func(g func(*RaftFigures) float64) func(BenchReport) (float64, bool) {
+		return func(r BenchReport) (float64, bool) {
 			if r.Raft == nil {
 				return 0, false
 			}
@@ -132,13 +132,13 @@ func benchPlot(reps []benchReport, path string) error {
 	lat.Y.Tick.Marker = ticks125{}
 	lat.Add(plotter.NewGrid())
 	lines := []any{
-		"exo: publish -> agreed", series(exo(func(f agreementFigures) float64 { return f.AgreeP50us })),
+		"exo: publish -> agreed", series(exo(func(f AgreementFigures) float64 { return f.AgreeP50us })),
 	}
-	if r := series(raft(func(f *raftFigures) float64 { return f.P50us })); len(r) > 0 {
+	if r := series(raft(func(f *RaftFigures) float64 { return f.P50us })); len(r) > 0 {
 		lines = append(lines, "raft: propose -> committed at the leader", r,
-			"raft: at a follower", series(raft(func(f *raftFigures) float64 { return f.FollowerP50us })))
+			"raft: at a follower", series(raft(func(f *RaftFigures) float64 { return f.FollowerP50us })))
 	}
-	lines = append(lines, "raw frame one-way (RTT/2)", series(func(r benchReport) (float64, bool) { return r.RawOneWayP50us, true }))
+	lines = append(lines, "raw frame one-way (RTT/2)", series(func(r BenchReport) (float64, bool) { return r.RawOneWayP50us, true }))
 	if err := plotutil.AddLinePoints(lat, lines...); err != nil {
 		return err
 	}
@@ -152,13 +152,13 @@ func benchPlot(reps []benchReport, path string) error {
 	thr.Y.Tick.Marker = ticks125{}
 	thr.Add(plotter.NewGrid())
 	lines = []any{
-		"exo (b): 64 in flight/host, 1 msg per frame", series(exo(func(f agreementFigures) float64 { return f.UnbatchedRate })),
-		"exo: 512 in flight/host, frames batched", series(exo(func(f agreementFigures) float64 { return f.BatchedRate })),
+		"exo (b): 64 in flight/host, 1 msg per frame", series(exo(func(f AgreementFigures) float64 { return f.UnbatchedRate })),
+		"exo: 512 in flight/host, frames batched", series(exo(func(f AgreementFigures) float64 { return f.BatchedRate })),
 	}
-	if c := series(exo(func(f agreementFigures) float64 { return f.ClientBatchedRate })); len(c) > 0 {
+	if c := series(exo(func(f AgreementFigures) float64 { return f.ClientBatchedRate })); len(c) > 0 {
 		lines = append(lines, fmt.Sprintf("exo (c): %d msgs per publish call", reps[0].Offloads[0].ClientBatch), c)
 	}
-	if r := series(raft(func(f *raftFigures) float64 { return f.Rate64 })); len(r) > 0 {
+	if r := series(raft(func(f *RaftFigures) float64 { return f.Rate64 })); len(r) > 0 {
 		batch := 0
 		for _, rep := range reps {
 			if rep.Raft != nil {
@@ -166,8 +166,8 @@ func benchPlot(reps []benchReport, path string) error {
 			}
 		}
 		lines = append(lines, "raft (b): 64 in flight/host, 1 msg per proposal", r,
-			"raft: 512 in flight/host, 1 msg per proposal", series(raft(func(f *raftFigures) float64 { return f.Rate512 })),
-			fmt.Sprintf("raft (c): %d msgs per proposal", batch), series(raft(func(f *raftFigures) float64 { return f.BatchedRate })))
+			"raft: 512 in flight/host, 1 msg per proposal", series(raft(func(f *RaftFigures) float64 { return f.Rate512 })),
+			fmt.Sprintf("raft (c): %d msgs per proposal", batch), series(raft(func(f *RaftFigures) float64 { return f.BatchedRate })))
 	}
 	if err := plotutil.AddLinePoints(thr, lines...); err != nil {
 		return err
