@@ -217,8 +217,7 @@ func New(cfg Config) (*Transport, error) {
 		return nil, fmt.Errorf("oob: the group key must have at least 16 bytes (got %d): OOB connections are never anonymous", len(cfg.Key))
 	}
 	t := &Transport{cfg: cfg, in: make(chan exo.Message, 4096), peers: map[uint8]*peer{}, log: cfg.Logger}
-	lc := net.ListenConfig{Control: t.control}
-	ln, err := lc.Listen(context.Background(), "tcp", cfg.Listen)
+	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
 		return nil, fmt.Errorf("oob: listen on %s: %w", cfg.Listen, err)
 	}
@@ -236,9 +235,10 @@ func New(cfg Config) (*Transport, error) {
 // retransmission timer.
 var errRTOUnsupported = errors.New("the kernel does not support TCP_RTO_MIN_US/TCP_RTO_MAX_MS (Linux 6.15 or later)")
 
-// control bounds the retransmission timer of every socket the Transport
-// opens, before it connects or listens (an accepted connection does not
-// inherit the listener's bounds: boundAccepted). A kernel without the options keeps its own, logged
+// control bounds the retransmission timer of a connection's socket: every
+// one the Transport dials, before it connects, and every one it accepts
+// (boundAccepted; a listening socket refuses the options with ENOPROTOOPT,
+// and an accepted one would not inherit them). A kernel without the options keeps its own, logged
 // once: the connections work, they recover from a loss more slowly.
 func (t *Transport) control(network, address string, c syscall.RawConn) error {
 	var err error

@@ -257,13 +257,13 @@ func TestKeyRotation(t *testing.T) {
 }
 
 // TestRTOBounds: the sockets the Transport opens carry its retransmission
-// timer bounds, the dialed one and the accepted one (which does not
-// inherit the listener's: Run bounds it as boundAccepted does): the kernel's 200 ms floor and 120 s ceiling delayed every
+// timer bounds, the dialed one and the accepted one (Run bounds it as
+// boundAccepted does): the kernel's 200 ms floor and 120 s ceiling delayed every
 // message behind a lost segment by as much, and after a partition by the
 // back-off it had reached.
 func TestRTOBounds(t *testing.T) {
 	tr, _ := pair(t, 1)
-	ln, err := (&net.ListenConfig{Control: tr.control}).Listen(context.Background(), "tcp", "127.0.0.1:0")
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
