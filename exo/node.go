@@ -872,10 +872,29 @@ func (nd *Node) hold(f *Frame) {
 		e.Payload = append([]byte(nil), e.Payload...)
 		nd.held[f.Seq] = e
 	}
-	if !nd.fetching {
+	if !nd.fetching || nd.fetchElsewhere(f.Sender) {
+		again := nd.fetching
 		nd.event(EventGap, f.Epoch, nd.p.Append, f.Sender)
 		nd.fetch(nd.uidOf(f.Sender), nd.p.Append, f.Seq)
+		if again {
+			nd.fetchTries++
+		}
 	}
+}
+
+// fetchElsewhere reports whether a frame from sender shows a better host
+// to fetch from than the one the fetch under way waits on: that fetch was
+// sent again already (the host before did not answer in time), it had
+// twice the time an answer takes before the back-off (fetchBase), and it
+// is not at sender, whose frame just came. The retries' back-off
+// (fetchRTO) is for a host slow to answer; behind a partition the host
+// asked may not answer at all, and after the heal the backed-off retry
+// came up to 64 x FetchTicks later (lab hosts resumed 300 ms after a
+// heal), while the rack's frames named a host that may answer. Twice the
+// base time, and counted as a retry: a rack whose OOB answers are all
+// lost still sends one fetch per two answer times, not one per frame.
+func (nd *Node) fetchElsewhere(sender uint8) bool {
+	return nd.fetching && nd.fetchTries > 0 && nd.fetchTicks >= 2*nd.fetchBase() && nd.fetchPeer != nd.uidOf(sender)
 }
 
 // catchUpTo fetches the log of the later epoch of frame f, unless a fetch
@@ -888,7 +907,7 @@ func (nd *Node) hold(f *Frame) {
 // host, on a rack that changed epochs every second or so under load, fetch
 // its 100,000-entry gap three and a half times (308 MB).
 func (nd *Node) catchUpTo(f *Frame) {
-	if nd.fetching && nd.fetchTicks < nd.fetchRTO() {
+	if nd.fetching && nd.fetchTicks < nd.fetchRTO() && !nd.fetchElsewhere(f.Sender) {
 		return
 	}
 	again := nd.fetching
@@ -1039,6 +1058,11 @@ func (nd *Node) answered(m *Message) {
 // answer could come only multiplies the work of both sides: a restarted
 // lab host asked up to five hosts for each batch of its catch-up.
 func (nd *Node) fetchRTO() int {
+	return min(nd.fetchBase()<<min(nd.fetchTries, 3), max(64*nd.cfg.FetchTicks, 4*nd.cfg.TransferTicks))
+}
+
+// fetchBase is fetchRTO before the back-off of retries.
+func (nd *Node) fetchBase() int {
 	base := nd.cfg.FetchTicks
 	if nd.fetchEst.samples > 0 {
 		base = min(max(nd.cfg.FetchTicks, nd.fetchEst.rto()), 16*nd.cfg.FetchTicks)
@@ -1046,7 +1070,7 @@ func (nd *Node) fetchRTO() int {
 	if nd.transfer.on {
 		base = max(base, nd.cfg.TransferTicks)
 	}
-	return min(base<<min(nd.fetchTries, 3), max(64*nd.cfg.FetchTicks, 4*nd.cfg.TransferTicks))
+	return base
 }
 
 // drainHeld appends held frames that the log has reached.
