@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -111,44 +110,30 @@ func (c *Client) readLoop() {
 			c.fail(fmt.Errorf("exo daemon connection: %w", err))
 			return
 		}
+		r, err := parseReply(typ, body)
+		if err != nil {
+			c.fail(err)
+			return
+		}
 		switch typ {
 		case TypePublished:
-			if len(body) < 18 {
-				c.fail(fmt.Errorf("%w: short Published", ErrFrame))
-				return
-			}
-			c.finish(binary.BigEndian.Uint64(body), Ack{Pos: Position{
-				Seq: binary.BigEndian.Uint64(body[8:]), Index: binary.BigEndian.Uint16(body[16:])}})
+			c.finish(r.id, Ack{Pos: r.pos})
 		case TypeError:
-			if len(body) < 10 {
-				c.fail(fmt.Errorf("%w: short Error", ErrFrame))
-				return
-			}
-			ae := &APIError{Code: binary.BigEndian.Uint16(body[8:]), Text: string(body[10:])}
-			if id := binary.BigEndian.Uint64(body); id != 0 {
-				c.finish(id, Ack{Err: ae})
+			if r.id != 0 {
+				c.finish(r.id, Ack{Err: r.err})
 			} else {
-				said = ae // a request it could not parse: it closes the connection
+				said = r.err // a request it could not parse: it closes the connection
 			}
 		case TypePublishedBatch:
-			id, acks, err := ParsePublishedBatch(body)
-			if err != nil {
-				c.fail(err)
-				return
-			}
-			c.finishBatch(id, acks)
+			c.finishBatch(r.id, r.acks)
 		case TypeRosterQueued, TypeKeyDone, TypeLossAccepted:
-			if len(body) < 8 {
-				c.fail(fmt.Errorf("%w: short reply %#x", ErrFrame, typ))
-				return
-			}
-			c.finish(binary.BigEndian.Uint64(body), Ack{})
+			c.finish(r.id, Ack{})
 		case TypeStatusReply:
 			select {
-			case c.status <- append([]byte(nil), body...):
+			case c.status <- append([]byte(nil), r.json...):
 			default:
 			}
-		default:
+		default: // Message, HelloReply: no reply to a publishing connection's requests
 			c.fail(fmt.Errorf("%w: unexpected type %#x", ErrFrame, typ))
 			return
 		}
@@ -471,21 +456,19 @@ func Subscribe(ctx context.Context, socket string, from uint64, fn func(Message)
 			}
 			return fmt.Errorf("subscription: %w", err)
 		}
+		r, err := parseReply(typ, body)
+		if err != nil {
+			return err
+		}
 		switch typ {
 		case TypeMessage:
-			if len(body) < 11 {
-				return fmt.Errorf("%w: short Message", ErrFrame)
-			}
-			m := Message{Position: Position{Seq: binary.BigEndian.Uint64(body), Index: binary.BigEndian.Uint16(body[8:])},
-				Sender: body[10], Payload: append([]byte(nil), body[11:]...)}
+			m := r.msg
+			m.Payload = append([]byte(nil), m.Payload...)
 			if err := fn(m); err != nil {
 				return err
 			}
 		case TypeError:
-			if len(body) < 10 {
-				return fmt.Errorf("%w: short Error", ErrFrame)
-			}
-			return &APIError{Code: binary.BigEndian.Uint16(body[8:]), Text: string(body[10:])}
+			return r.err
 		default:
 			return fmt.Errorf("%w: unexpected type %#x", ErrFrame, typ)
 		}

@@ -26,26 +26,22 @@ func hello(w io.Writer, r *bufio.Reader, socket, name string) (Hello, error) {
 	if err != nil {
 		return Hello{}, fmt.Errorf("hello to exo daemon at %s: %w", socket, err)
 	}
+	rep, perr := parseReply(typ, body)
 	switch {
-	case typ == TypeHelloReply && len(body) >= 2:
-		h := Hello{Version: binary.BigEndian.Uint16(body)}
-		if f := string(body[2:]); f != "" {
-			h.Features = strings.Split(f, ",")
-		}
+	case perr == nil && typ == TypeHelloReply:
+		h := rep.hello
 		if h.Version < APIVersion {
 			return h, fmt.Errorf("exo client speaks API version %d, the daemon at %s speaks API version %d: upgrade the daemon, or use a client of version %d: %w",
 				APIVersion, socket, h.Version, h.Version, ErrVersion)
 		}
 		return h, nil
-	case typ == TypeError && len(body) >= 10:
-		code := binary.BigEndian.Uint16(body[8:])
-		text := string(body[10:])
-		if code == CodeBadRequest {
+	case perr == nil && typ == TypeError:
+		if rep.err.Code == CodeBadRequest {
 			// A daemon from before versions: Hello is an unknown request.
 			return Hello{}, fmt.Errorf("exo client speaks API version %d, the daemon at %s predates API versions (it said: %s): upgrade the daemon: %w",
-				APIVersion, socket, text, ErrVersion)
+				APIVersion, socket, rep.err.Text, ErrVersion)
 		}
-		return Hello{}, &APIError{Code: code, Text: text}
+		return Hello{}, rep.err
 	}
 	return Hello{}, fmt.Errorf("hello to exo daemon at %s: %w: reply type %#x", socket, ErrFrame, typ)
 }

@@ -23,6 +23,69 @@ func apiFrame(tb testing.TB, typ byte, parts ...[]byte) []byte {
 
 func cat(bs ...[]byte) []byte { return bytes.Join(bs, nil) }
 
+// apiSeed is one seed input of FuzzAPIFrame: its arguments.
+type apiSeed struct {
+	stream []byte
+	typ    byte
+	cut    uint16
+}
+
+// apiFrameSeeds are FuzzAPIFrame's seeds, which TestCDecoderReplay replays
+// too (with the corpus in testdata/fuzz/FuzzAPIFrame) through the C
+// client's decoder.
+func apiFrameSeeds(tb testing.TB) []apiSeed {
+	var seeds []apiSeed
+	add := func(stream []byte, typ byte, cut uint16) { seeds = append(seeds, apiSeed{stream, typ, cut}) }
+	pub := apiFrame(tb, TypePublish, U64(7), []byte("hello"))
+	sub := apiFrame(tb, TypeSubscribe, U64(42))
+	st := apiFrame(tb, TypeStatus)
+	published := apiFrame(tb, TypePublished, U64(7), U64(1000), U16(3))
+	msg := apiFrame(tb, TypeMessage, U64(1000), U16(3), []byte{2}, []byte("payload"))
+	reply := apiFrame(tb, TypeStatusReply, []byte(`{"id":0,"agreed":12}`))
+	errf := apiFrame(tb, TypeError, U64(7), U16(CodeQueueFull), []byte("queue full"))
+	add(pub, byte(TypePublish), uint16(8))
+	add(cat(pub, pub, st, sub), byte(TypeSubscribe), uint16(0))
+	add(cat(published, msg, reply, errf), byte(TypeError), uint16(10))
+	add(st, byte(TypeStatus), uint16(0))
+	add([]byte{}, byte(0), uint16(0))
+	add([]byte{0, 0, 0, 0, 1}, byte(0), uint16(0))                          // length 0
+	add([]byte{0xff, 0xff, 0xff, 0xff, 1}, byte(1), uint16(1))              // length far above MaxFrame
+	add(binary.BigEndian.AppendUint32(nil, MaxFrame+1), byte(0), uint16(0)) // one above the bound
+	add(binary.BigEndian.AppendUint32(nil, MaxFrame), byte(0), uint16(0))   // at the bound, truncated
+	add(pub[:len(pub)-1], byte(TypePublish), uint16(3))                     // truncated body
+	add(pub[:3], byte(TypePublish), uint16(3))                              // truncated header
+	// Batches: well-formed, then malformed.
+	m := func(p string) []byte { return append(binary.BigEndian.AppendUint32(nil, uint32(len(p))), p...) }
+	batch := apiFrame(tb, TypePublishBatch, U64(9), U16(3), m("one"), m(""), m("three"))
+	add(cat(batch, pub, batch), byte(TypePublishBatch), uint16(5))
+	add(apiFrame(tb, TypePublishBatch, U64(9), U16(0)), byte(TypePublishBatch), uint16(0))                   // count 0
+	add(apiFrame(tb, TypePublishBatch, U64(9), U16(65535), m("a")), byte(TypePublishBatch), uint16(1))       // count above the body
+	add(apiFrame(tb, TypePublishBatch, U64(9), U16(2), m("a"), m("b"), []byte{0}), byte(0), uint16(2))       // bytes after
+	add(apiFrame(tb, TypePublishBatch, U64(9), U16(1), U32(1<<20), []byte("not 1 MiB")), byte(0), uint16(2)) // a message past the end
+	add(apiFrame(tb, TypePublishBatch, U64(9), U16(1), U32(0xffffffff)), byte(0), uint16(2))                 // oversize length
+	add(apiFrame(tb, TypePublishBatch, U64(9)), byte(0), uint16(2))                                          // no count
+	okRes := cat(U16(0), U64(77), U16(4))
+	errRes := cat(U16(CodeTooLarge), U16(9), []byte("too large"))
+	add(apiFrame(tb, TypePublishedBatch, U64(9), U16(3), okRes, errRes, okRes), byte(TypePublishedBatch), uint16(7))
+	add(apiFrame(tb, TypePublishedBatch, U64(9), U16(0)), byte(0), uint16(0))
+	add(apiFrame(tb, TypePublishedBatch, U64(9), U16(40000), okRes), byte(0), uint16(0))
+	add(apiFrame(tb, TypePublishedBatch, U64(9), U16(1), U16(CodeDropped), U16(500), []byte("cut")), byte(0), uint16(0))
+	add(apiFrame(tb, TypePublishedBatch, U64(9), U16(1), U16(CodeDropped), U16(2), []byte{0xff, 0xfe}), byte(0), uint16(0)) // text not UTF-8
+	long := bytes.Repeat([]byte("x"), MaxResultText+44)
+	add(apiFrame(tb, TypePublishedBatch, U64(9), U16(2), U16(CodeDropped), U16(5), []byte("a\x00bcd"),
+		U16(CodeTooLarge), U16(uint16(len(long))), long), byte(0), uint16(0)) // texts with a NUL, longer than MaxResultText
+	// The other replies, then each one byte short, then an Error of code 0.
+	add(cat(AppendHelloReply(nil), apiFrame(tb, TypeRosterQueued, U64(5)), apiFrame(tb, TypeKeyDone, U64(6)),
+		apiFrame(tb, TypeLossAccepted, U64(7)), apiFrame(tb, TypeMessage, U64(1), U16(0), []byte{4}),
+		apiFrame(tb, TypeError, U64(0), U16(CodeBadRequest), []byte("bad request")),
+		apiFrame(tb, TypePublished, U64(7), U64(1000), U16(3), []byte("after"))), byte(TypeHelloReply), uint16(0))
+	add(cat(apiFrame(tb, TypePublished, make([]byte, 17)), apiFrame(tb, TypeMessage, make([]byte, 10)),
+		apiFrame(tb, TypeError, make([]byte, 9)), apiFrame(tb, TypeHelloReply, []byte{1}),
+		apiFrame(tb, TypeRosterQueued, make([]byte, 7))), byte(TypeMessage), uint16(0))
+	add(apiFrame(tb, TypeError, U64(7), U16(0), []byte("code 0")), byte(TypeError), uint16(0))
+	return seeds
+}
+
 // FuzzAPIFrame: ReadFrame on a stream of arbitrary bytes never panics and
 // agrees with a reference parse of the framing in docs/api.md: each frame
 // it returns is exactly [length][type][body] of the input at the current
@@ -42,41 +105,9 @@ func cat(bs ...[]byte) []byte { return bytes.Join(bs, nil) }
 // (WritePublishBatch, AppendPublishedBatch). The stream cut into
 // 1 + cut%9 payloads round-trips through a PublishBatch frame.
 func FuzzAPIFrame(f *testing.F) {
-	pub := apiFrame(f, TypePublish, U64(7), []byte("hello"))
-	sub := apiFrame(f, TypeSubscribe, U64(42))
-	st := apiFrame(f, TypeStatus)
-	published := apiFrame(f, TypePublished, U64(7), U64(1000), U16(3))
-	msg := apiFrame(f, TypeMessage, U64(1000), U16(3), []byte{2}, []byte("payload"))
-	reply := apiFrame(f, TypeStatusReply, []byte(`{"id":0,"agreed":12}`))
-	errf := apiFrame(f, TypeError, U64(7), U16(CodeQueueFull), []byte("queue full"))
-	f.Add(pub, byte(TypePublish), uint16(8))
-	f.Add(cat(pub, pub, st, sub), byte(TypeSubscribe), uint16(0))
-	f.Add(cat(published, msg, reply, errf), byte(TypeError), uint16(10))
-	f.Add(st, byte(TypeStatus), uint16(0))
-	f.Add([]byte{}, byte(0), uint16(0))
-	f.Add([]byte{0, 0, 0, 0, 1}, byte(0), uint16(0))                          // length 0
-	f.Add([]byte{0xff, 0xff, 0xff, 0xff, 1}, byte(1), uint16(1))              // length far above MaxFrame
-	f.Add(binary.BigEndian.AppendUint32(nil, MaxFrame+1), byte(0), uint16(0)) // one above the bound
-	f.Add(binary.BigEndian.AppendUint32(nil, MaxFrame), byte(0), uint16(0))   // at the bound, truncated
-	f.Add(pub[:len(pub)-1], byte(TypePublish), uint16(3))                     // truncated body
-	f.Add(pub[:3], byte(TypePublish), uint16(3))                              // truncated header
-	// Batches: well-formed, then malformed.
-	m := func(p string) []byte { return append(binary.BigEndian.AppendUint32(nil, uint32(len(p))), p...) }
-	batch := apiFrame(f, TypePublishBatch, U64(9), U16(3), m("one"), m(""), m("three"))
-	f.Add(cat(batch, pub, batch), byte(TypePublishBatch), uint16(5))
-	f.Add(apiFrame(f, TypePublishBatch, U64(9), U16(0)), byte(TypePublishBatch), uint16(0))                   // count 0
-	f.Add(apiFrame(f, TypePublishBatch, U64(9), U16(65535), m("a")), byte(TypePublishBatch), uint16(1))       // count above the body
-	f.Add(apiFrame(f, TypePublishBatch, U64(9), U16(2), m("a"), m("b"), []byte{0}), byte(0), uint16(2))       // bytes after
-	f.Add(apiFrame(f, TypePublishBatch, U64(9), U16(1), U32(1<<20), []byte("not 1 MiB")), byte(0), uint16(2)) // a message past the end
-	f.Add(apiFrame(f, TypePublishBatch, U64(9), U16(1), U32(0xffffffff)), byte(0), uint16(2))                 // oversize length
-	f.Add(apiFrame(f, TypePublishBatch, U64(9)), byte(0), uint16(2))                                          // no count
-	okRes := cat(U16(0), U64(77), U16(4))
-	errRes := cat(U16(CodeTooLarge), U16(9), []byte("too large"))
-	f.Add(apiFrame(f, TypePublishedBatch, U64(9), U16(3), okRes, errRes, okRes), byte(TypePublishedBatch), uint16(7))
-	f.Add(apiFrame(f, TypePublishedBatch, U64(9), U16(0)), byte(0), uint16(0))
-	f.Add(apiFrame(f, TypePublishedBatch, U64(9), U16(40000), okRes), byte(0), uint16(0))
-	f.Add(apiFrame(f, TypePublishedBatch, U64(9), U16(1), U16(CodeDropped), U16(500), []byte("cut")), byte(0), uint16(0))
-	f.Add(apiFrame(f, TypePublishedBatch, U64(9), U16(1), U16(CodeDropped), U16(2), []byte{0xff, 0xfe}), byte(0), uint16(0)) // text not UTF-8
+	for _, s := range apiFrameSeeds(f) {
+		f.Add(s.stream, s.typ, s.cut)
+	}
 	f.Fuzz(func(t *testing.T, stream []byte, typ byte, cut uint16) {
 		in := bytes.Clone(stream)
 		br := bytes.NewReader(stream)

@@ -19,12 +19,12 @@ import (
 // returned, reads the status, meets the errors (a message above
 // max_message_bytes, alone and in a batch; a batch refused whole, and
 // batches refused before sending: empty, too many messages, too many
-// bytes; a bad socket path, the version mismatches and malformed
-// PublishedBatch replies against a fake daemon, a subscription from a
-// compacted seq, a daemon killed under an open connection and
-// subscription) and measures its publish latency and pipelined rate, of
-// single publishes and of batches, measured here for the Go client beside
-// it (as TestPythonClient does).
+// bytes; a bad socket path, the version mismatches, malformed
+// PublishedBatch replies and an Error of code 0 against a fake daemon, a
+// subscription from a compacted seq, a daemon killed under an open
+// connection and subscription) and measures its publish latency and
+// pipelined rate, of single publishes and of batches, measured here for
+// the Go client beside it (as TestPythonClient does).
 func TestCClient(t *testing.T) {
 	for _, tool := range []string{"cc", "make"} {
 		if _, err := exec.LookPath(tool); err != nil {

@@ -53,6 +53,9 @@ go run ./tools/vecgen -out testdata/vectors -check
 
 step "unit, walk-through, golden-vector, simulator, exploration and lab-rack tests"
 # The lab-rack tests (lab/, broadcast/, cluster/, daemon/host/) need root; CI runs as root.
+# client's TestCDecoderReplay builds the C client's decoder (with the
+# sanitizers when cc has them) and replays FuzzAPIFrame's seeds and corpus
+# through it beside the Go client's (docs/api.md, "The C client").
 if [ "$(id -u)" != 0 ]; then echo "note: not root: the lab-rack tests will skip (they say so)"; fi
 go test -count=1 -timeout 20m ./...
 if command -v python3 >/dev/null; then python3 -m unittest discover -s client/python/tests; else echo "note: no python3: the Python client's unit tests skip"; fi

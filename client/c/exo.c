@@ -1,7 +1,7 @@
 /* exo.c: the C client of the exo daemon's local API (exo.h, docs/api.md). */
 #define _POSIX_C_SOURCE 200809L
 
-#include "exo.h"
+#include "exo_internal.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -176,9 +176,10 @@ int exo_flush(exo_conn *c, exo_err *err)
 	return 0;
 }
 
-/* readframe reads the next frame: its type, body and body length (the
- * body points into c->in, valid until the next read). */
-static int readframe(exo_conn *c, exo_err *err, uint8_t *type, const uint8_t **body, size_t *len)
+/* exo__read_frame (exo_internal.h) reads the next frame: its type, body
+ * and body length (the body points into c->in, valid until the next
+ * read). */
+int exo__read_frame(exo_conn *c, exo_err *err, uint8_t *type, const uint8_t **body, size_t *len)
 {
 	if (c->dead)
 		return dead(c, err);
@@ -223,12 +224,123 @@ static int readframe(exo_conn *c, exo_err *err, uint8_t *type, const uint8_t **b
 	}
 }
 
-/* daemon_error reports an Error frame's code and text. */
-static int daemon_error(exo_conn *c, exo_err *err, const uint8_t *b, size_t len)
+/* result_len is the length of the PublishedBatch result at b (left bytes
+ * there), 0 when it is cut: [code u16 = 0][seq u64][index u16] or
+ * [code u16 > 0][text_len u16][text]. */
+static size_t result_len(const uint8_t *b, size_t left)
 {
-	int code = get16(b + 8);
-	return fail(err, code, "exo daemon at %s: %s (%d): %.*s", c->path, exo_strerror(code), code,
-		    (int)(len - 10), (const char *)b + 10);
+	size_t n = left < 2 ? 2 : get16(b) == 0 ? 12 : left < 4 ? 4 : 4 + (size_t)get16(b + 2);
+	return n <= left ? n : 0;
+}
+
+/* batch_body decodes a PublishedBatch's body (len bytes at b): [req
+ * u64][count u16], then count >= 1 results that fill it exactly. The
+ * whole body is checked here, before any result is written. */
+static int batch_body(const uint8_t *b, size_t len, exo_reply *r, exo_err *err)
+{
+	if (len < 10)
+		return fail(err, EXO_MALFORMED, "a published batch of %zu bytes", len);
+	r->req = get64(b);
+	r->count = get16(b + 8);
+	if (r->count == 0)
+		return fail(err, EXO_MALFORMED, "a published batch of 0 results");
+	size_t off = 10;
+	for (size_t i = 0; i < r->count; i++) {
+		size_t n = result_len(b + off, len - off);
+		if (n == 0)
+			return fail(err, EXO_MALFORMED, "published batch: result %zu of %zu cut (%zu bytes left)", i,
+				    r->count, len - off);
+		off += n;
+	}
+	if (off != len)
+		return fail(err, EXO_MALFORMED, "published batch: %zu bytes after its %zu results", len - off, r->count);
+	r->data = b + 10;
+	r->len = len - 10;
+	return 0;
+}
+
+/* short_body: a reply (name) of n bytes, below its fixed fields' min. */
+static int short_body(exo_err *err, const char *name, size_t n, size_t min)
+{
+	return fail(err, EXO_MALFORMED, "a %s of %zu bytes, shorter than its %zu", name, n, min);
+}
+
+/* exo__reply (exo_internal.h): the one decoding of the replies, which
+ * hello, exo_publish_recv, exo_status and exo_next call once they know
+ * the frame's type is one they expect. */
+int exo__reply(uint8_t type, const uint8_t *b, size_t n, exo_reply *r, exo_err *err)
+{
+	memset(r, 0, sizeof *r);
+	r->type = type;
+	switch (type) {
+	case T_PUBLISHED: /* [req u64][seq u64][index u16] */
+		if (n < 18)
+			return short_body(err, "Published", n, 18);
+		r->req = get64(b);
+		r->pos = (exo_pos){get64(b + 8), get16(b + 16)};
+		return 0;
+	case T_MESSAGE: /* [seq u64][index u16][sender u8][payload] */
+		if (n < 11)
+			return short_body(err, "Message", n, 11);
+		r->pos = (exo_pos){get64(b), get16(b + 8)};
+		r->sender = b[10];
+		r->data = b + 11;
+		r->len = n - 11;
+		return 0;
+	case T_STATUS_REPLY: /* JSON */
+		r->data = b;
+		r->len = n;
+		return 0;
+	case T_HELLO_REPLY: /* [version u16][features] */
+		if (n < 2)
+			return short_body(err, "HelloReply", n, 2);
+		r->version = get16(b);
+		r->data = b + 2;
+		r->len = n - 2;
+		return 0;
+	case T_ERROR: /* [req u64][code u16][text] */
+		if (n < 10)
+			return short_body(err, "Error", n, 10);
+		r->req = get64(b);
+		r->code = get16(b + 8);
+		r->data = b + 10;
+		r->len = n - 10;
+		if (r->code == 0)
+			return fail(err, EXO_MALFORMED, "an Error of code 0 (request %llu): 0 is no error",
+				    (unsigned long long)r->req);
+		return 0;
+	case T_PUBLISHED_BATCH:
+		return batch_body(b, n, r, err);
+	}
+	return fail(err, EXO_MALFORMED, "unexpected reply type %#x (%zu bytes)", type, n);
+}
+
+void exo__results(const exo_reply *r, exo_result *res)
+{
+	size_t off = 0;
+	for (size_t i = 0; i < r->count; i++) {
+		const uint8_t *p = r->data + off;
+		size_t n = result_len(p, r->len - off);
+		exo_result *x = &res[i];
+		x->code = get16(p);
+		x->pos = (exo_pos){0, 0};
+		x->text[0] = 0;
+		if (x->code == 0) {
+			x->pos = (exo_pos){get64(p + 2), get16(p + 10)};
+		} else {
+			size_t t = n - 4 < sizeof x->text - 1 ? n - 4 : sizeof x->text - 1;
+			memcpy(x->text, p + 4, t);
+			x->text[t] = 0;
+		}
+		off += n;
+	}
+}
+
+/* daemon_error reports an Error reply's code and text. */
+static int daemon_error(exo_conn *c, exo_err *err, const exo_reply *r)
+{
+	return fail(err, r->code, "exo daemon at %s: %s (%d): %.*s", c->path, exo_strerror(r->code), r->code,
+		    (int)r->len, (const char *)r->data);
 }
 
 static int hello(exo_conn *c, exo_err *err)
@@ -241,12 +353,18 @@ static int hello(exo_conn *c, exo_err *err)
 	uint8_t t;
 	const uint8_t *b;
 	size_t n;
-	if ((rc = readframe(c, err, &t, &b, &n)))
+	if ((rc = exo__read_frame(c, err, &t, &b, &n)))
 		return rc;
-	if (t == T_HELLO_REPLY && n >= 2) {
-		c->version = get16(b);
-		size_t f = n - 2 < sizeof c->features - 1 ? n - 2 : sizeof c->features - 1;
-		memcpy(c->features, b + 2, f);
+	exo_reply r;
+	exo_err why;
+	if (t != T_HELLO_REPLY && t != T_ERROR)
+		return fail(err, EXO_MALFORMED, "hello to exo daemon at %s: reply type %#x", c->path, t);
+	if (exo__reply(t, b, n, &r, &why))
+		return fail(err, EXO_MALFORMED, "hello to exo daemon at %s: %s", c->path, why.text);
+	if (t == T_HELLO_REPLY) {
+		c->version = r.version;
+		size_t f = r.len < sizeof c->features - 1 ? r.len : sizeof c->features - 1;
+		memcpy(c->features, r.data, f);
 		c->features[f] = 0;
 		if (c->version < EXO_API_VERSION)
 			return fail(err, EXO_VERSION,
@@ -254,20 +372,37 @@ static int hello(exo_conn *c, exo_err *err)
 				    EXO_API_VERSION, c->path, c->version, c->version);
 		return 0;
 	}
-	if (t == T_ERROR && n >= 10) {
-		int code = get16(b + 8);
-		const char *text = (const char *)b + 10;
-		int tl = (int)(n - 10);
-		if (code == EXO_BAD_REQUEST)
-			return fail(err, EXO_VERSION,
-				    "exo client speaks API version %d, the daemon at %s predates API versions (it said: %.*s): upgrade the daemon",
-				    EXO_API_VERSION, c->path, tl, text);
-		if (code == EXO_VERSION)
-			return fail(err, EXO_VERSION, "exo client speaks API version %d, the daemon at %s refuses it: %.*s",
-				    EXO_API_VERSION, c->path, tl, text);
-		return daemon_error(c, err, b, n);
-	}
-	return fail(err, EXO_MALFORMED, "hello to exo daemon at %s: reply type %#x", c->path, t);
+	const char *text = (const char *)r.data;
+	int tl = (int)r.len;
+	if (r.code == EXO_BAD_REQUEST)
+		return fail(err, EXO_VERSION,
+			    "exo client speaks API version %d, the daemon at %s predates API versions (it said: %.*s): upgrade the daemon",
+			    EXO_API_VERSION, c->path, tl, text);
+	if (r.code == EXO_VERSION)
+		return fail(err, EXO_VERSION, "exo client speaks API version %d, the daemon at %s refuses it: %.*s",
+			    EXO_API_VERSION, c->path, tl, text);
+	return daemon_error(c, err, &r);
+}
+
+/* conn makes a connection of fd, its messages naming it name (at most
+ * 107 bytes). */
+static exo_conn *conn(int fd, const char *name)
+{
+	exo_conn *c = calloc(1, sizeof *c);
+	if (!c)
+		return NULL;
+	snprintf(c->path, sizeof c->path, "%s", name);
+	c->fd = fd;
+	c->next_req = 1;
+	return c;
+}
+
+int exo__conn_fd(int fd, exo_conn **out, exo_err *err)
+{
+	char name[32];
+	snprintf(name, sizeof name, "fd %d", fd);
+	*out = conn(fd, name);
+	return *out ? 0 : fail(err, EXO_NO_MEMORY, "no memory");
 }
 
 int exo_connect(const char *socket_path, exo_conn **out, exo_err *err)
@@ -281,16 +416,13 @@ int exo_connect(const char *socket_path, exo_conn **out, exo_err *err)
 		return fail(err, EXO_CONNECT_FAILED, "connect to exo daemon at %s: bad socket path (empty or longer than %zu bytes)",
 			    socket_path ? socket_path : "(null)", sizeof a.sun_path - 1);
 	memcpy(a.sun_path, socket_path, pl);
-	exo_conn *c = calloc(1, sizeof *c);
-	if (!c)
+	int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+	if (fd < 0)
+		return fail(err, EXO_CONNECT_FAILED, "socket: %s", strerror(errno));
+	exo_conn *c = conn(fd, socket_path);
+	if (!c) {
+		close(fd);
 		return fail(err, EXO_NO_MEMORY, "no memory");
-	memcpy(c->path, socket_path, pl);
-	c->next_req = 1;
-	c->fd = socket(AF_UNIX, SOCK_STREAM, 0);
-	if (c->fd < 0) {
-		int e = errno;
-		free(c);
-		return fail(err, EXO_CONNECT_FAILED, "socket: %s", strerror(e));
 	}
 	int rc;
 	while ((rc = connect(c->fd, (struct sockaddr *)&a, sizeof a)) < 0 && errno == EINTR)
@@ -409,69 +541,37 @@ static void answered(exo_conn *c, size_t k)
 		c->batches[k] = c->batches[--c->nbatch];
 }
 
-/* result_len is the length of the PublishedBatch result at b (left bytes
- * there), 0 when it is cut: [code u16 = 0][seq u64][index u16] or
- * [code u16 > 0][text_len u16][text]. */
-static size_t result_len(const uint8_t *b, size_t left)
+/* batch_reply takes a PublishedBatch (r, decoded) as the answer of its
+ * batch: its results written, 0 or EXO_PARTIAL. */
+static int batch_reply(exo_conn *c, exo_err *err, const exo_reply *r, uint64_t *req)
 {
-	size_t n = left < 2 ? 2 : get16(b) == 0 ? 12 : left < 4 ? 4 : 4 + (size_t)get16(b + 2);
-	return n <= left ? n : 0;
-}
-
-/* batch_reply reads a PublishedBatch (b, len bytes) into the results of
- * its batch: the whole body is checked before any result is written. */
-static int batch_reply(exo_conn *c, exo_err *err, const uint8_t *b, size_t len, uint64_t *req)
-{
-	if (len < 10)
-		return broken(c, err, EXO_MALFORMED, "a published batch of %zu bytes", len);
-	uint64_t id = get64(b);
-	size_t count = get16(b + 8), k = batch_of(c, id);
+	size_t k = batch_of(c, r->req);
 	if (k == c->nbatch)
 		return broken(c, err, EXO_MALFORMED, "a batch answer to request %llu, which is no batch awaiting its reply",
-			      (unsigned long long)id);
-	if (count != c->batches[k].n)
-		return broken(c, err, EXO_MALFORMED, "%zu results for a batch of %zu messages", count, c->batches[k].n);
-	size_t off = 10, failed = 0, first = 0, first_off = 0;
-	for (size_t i = 0; i < count; i++) {
-		size_t n = result_len(b + off, len - off);
-		if (n == 0)
-			return broken(c, err, EXO_MALFORMED, "published batch: result %zu of %zu cut (%zu bytes left)", i,
-				      count, len - off);
-		if (get16(b + off) != 0 && failed++ == 0) {
-			first = i;
-			first_off = off;
-		}
-		off += n;
-	}
-	if (off != len)
-		return broken(c, err, EXO_MALFORMED, "published batch: %zu bytes after its %zu results", len - off, count);
+			      (unsigned long long)r->req);
+	if (r->count != c->batches[k].n)
+		return broken(c, err, EXO_MALFORMED, "%zu results for a batch of %zu messages", r->count, c->batches[k].n);
 	exo_result *res = c->batches[k].res;
 	answered(c, k);
-	*req = id;
-	off = 10;
-	for (size_t i = 0; res && i < count; i++) {
-		size_t n = result_len(b + off, len - off);
-		exo_result *r = &res[i];
-		r->code = get16(b + off);
-		r->pos = (exo_pos){0, 0};
-		r->text[0] = 0;
-		if (r->code == 0) {
-			r->pos.seq = get64(b + off + 2);
-			r->pos.index = get16(b + off + 10);
-		} else {
-			size_t t = n - 4 < sizeof r->text - 1 ? n - 4 : sizeof r->text - 1;
-			memcpy(r->text, b + off + 4, t);
-			r->text[t] = 0;
+	*req = r->req;
+	if (res)
+		exo__results(r, res);
+	size_t failed = 0, first = 0, off = 0;
+	const uint8_t *f = NULL;
+	for (size_t i = 0; i < r->count; i++) {
+		const uint8_t *p = r->data + off;
+		if (get16(p) != 0 && failed++ == 0) {
+			first = i;
+			f = p;
 		}
-		off += n;
+		off += result_len(p, r->len - off);
 	}
 	if (failed == 0)
 		return 0;
-	int code = get16(b + first_off);
+	int code = get16(f);
 	return fail(err, EXO_PARTIAL,
 		    "exo daemon at %s: %zu of %zu messages of the batch failed; the first, message %zu: %s (%d): %.*s",
-		    c->path, failed, count, first, exo_strerror(code), code, (int)get16(b + first_off + 2),
-		    (const char *)b + first_off + 4);
+		    c->path, failed, r->count, first, exo_strerror(code), code, (int)get16(f + 2), (const char *)f + 4);
 }
 
 int exo_publish_recv(exo_conn *c, uint64_t *req, exo_pos *pos, exo_err *err)
@@ -491,35 +591,32 @@ int exo_publish_recv(exo_conn *c, uint64_t *req, exo_pos *pos, exo_err *err)
 		uint8_t t;
 		const uint8_t *b;
 		size_t n;
-		if ((rc = readframe(c, err, &t, &b, &n)))
+		exo_reply r;
+		exo_err why;
+		if ((rc = exo__read_frame(c, err, &t, &b, &n)))
 			return rc;
-		if (t == T_PUBLISHED && n >= 18) {
-			id = get64(b);
-			if (batch_of(c, id) < c->nbatch)
-				return broken(c, err, EXO_MALFORMED, "a single answer to the publish batch %llu",
-					      (unsigned long long)id);
-			answered(c, c->nbatch);
-			*req = id;
-			if (pos) {
-				pos->seq = get64(b + 8);
-				pos->index = get16(b + 16);
-			}
-			return 0;
-		}
-		if (t == T_PUBLISHED_BATCH)
-			return batch_reply(c, err, b, n, req);
-		if (t == T_ERROR && n >= 10) {
-			id = get64(b);
-			if (id == 0) /* a request it could not parse: it closes the connection */
-				return broken(c, err, get16(b + 8), "%s (%d): %.*s", exo_strerror(get16(b + 8)),
-					      get16(b + 8), (int)(n - 10), (const char *)b + 10);
-			answered(c, batch_of(c, id));
-			*req = id;
-			return daemon_error(c, err, b, n);
-		}
 		if (t == T_STATUS_REPLY)
 			continue;
-		return broken(c, err, EXO_MALFORMED, "unexpected reply type %#x (%zu bytes)", t, n);
+		if (t != T_PUBLISHED && t != T_PUBLISHED_BATCH && t != T_ERROR)
+			return broken(c, err, EXO_MALFORMED, "unexpected reply type %#x (%zu bytes)", t, n);
+		if (exo__reply(t, b, n, &r, &why))
+			return broken(c, err, EXO_MALFORMED, "%s", why.text);
+		if (t == T_PUBLISHED_BATCH)
+			return batch_reply(c, err, &r, req);
+		if (t == T_ERROR && r.req == 0) /* a request it could not parse: it closes the connection */
+			return broken(c, err, r.code, "%s (%d): %.*s", exo_strerror(r.code), r.code, (int)r.len,
+				      (const char *)r.data);
+		size_t k = batch_of(c, r.req);
+		if (t == T_PUBLISHED && k < c->nbatch)
+			return broken(c, err, EXO_MALFORMED, "a single answer to the publish batch %llu",
+				      (unsigned long long)r.req);
+		answered(c, k);
+		*req = r.req;
+		if (t == T_ERROR)
+			return daemon_error(c, err, &r);
+		if (pos)
+			*pos = r.pos;
+		return 0;
 	}
 }
 
@@ -563,17 +660,21 @@ int exo_status(exo_conn *c, char **json, exo_err *err)
 	uint8_t t;
 	const uint8_t *b;
 	size_t n;
-	if ((rc = readframe(c, err, &t, &b, &n)))
+	exo_reply r;
+	exo_err why;
+	if ((rc = exo__read_frame(c, err, &t, &b, &n)))
 		return rc;
-	if (t == T_ERROR && n >= 10)
-		return daemon_error(c, err, b, n);
-	if (t != T_STATUS_REPLY)
+	if (t != T_STATUS_REPLY && t != T_ERROR)
 		return broken(c, err, EXO_MALFORMED, "unexpected reply type %#x to Status", t);
-	char *s = malloc(n + 1);
+	if (exo__reply(t, b, n, &r, &why))
+		return broken(c, err, EXO_MALFORMED, "%s", why.text);
+	if (t == T_ERROR)
+		return daemon_error(c, err, &r);
+	char *s = malloc(r.len + 1);
 	if (!s)
-		return fail(err, EXO_NO_MEMORY, "no memory for a status of %zu bytes", n);
-	memcpy(s, b, n);
-	s[n] = 0;
+		return fail(err, EXO_NO_MEMORY, "no memory for a status of %zu bytes", r.len);
+	memcpy(s, r.data, r.len);
+	s[r.len] = 0;
 	*json = s;
 	return 0;
 }
@@ -600,23 +701,23 @@ int exo_next(exo_conn *c, exo_msg *m, exo_err *err)
 	uint8_t t;
 	const uint8_t *b;
 	size_t n;
-	int rc = readframe(c, err, &t, &b, &n);
+	exo_reply r;
+	exo_err why;
+	int rc = exo__read_frame(c, err, &t, &b, &n);
 	if (rc)
 		return rc;
-	if (t == T_MESSAGE && n >= 11) {
-		m->pos.seq = get64(b);
-		m->pos.index = get16(b + 8);
-		m->sender = b[10];
-		m->payload = b + 11;
-		m->len = n - 11;
-		return 0;
-	}
-	if (t == T_ERROR && n >= 10) {
-		int code = get16(b + 8);
-		return broken(c, err, code, "%s (%d): %.*s", exo_strerror(code), code, (int)(n - 10),
-			      (const char *)b + 10);
-	}
-	return broken(c, err, EXO_MALFORMED, "unexpected frame type %#x (%zu bytes) in a subscription", t, n);
+	if (t != T_MESSAGE && t != T_ERROR)
+		return broken(c, err, EXO_MALFORMED, "unexpected frame type %#x (%zu bytes) in a subscription", t, n);
+	if (exo__reply(t, b, n, &r, &why))
+		return broken(c, err, EXO_MALFORMED, "%s", why.text);
+	if (t == T_ERROR)
+		return broken(c, err, r.code, "%s (%d): %.*s", exo_strerror(r.code), r.code, (int)r.len,
+			      (const char *)r.data);
+	m->pos = r.pos;
+	m->sender = r.sender;
+	m->payload = r.data;
+	m->len = r.len;
+	return 0;
 }
 
 int exo_follow(exo_conn *c, exo_msg_fn fn, void *arg, exo_err *err)

@@ -141,7 +141,7 @@ func run(out, version string, keep bool) error {
 	if err := os.MkdirAll(cdir, 0o755); err != nil {
 		return err
 	}
-	for _, f := range []string{"Makefile", "exo.c", "exo.h"} {
+	for _, f := range []string{"Makefile", "exo.c", "exo.h", "exo_internal.h"} {
 		b, err := os.ReadFile(filepath.Join("client/c", f))
 		if err != nil {
 			return err

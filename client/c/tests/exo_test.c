@@ -8,9 +8,9 @@
  * "measure c p50_us=.. msgs_per_s=.." and "measure c-batch ...", asks the
  * Go test with "WAIT go-measure" / "WAIT go-measure-batch" / "WAIT kill 2"
  * (one line "done" on stdin), and ends with "PASS"; a failure prints
- * "FAIL: ..." and exits 1. The version mismatch and the decoding of
- * PublishedBatch replies are checked against a fake daemon (a forked
- * child). */
+ * "FAIL: ..." and exits 1. The version mismatch, the decoding of
+ * PublishedBatch replies and an Error of code 0 are checked against a fake
+ * daemon (a forked child). */
 #define _POSIX_C_SOURCE 200809L
 #include <signal.h>
 #include <stdio.h>
@@ -468,6 +468,33 @@ static void decoder(void)
 	unlink(path);
 }
 
+/* code0: an Error of code 0, which no daemon sends, fails the call
+ * (EXO_MALFORMED): taken as the code, 0 would be success, a connection to a
+ * daemon of no version or a publish at no position. */
+static void code0(void)
+{
+	char path[100];
+	snprintf(path, sizeof path, "/tmp/exo-c-test-%d.sock", (int)getpid());
+	static const unsigned char hello_err[] = {0, 0, 0, 11, 0xFF, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+	static const unsigned char publish_err[] = {0, 0, 0, 10, 0x88, 0, 1, 'p', 'u', 'b', 'l', 'i', 's', 'h',
+						    0, 0, 0, 11, 0xFF, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0};
+	exo_conn *c;
+	exo_pos p;
+	pid_t pid = fake(path, hello_err, sizeof hello_err);
+	CHECK(exo_connect(path, &c, &e) == EXO_MALFORMED && c == NULL, "Hello answered by an Error of code 0");
+	OK("fake daemon, Hello answered by an Error of code 0: code %d: %s", e.code, e.text);
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	pid = fake(path, publish_err, sizeof publish_err);
+	CHECK(exo_connect(path, &c, &e) == 0, "connect to the fake daemon");
+	CHECK(exo_publish(c, "x", 1, &p, &e) == EXO_MALFORMED, "a publish answered by an Error of code 0");
+	OK("fake daemon, a publish answered by an Error of code 0: code %d: %s", e.code, e.text);
+	exo_close(c);
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	unlink(path);
+}
+
 static int cmpd(const void *a, const void *b)
 {
 	double x = *(const double *)a, y = *(const double *)b;
@@ -601,6 +628,7 @@ int main(void)
 	errors();
 	versions();
 	decoder();
+	code0();
 	measure();
 	compacted();
 	daemon_gone();
