@@ -48,6 +48,9 @@ func (nd *Node) NextTick() int {
 		if nd.catchup != nil && nd.fetching {
 			at(nd.fetchRTO() - nd.fetchTicks)
 		}
+		if nd.leftOut > 0 {
+			at(nd.leftOut) // noteLeftOut's view change
+		}
 		return d
 	}
 	if nd.fetching {

@@ -95,9 +95,13 @@ const (
 	// CauseEpochNeverBegan: the epoch this host installed never saw a frame
 	// and this host may not send the first.
 	CauseEpochNeverBegan
+	// CauseLeftOut: this host, halted for longer than a view change takes,
+	// hears the rack append in its epoch without it (a healed partition
+	// whose minority promised its own view changes).
+	CauseLeftOut
 )
 
-var causeNames = [...]string{"", "divergence", "retry", "promise-timeout", "amnesiac", "lead-for-behind", "roster-switch", "fenced", "epoch-never-began"}
+var causeNames = [...]string{"", "divergence", "retry", "promise-timeout", "amnesiac", "lead-for-behind", "roster-switch", "fenced", "epoch-never-began", "left-out"}
 
 func (c Cause) String() string {
 	if int(c) < len(causeNames) {
@@ -209,6 +213,9 @@ type Node struct {
 	det          detector
 	skippedAlive uint64 // EventSkippedAlive so far
 	haltedTicks  int
+	// leftOut counts down to the view change of a halted host that heard
+	// the rack go on without it (0: none due; viewchange.go, noteLeftOut).
+	leftOut      int
 	skippedTicks int
 	maxEpochSeen uint32
 
@@ -682,6 +689,9 @@ func (nd *Node) step(f *Frame) Reason {
 		return r
 	}
 	switch r {
+	case ReasonHalted:
+		nd.reject(f, r)
+		nd.noteLeftOut(f)
 	case ReasonAccept:
 		nd.appendHeard(entryOf(f))
 		nd.drainHeld()

@@ -171,8 +171,43 @@ func (nd *Node) vcTimeout() int {
 	return nd.cfg.ViewChangeTimeout << min(nd.vcFailures, 2)
 }
 
+// leftOutAfter is how long a host must have been halted before a frame of
+// the rack appending in its epoch without it makes it start a view change
+// at once (noteLeftOut): longer than a view change takes, so that frames
+// sent before the hosts heard a Prepare do not set off a second one.
+func (nd *Node) leftOutAfter() int { return 2 * nd.cfg.TokenTimeout }
+
+// noteLeftOut takes note of a frame f that this halted host refused
+// (ReasonHalted): of its epoch, at or past its append pointer, from a
+// member. The rack goes on without it: after a partition heals, the
+// minority's hosts are halted under promises of view changes of their own
+// that could not gather a majority, and they waited for their retry timer
+// (the view-change timeout, doubled up to 4 times: 100-800 ms in the
+// daemon) while the rack sent frames they refused. The view change that
+// brings them back starts now, after a stagger by position (a quarter of
+// TakeoverStagger each) so that the minority's hosts rarely duel; a
+// promise made meanwhile (haltedTicks back to 0) cancels it.
+func (nd *Node) noteLeftOut(f *Frame) {
+	if nd.leftOut > 0 || nd.haltedTicks < nd.leftOutAfter() || f.Seq < nd.p.Append || nd.notMember || nd.amnesiac {
+		return
+	}
+	if nd.vc != nil && nd.vc.ticks < nd.leftOutAfter() {
+		return // its own view change is young: it may still resolve
+	}
+	nd.leftOut = 1 + int(nd.id)*max(1, nd.cfg.TakeoverStagger/4)
+}
+
 func (nd *Node) tickHalted() {
 	nd.haltedTicks++
+	if nd.leftOut > 0 && nd.haltedTicks < nd.leftOutAfter() {
+		nd.leftOut = 0 // a promise or a view change began since
+	}
+	if nd.leftOut > 0 {
+		if nd.leftOut--; nd.leftOut == 0 {
+			nd.startViewChange(CauseLeftOut)
+			return
+		}
+	}
 	if nd.switchPending() && len(nd.log) > 0 && nd.log[len(nd.log)-1].Sender == nd.id && nd.haltedTicks%nd.cfg.RetransmitTicks == 0 {
 		// The entry that made a change take effect: the others need it to
 		// switch too (the epoch ends with it).
