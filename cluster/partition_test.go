@@ -1,8 +1,10 @@
 package cluster
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
+	"os"
 	"testing"
 	"time"
 )
@@ -152,6 +154,22 @@ func seedPartition(t *testing.T, offload string) {
 	}
 	if offload != "software" {
 		checkOffloadWorked(t, c, 5)
+	} else {
+		// The minority's OOB connections, stuck in retransmission back-off
+		// behind the partition (its wakes and view changes), were dialed
+		// anew when the majority's frames came (oob.Transport.Reachable),
+		// not at their next retransmission, up to a second later.
+		resets := 0
+		for _, h := range []int{0, 1} {
+			b, err := os.ReadFile(c.LogPath(h))
+			if err != nil {
+				t.Fatal(err)
+			}
+			resets += bytes.Count(b, []byte("oob connection reset"))
+		}
+		if resets == 0 {
+			t.Errorf("no OOB connection of A or B was reset after the heal (their logs name none)")
+		}
 	}
 	st, _ := c.Status(ctx, 0)
 	t.Logf("offload %s healed: every host reached the majority's agreement pointer %d within %v; epoch now %d; the first %d messages identical at all 5",

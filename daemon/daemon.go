@@ -42,14 +42,24 @@ type OOB interface {
 	Recv() <-chan exo.Message
 }
 
+// ReachableOOB is an OOB transport that takes a frame from a host as news
+// that the network to it carries traffic again (oob.Transport.Reachable:
+// a connection to it stuck in retransmission back-off after a partition
+// is dialed anew instead of waiting for its next retransmission).
+type ReachableOOB interface {
+	Reachable(id uint8)
+}
+
 // Daemon runs one host of the rack.
 type Daemon struct {
 	cfg  *Config
 	log  *slog.Logger
 	conn FrameConn
 	oob  OOB
-	node *exo.Node
-	disk *wal.Log // the durable log, or nil
+	// reach is oob when it takes frames as news of reachability, or nil.
+	reach ReachableOOB
+	node  *exo.Node
+	disk  *wal.Log // the durable log, or nil
 	// restarted: the core came back from the durable log (RestartNode).
 	restarted bool
 	lock      *dirLock                   // data_dir's lock (lock.go), or nil
@@ -184,6 +194,7 @@ func newDaemon(cfg *Config, conn FrameConn, o OOB, log *slog.Logger) (*Daemon, e
 		nextID: rand.Uint64() >> 16, waiters: map[uint64]func(client.Ack){},
 		subs:    map[*subscriber]struct{}{},
 		metrics: newMetrics(), macs: map[uint8]net.HardwareAddr{}}
+	d.reach, _ = o.(ReachableOOB)
 	for _, m := range cfg.Roster {
 		hw, _ := net.ParseMAC(m.MAC)
 		d.macs[uint8(m.ID)] = hw
@@ -563,7 +574,10 @@ func (d *Daemon) stepBatch(f *exo.Frame, b *rxBatch) {
 			d.metrics.foreignMAC.Inc()
 			continue
 		}
-		d.node.StepFrame(f) // the core copies what it keeps
+		r := d.node.StepFrame(f) // the core copies what it keeps
+		if r != exo.ReasonBadTag && d.reach != nil && f.Group == d.cfg.Group && int(f.Sender) < len(d.roster) {
+			d.reach.Reachable(d.roster[f.Sender])
+		}
 	}
 }
 

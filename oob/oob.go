@@ -78,9 +78,10 @@ type Config struct {
 	Fill func(m *exo.Message) bool
 }
 
-// Stats counts what a Transport did.
+// Stats counts what a Transport did. Resets counts the connections
+// Reachable closed.
 type Stats struct {
-	Sent, Received, Dropped, Refused, Dials, BytesOut, BytesIn uint64
+	Sent, Received, Dropped, Refused, Dials, BytesOut, BytesIn, Resets uint64
 }
 
 // Transport sends and receives OOB messages.
@@ -91,8 +92,8 @@ type Transport struct {
 	peers map[uint8]*peer
 	log   *slog.Logger
 
-	sent, received, dropped, refused, dials, bytesOut, bytesIn atomic.Uint64
-	rtoNoted                                                   atomic.Bool // the kernel's RTO bounds kept, logged
+	sent, received, dropped, refused, dials, bytesOut, bytesIn, resets atomic.Uint64
+	rtoNoted                                                           atomic.Bool // the kernel's RTO bounds kept, logged
 
 	// keys are the group keys: keys[0] is the one this host proves, every
 	// one is accepted in a peer's proof (two during a key rotation).
@@ -143,6 +144,10 @@ type peer struct {
 	id   uint8
 	addr string
 	q    chan exo.Message
+	// conn is the lane's open connection (nil: none), for Reachable.
+	conn atomic.Pointer[net.TCPConn]
+	// heard is when Reachable last looked at the peer's lanes (unix ns).
+	heard atomic.Int64
 	// bulk is the peer's second lane: fetch answers (up to fetch_bytes,
 	// megabytes) go on a connection of their own, so that a view
 	// change's Prepare, Promise or Install never waits behind them.
@@ -297,7 +302,79 @@ func (t *Transport) Send(m exo.Message) {
 // Stats returns the counters.
 func (t *Transport) Stats() Stats {
 	return Stats{Sent: t.sent.Load(), Received: t.received.Load(), Dropped: t.dropped.Load(),
-		Refused: t.refused.Load(), Dials: t.dials.Load(), BytesOut: t.bytesOut.Load(), BytesIn: t.bytesIn.Load()}
+		Refused: t.refused.Load(), Dials: t.dials.Load(), BytesOut: t.bytesOut.Load(), BytesIn: t.bytesIn.Load(),
+		Resets: t.resets.Load()}
+}
+
+// reachableEvery bounds how often Reachable looks at one peer's
+// connections (a TCP_INFO read each).
+const reachableEvery = 10 * time.Millisecond
+
+// Reachable tells the Transport that host id was heard from just now: a
+// frame of its came on the broadcast segment. A connection to it whose
+// retransmissions back off (a segment unacknowledged through two timeouts
+// or more, Linux's TCP_INFO) is closed, and then those to the other hosts
+// that back off too: each sender dials anew at its next message, now that the network between the two hosts carries frames
+// again, instead of waiting for the next retransmission, up to RTOMax
+// away, behind which every later message on that connection queues. What
+// the closed connection had not delivered is lost, as any OOB message may
+// be (the core sends again what matters: its fetches, its view changes);
+// after a partition it is mostly stale (Prepares of view changes that
+// have since been retried). Cheap enough for every frame: it looks at a
+// peer at most once every reachableEvery.
+func (t *Transport) Reachable(id uint8) {
+	p := t.peers[id]
+	if p == nil {
+		return
+	}
+	now := time.Now().UnixNano()
+	last := p.heard.Load()
+	if now-last < int64(reachableEvery) || !p.heard.CompareAndSwap(last, now) {
+		return
+	}
+	if !t.reset(p) {
+		return
+	}
+	// A partition healed, most likely: the connections to the other
+	// hosts stuck behind it are reset too, before their frames come (a
+	// lab host's first view change after a heal reached one host of
+	// three, whose frame had come first, and failed).
+	for _, q := range t.peers {
+		if q != p {
+			t.reset(q)
+		}
+	}
+}
+
+// reset closes p's connections whose retransmissions back off, and says
+// whether there was one.
+func (t *Transport) reset(p *peer) bool {
+	did := false
+	for _, l := range [2]*peer{p, p.bulk} {
+		c := l.conn.Load()
+		if c == nil || !retransmitting(c) {
+			continue
+		}
+		if l.conn.CompareAndSwap(c, nil) {
+			c.Close() // the sender's next write fails and it dials anew
+			t.resets.Add(1)
+			did = true
+			t.log.Info("oob connection reset: its retransmissions backed off, and the network carries frames again", "peer", p.id)
+		}
+	}
+	return did
+}
+
+// retransmitting reports whether c has a segment unacknowledged through
+// two retransmission timeouts or more.
+func retransmitting(c *net.TCPConn) bool {
+	raw, err := c.SyscallConn()
+	if err != nil {
+		return false
+	}
+	var stuck bool
+	raw.Control(func(fd uintptr) { stuck = backedOff(fd) })
+	return stuck
 }
 
 // Run serves until ctx is done.
@@ -719,6 +796,9 @@ func (t *Transport) sender(ctx context.Context, p *peer) {
 				}
 				backoff = 20 * time.Millisecond
 				c, w = conn, bufio.NewWriter(&progressWriter{c: conn, timeout: t.cfg.WriteTimeout})
+				if tc, ok := conn.(*net.TCPConn); ok {
+					p.conn.Store(tc)
+				}
 			}
 			if !t.fill(&m) {
 				break
@@ -756,6 +836,7 @@ func (t *Transport) sender(ctx context.Context, p *peer) {
 				break
 			}
 			c.Close()
+			p.conn.Store(nil)
 			c, w = nil, nil
 		}
 	}

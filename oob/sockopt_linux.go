@@ -4,6 +4,8 @@ import (
 	"errors"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // The kernel's TCP socket options for the retransmission timer's bounds
@@ -43,4 +45,12 @@ func rtoOf(fd uintptr) (lo, hi time.Duration, err error) {
 		return 0, 0, err
 	}
 	return time.Duration(us) * time.Microsecond, time.Duration(ms) * time.Millisecond, nil
+}
+
+// backedOff reports whether the socket fd has a segment unacknowledged
+// through two retransmission timeouts or more (TCP_INFO's backoff and
+// unacked).
+func backedOff(fd uintptr) bool {
+	info, err := unix.GetsockoptTCPInfo(int(fd), unix.IPPROTO_TCP, unix.TCP_INFO)
+	return err == nil && info.Unacked > 0 && info.Backoff >= 2
 }
