@@ -191,8 +191,15 @@ func (nd *Node) noteLeftOut(f *Frame) {
 	if nd.leftOut > 0 || nd.haltedTicks < nd.leftOutAfter() || f.Seq < nd.p.Append || nd.notMember || nd.amnesiac {
 		return
 	}
-	if nd.vc != nil && nd.vc.ticks < nd.leftOutAfter() {
-		return // its own view change is young: it may still resolve
+	if vc := nd.vc; vc != nil {
+		// Its own view change is left to its timer when it is young (it
+		// may still resolve), when it waits on a fork with a majority of
+		// promises (a new one would gather the same), or when the frame's
+		// sender promised it (the frame left before the Prepare came):
+		// preempting those made a lab host start 50 view changes a second.
+		if _, promised := vc.promises[nd.uidOf(f.Sender)]; vc.ticks < nd.leftOutAfter() || vc.ambiguous || promised {
+			return
+		}
 	}
 	nd.leftOut = 1 + int(nd.id)*max(1, nd.cfg.TakeoverStagger/4)
 }
