@@ -104,31 +104,6 @@ func TestStatusDuplicateID(t *testing.T) {
 	}
 }
 
-// TestRecoveryLineStateTransfer: the status says when a host fetches the
-// rack's agreed log before it rejoins, and where the rack is.
-func TestRecoveryLineStateTransfer(t *testing.T) {
-	st := daemon.Status{Halted: true, Recovery: daemon.RecoveryStatus{StateTransfer: true, RackEpoch: 7, RackSeq: 123456, BehindEpoch: true}}
-	b, err := json.Marshal(st)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var m map[string]any
-	if err := json.Unmarshal(b, &m); err != nil {
-		t.Fatal(err)
-	}
-	line := recoveryLine(m["recovery"].(map[string]any))
-	if !strings.Contains(line, "state transfer: fetching the rack's agreed log") || !strings.Contains(line, "seq 123456") {
-		t.Fatalf("recovery line %q: want the state transfer and the rack's seq", line)
-	}
-	st.Recovery.StateTransfer = false
-	b, _ = json.Marshal(st)
-	m = nil
-	_ = json.Unmarshal(b, &m)
-	if line := recoveryLine(m["recovery"].(map[string]any)); strings.Contains(line, "state transfer") {
-		t.Fatalf("recovery line %q without a transfer", line)
-	}
-}
-
 // TestStatusBrief: exo status --brief prints one line and exits 0, 1, 2 or
 // 3 (healthy, degraded, halted, no answer), quietly for the levels.
 func TestStatusBrief(t *testing.T) {
