@@ -1,12 +1,9 @@
 package daemon
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
-	"net"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -14,6 +11,7 @@ import (
 	"time"
 
 	"github.com/exo-rack/exo/client"
+	"github.com/exo-rack/exo/internal/apitest"
 )
 
 // keyDaemon is a fake daemon whose staged key waits for member 2 until
@@ -21,55 +19,27 @@ import (
 // negative); it sends under slot 0 before.
 func keyDaemon(t *testing.T, switchAfter int32) *client.Client {
 	t.Helper()
-	dir, err := os.MkdirTemp("", "exo-key") // short: a socket path has at most 108 bytes
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	sock := filepath.Join(dir, "api.sock")
-	ln, err := net.Listen("unix", sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
+	sock := filepath.Join(apitest.Dir(t), "api.sock")
 	var staged atomic.Bool
 	var reads atomic.Int32
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
+	apitest.Listen(t, sock, apitest.Requests(func(typ byte, body []byte) (byte, [][]byte, bool) {
+		switch typ {
+		case client.TypeKey:
+			staged.Store(true)
+			return client.TypeKeyDone, [][]byte{body[:8]}, true
+		case client.TypeStatus:
+			ks := KeyStatus{}
+			if staged.Load() {
+				ks = KeyStatus{Staged: true, Waiting: []int{2}}
+				if n := reads.Add(1); switchAfter >= 0 && n > switchAfter {
+					ks = KeyStatus{SendPhase: 1, OldValid: true}
+				}
 			}
-			go func() {
-				defer c.Close()
-				r := bufio.NewReader(c)
-				if client.AnswerHello(r, c) != nil {
-					return
-				}
-				for {
-					typ, body, _, err := client.ReadFrame(r, nil)
-					if err != nil {
-						return
-					}
-					switch typ {
-					case client.TypeKey:
-						staged.Store(true)
-						client.WriteFrame(c, client.TypeKeyDone, body[:8])
-					case client.TypeStatus:
-						ks := KeyStatus{}
-						if staged.Load() {
-							ks = KeyStatus{Staged: true, Waiting: []int{2}}
-							if n := reads.Add(1); switchAfter >= 0 && n > switchAfter {
-								ks = KeyStatus{SendPhase: 1, OldValid: true}
-							}
-						}
-						raw, _ := json.Marshal(map[string]any{"keys": ks})
-						client.WriteFrame(c, client.TypeStatusReply, raw)
-					}
-				}
-			}()
+			raw, _ := json.Marshal(map[string]any{"keys": ks})
+			return client.TypeStatusReply, [][]byte{raw}, true
 		}
-	}()
+		return 0, nil, false
+	}))
 	c, err := client.Dial(context.Background(), sock)
 	if err != nil {
 		t.Fatal(err)

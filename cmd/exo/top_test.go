@@ -4,10 +4,11 @@ import (
 	"bytes"
 	"errors"
 	"net"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/exo-rack/exo/internal/apitest"
 )
 
 // TestTopBadInput: bad flags give one clear line and exit code 2.
@@ -33,11 +34,7 @@ func TestTopBadInput(t *testing.T) {
 // TestTopNoHost: exo top --once exits 1 when no host answered (the frame
 // still printed) and when the cluster directory has no socket.
 func TestTopNoHost(t *testing.T) {
-	dir, err := os.MkdirTemp("", "exo-top") // short: a socket path has at most 108 bytes
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
+	dir := apitest.Dir(t)
 	run := func() (string, error) {
 		root := newRootCmd()
 		root.SetArgs([]string{"top", "--cluster-dir", dir, "--once", "--interval", "20ms"})

@@ -2,7 +2,6 @@ package top
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -11,14 +10,13 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
-	"github.com/exo-rack/exo/client"
 	"github.com/exo-rack/exo/daemon"
+	"github.com/exo-rack/exo/internal/apitest"
 )
 
 // fixture is a fixed rack: A, B (the token holder, with an XDP fast
@@ -132,52 +130,18 @@ func TestScreen(t *testing.T) {
 // counters grow at every request.
 func fakeDaemon(t *testing.T, path string, id int) {
 	t.Helper()
-	ln, err := net.Listen("unix", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
 	var calls atomic.Uint64
-	go func() {
-		for {
-			conn, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer conn.Close()
-				r := bufio.NewReader(conn)
-				if client.AnswerHello(r, conn) != nil {
-					return
-				}
-				var buf []byte
-				for {
-					typ, _, b, err := client.ReadFrame(r, buf)
-					buf = b
-					if err != nil || typ != client.TypeStatus {
-						return
-					}
-					n := calls.Add(1)
-					st := daemon.Status{ID: id, Hosts: 3, Epoch: 1, Append: 100 * n, Agreed: 100*n - 5, Holder: 1,
-						Delivered: 1000 * n, Skipped: []int{}, Counters: map[string]uint64{"frames_in": 500 * n, "frames_out": 100 * n}}
-					raw, _ := json.Marshal(st)
-					if client.WriteFrame(conn, client.TypeStatusReply, raw) != nil {
-						return
-					}
-				}
-			}()
-		}
-	}()
+	apitest.Listen(t, path, apitest.Status(func() any {
+		n := calls.Add(1)
+		return daemon.Status{ID: id, Hosts: 3, Epoch: 1, Append: 100 * n, Agreed: 100*n - 5, Holder: 1,
+			Delivered: 1000 * n, Skipped: []int{}, Counters: map[string]uint64{"frames_in": 500 * n, "frames_out": 100 * n}}
+	}))
 }
 
 // TestOnce reads one frame (text and JSON) of a cluster directory of two
 // fake daemons and one stale socket.
 func TestOnce(t *testing.T) {
-	dir, err := os.MkdirTemp("", "exo-top") // short: a socket path has at most 108 bytes
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
+	dir := apitest.Dir(t)
 	fakeDaemon(t, filepath.Join(dir, "A.sock"), 0)
 	fakeDaemon(t, filepath.Join(dir, "B.sock"), 1)
 	stale, err := net.Listen("unix", filepath.Join(dir, "C.sock"))
@@ -243,56 +207,40 @@ func TestOnce(t *testing.T) {
 // TestRunLines: without a terminal, Run prints one frame after the other
 // (one JSON object per line with JSON) and a line "q" on its input quits.
 func TestRunLines(t *testing.T) {
-	dir, err := os.MkdirTemp("", "exo-top")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
+	dir := apitest.Dir(t)
 	fakeDaemon(t, filepath.Join(dir, "A.sock"), 0)
 	for _, jsonOut := range []bool{false, true} {
-		in, quit := io.Pipe()
-		var out syncBuffer
+		in, keys := io.Pipe()
+		out, frames := io.Pipe()
 		done := make(chan error, 1)
 		go func() {
-			done <- Run(context.Background(), Options{ClusterDir: dir, Interval: 20 * time.Millisecond}, View{In: in, Out: &out, JSON: jsonOut})
+			done <- Run(context.Background(), Options{ClusterDir: dir, Interval: 20 * time.Millisecond}, View{In: in, Out: frames, JSON: jsonOut})
+			frames.Close()
 		}()
-		for strings.Count(out.String(), "hosts") < 2 {
-			time.Sleep(10 * time.Millisecond)
+		sc := bufio.NewScanner(out)
+		var lines []string
+		for len(lines) < 10 && sc.Scan() {
+			lines = append(lines, sc.Text())
 		}
-		io.WriteString(quit, "q\n")
+		go io.WriteString(keys, "q\n")
+		for sc.Scan() { // until Run returns
+		}
 		if err := <-done; err != nil {
 			t.Fatalf("Run: %v", err)
 		}
-		quit.Close()
-		got := out.String()
+		keys.Close()
 		if jsonOut {
-			first, _, _ := strings.Cut(got, "\n")
 			var snap Snapshot
-			if err := json.Unmarshal([]byte(first), &snap); err != nil || len(snap.Hosts) != 1 {
-				t.Errorf("JSON line %q: %v", first, err)
+			if err := json.Unmarshal([]byte(lines[0]), &snap); err != nil || len(snap.Hosts) != 1 {
+				t.Errorf("JSON line %q: %v", lines[0], err)
 			}
-		} else if !strings.HasPrefix(got, "exo top  ") || strings.Contains(got, "\x1b") {
-			t.Errorf("frames:\n%q", got)
+			continue
+		}
+		all := strings.Join(lines, "\n")
+		if !strings.HasPrefix(all, "exo top  ") || strings.Count(all, "exo top  ") < 2 || strings.Contains(all, "\x1b") {
+			t.Errorf("frames:\n%q", all)
 		}
 	}
-}
-
-// syncBuffer is a bytes.Buffer safe for one writer and one reader.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // TestTransfer: a host in a state transfer shows XFER in HALT.
