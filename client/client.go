@@ -424,6 +424,17 @@ func (c *Client) StatusRaw(ctx context.Context) ([]byte, error) {
 	}
 }
 
+// ReadStatus dials the daemon at socket, reads its status JSON and
+// closes the connection.
+func ReadStatus(ctx context.Context, socket string) ([]byte, error) {
+	c, err := Dial(ctx, socket)
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	return c.StatusRaw(ctx)
+}
+
 // Subscribe opens a new connection that follows the agreed stream from seq
 // on; fn is called for every message in order until it returns an error,
 // the context ends, or the daemon ends the stream (ErrCompacted, ErrTooSlow).

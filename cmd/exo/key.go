@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -15,24 +14,8 @@ import (
 	"github.com/exo-rack/exo/daemon"
 )
 
-// readKeys reads the key part of the daemon's status.
-func readKeys(ctx context.Context, c *client.Client) (daemon.KeyStatus, error) {
-	var st struct {
-		Keys *daemon.KeyStatus `json:"keys"`
-	}
-	raw, err := c.StatusRaw(ctx)
-	if err != nil {
-		return daemon.KeyStatus{}, err
-	}
-	if err := json.Unmarshal(raw, &st); err != nil {
-		return daemon.KeyStatus{}, fmt.Errorf("status: %w", err)
-	}
-	if st.Keys == nil {
-		return daemon.KeyStatus{}, errors.New("the daemon's status has no keys: it predates key rotation")
-	}
-	return *st.Keys, nil
-}
-
+// printKeys prints the key slots, the one the host sends under marked *,
+// and the rotation in flight.
 func printKeys(w io.Writer, ks daemon.KeyStatus, jsonOut bool) error {
 	if jsonOut {
 		b, _ := json.MarshalIndent(ks, "", "  ")
@@ -104,7 +87,7 @@ cancels a staged key, or ends the old key's window).`,
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return withClient(cmd, 5*time.Second, func(ctx context.Context, c *client.Client) error {
-				ks, err := readKeys(ctx, c)
+				ks, err := daemon.ReadKeys(ctx, c)
 				if err != nil {
 					return err
 				}
@@ -124,7 +107,24 @@ cancels a staged key, or ends the old key's window).`,
 				return err
 			}
 			return withClient(cmd, timeout, func(ctx context.Context, c *client.Client) error {
-				return stageAndWait(ctx, c, path, noWait, timeout, cmd.OutOrStdout())
+				w := cmd.OutOrStdout()
+				ks, err := daemon.StageKey(ctx, c, path)
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(w, "staged in slot %d; waiting for members %v\n", ks.NewSlot(), ks.Waiting)
+				if noWait {
+					return nil
+				}
+				ks, err = daemon.WaitKeySwitch(ctx, c, ks)
+				if ctx.Err() != nil {
+					return fmt.Errorf("not switched after %v: members %v have not announced the key (stage it on them)", timeout, ks.Waiting)
+				}
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(w, "switched: this host sends under slot %d\n", ks.SendPhase)
+				return nil
 			})
 		},
 	}
@@ -146,36 +146,4 @@ cancels a staged key, or ends the old key's window).`,
 	}
 	cmd.AddCommand(status, stage, retire)
 	return cmd
-}
-
-// stageAndWait stages the key file at path and, unless noWait, waits until
-// the host sends under it.
-func stageAndWait(ctx context.Context, c *client.Client, path string, noWait bool, timeout time.Duration, w io.Writer) error {
-	if err := c.StageKey(ctx, path); err != nil {
-		return fmt.Errorf("stage %s: %w", path, err)
-	}
-	ks, err := readKeys(ctx, c)
-	if err != nil {
-		return err
-	}
-	newPhase := 1 - ks.SendPhase
-	if !ks.Staged {
-		newPhase = ks.SendPhase // switched at once
-	}
-	fmt.Fprintf(w, "staged in slot %d; waiting for members %v\n", newPhase, ks.Waiting)
-	if noWait {
-		return nil
-	}
-	for ks.Staged {
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("not switched after %v: members %v have not announced the key (stage it on them)", timeout, ks.Waiting)
-		case <-time.After(100 * time.Millisecond):
-		}
-		if ks, err = readKeys(ctx, c); err != nil {
-			return err
-		}
-	}
-	fmt.Fprintf(w, "switched: this host sends under slot %d\n", ks.SendPhase)
-	return nil
 }

@@ -5,12 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"os/exec"
-	"slices"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -324,8 +321,7 @@ func runLabUp(ctx context.Context, o *labOptions) error {
 		return writeJSON(o.Out, r)
 	}
 	fmt.Fprintf(o.Out, "rack %s up in %v\n", r.Name, time.Since(start).Round(time.Millisecond))
-	printRack(o.Out, r, nil)
-	return nil
+	return r.WriteHosts(o.Out, nil)
 }
 
 func runLabDown(ctx context.Context, o *labOptions) error {
@@ -345,17 +341,7 @@ func runLabStatus(ctx context.Context, o *labOptions) error {
 	if o.JSON {
 		return writeJSON(o.Out, st)
 	}
-	r := st.Rack
-	fmt.Fprintf(o.Out, "rack %s: %d hosts, bridge %s in namespace %s, MTU %d, OOB subnet %s\n",
-		r.Name, len(r.Hosts), r.Bridge, r.SwitchNetns, r.MTU, r.Subnet)
-	printRack(o.Out, r, st.LinksUp)
-	printFaults(o.Out, r)
-	if st.RulesetErr != nil {
-		fmt.Fprintf(o.Out, "nftables: %v\n", st.RulesetErr)
-	} else if st.Ruleset != "" {
-		fmt.Fprintf(o.Out, "nftables ruleset in %s (nft list table bridge %s):\n%s", r.SwitchNetns, lab.NftTable, st.Ruleset)
-	}
-	return nil
+	return st.WriteText(o.Out)
 }
 
 func runLabPartition(ctx context.Context, o *labOptions) error {
@@ -397,7 +383,7 @@ func runLabProbe(ctx context.Context, o *labOptions) error {
 			return writeJSON(o.Out, m)
 		}
 		for _, p := range paths {
-			fmt.Fprintf(o.Out, "%s -> %s: %s\n", p.From.Name, p.To.Name, reached(p.Reached))
+			fmt.Fprintln(o.Out, p)
 		}
 		return nil
 	}
@@ -408,27 +394,7 @@ func runLabProbe(ctx context.Context, o *labOptions) error {
 	if o.JSON {
 		return writeJSON(o.Out, m)
 	}
-	tw := tabwriter.NewWriter(o.Out, 0, 0, 2, ' ', 0)
-	fmt.Fprint(tw, "FROM\\TO")
-	for _, h := range r.Hosts {
-		fmt.Fprintf(tw, "\t%s", h.Name)
-	}
-	fmt.Fprintln(tw)
-	for a, row := range m {
-		fmt.Fprint(tw, r.Hosts[a].Name)
-		for b, ok := range row {
-			switch {
-			case a == b:
-				fmt.Fprint(tw, "\t-")
-			case ok:
-				fmt.Fprint(tw, "\tok")
-			default:
-				fmt.Fprint(tw, "\tX")
-			}
-		}
-		fmt.Fprintln(tw)
-	}
-	return tw.Flush()
+	return r.WriteMatrix(o.Out, m)
 }
 
 func runLabExec(ctx context.Context, o *labOptions) error {
@@ -439,72 +405,12 @@ func runLabExec(ctx context.Context, o *labOptions) error {
 	return err
 }
 
-func reached(ok bool) string {
-	if ok {
-		return "ok"
-	}
-	return "dropped"
-}
-
-// printRack prints the host table; linksUp may be nil (just built: all up).
-func printRack(w io.Writer, r *lab.Rack, linksUp []bool) {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "HOST\tID\tNETNS\tIFNAME\tMAC\tOOB ADDR\tPORT\tLINK\tLOSS")
-	for _, h := range r.Hosts {
-		link := "up"
-		if linksUp != nil && !linksUp[h.ID] {
-			link = "DOWN"
-		}
-		loss := "-"
-		if f, ok := r.Faults.Loss[h.ID]; ok {
-			loss = fmt.Sprintf("%.1f%%", f*100)
-		}
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", h.Name, h.ID, h.Netns, h.Ifname, h.MAC, h.OOBAddr, h.Port, link, loss)
-	}
-	tw.Flush()
-}
-
 // printFaultsAfter prints the faults in force after a change to them,
 // unless it failed.
 func (o *labOptions) printFaultsAfter(r *lab.Rack, err error) error {
 	if err != nil {
 		return err
 	}
-	printFaults(o.Out, r)
+	r.WriteFaults(o.Out)
 	return nil
-}
-
-// printFaults prints the faults in force, one line each.
-func printFaults(w io.Writer, r *lab.Rack) {
-	f := r.Faults
-	if f.Empty() {
-		fmt.Fprintln(w, "faults: none")
-		return
-	}
-	names := func(ids []int) string {
-		s := make([]string, len(ids))
-		for i, id := range ids {
-			s[i] = r.Hosts[id].Name
-		}
-		return strings.Join(s, ",")
-	}
-	if len(f.Groups) > 0 {
-		g := make([]string, len(f.Groups))
-		for i, ids := range f.Groups {
-			g[i] = names(ids)
-		}
-		fmt.Fprintf(w, "partition:  %s\n", strings.Join(g, " / "))
-	}
-	for _, c := range f.OneWay {
-		fmt.Fprintf(w, "one-way:    %s -> %s dropped\n", names(c.From), names(c.To))
-	}
-	for _, id := range slices.Sorted(maps.Keys(f.Loss)) {
-		fmt.Fprintf(w, "loss:       %s %.1f%% of frames sent and received\n", r.Hosts[id].Name, f.Loss[id]*100)
-	}
-	if len(f.LinksDown) > 0 {
-		fmt.Fprintf(w, "links down: %s\n", names(f.LinksDown))
-	}
-	for _, id := range slices.Sorted(maps.Keys(f.HostCuts)) {
-		fmt.Fprintf(w, "host cut:   %s %s dropped on its own interface\n", r.Hosts[id].Name, f.HostCuts[id])
-	}
 }

@@ -3,7 +3,9 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
+	"net/netip"
 	"reflect"
 	"strings"
 	"testing"
@@ -84,4 +86,72 @@ func TestLabArgs(t *testing.T) {
 			t.Errorf("%s:\ngot  %+v\nwant %+v", name, o, tc.want)
 		}
 	}
+}
+
+// labRack is a 4-host rack as exo lab up would build it, without faults.
+func labRack() *lab.Rack {
+	r := &lab.Rack{Name: "exo", Bridge: "br0", SwitchNetns: "exo-sw", MTU: 1500, Subnet: netip.MustParsePrefix("10.77.0.0/16")}
+	for i := range 4 {
+		n := lab.HostName(i)
+		r.Hosts = append(r.Hosts, lab.Host{ID: i, Name: n, Netns: "exo-" + n, Ifname: "exo0", MAC: lab.HostMAC(i), OOBAddr: lab.HostAddr(r.Subnet, i), Port: "port-" + n})
+	}
+	return r
+}
+
+// TestLabText: what exo lab up, status, probe and the fault commands print
+// (package lab's text forms), for a rack without faults and one with every
+// kind.
+func TestLabText(t *testing.T) {
+	var b strings.Builder
+	check := func(what, want string) {
+		t.Helper()
+		if b.String() != want {
+			t.Errorf("%s:\n%s\nwant:\n%s", what, b.String(), want)
+		}
+		b.Reset()
+	}
+	r := labRack()
+	r.WriteHosts(&b, nil)
+	check("hosts", `HOST  ID  NETNS  IFNAME  MAC                OOB ADDR   PORT    LINK  LOSS
+A     0   exo-A  exo0    02:e0:00:00:00:01  10.77.0.1  port-A  up    -
+B     1   exo-B  exo0    02:e0:00:00:00:02  10.77.0.2  port-B  up    -
+C     2   exo-C  exo0    02:e0:00:00:00:03  10.77.0.3  port-C  up    -
+D     3   exo-D  exo0    02:e0:00:00:00:04  10.77.0.4  port-D  up    -
+`)
+	r.WriteFaults(&b)
+	check("no faults", "faults: none\n")
+	r.Faults = lab.Faults{Groups: [][]int{{0, 1}, {2, 3}}, OneWay: []lab.OneWayCut{{From: []int{0}, To: []int{2, 3}}},
+		Loss: map[int]float64{1: 0.1, 3: 0.255}, LinksDown: []int{2}, HostCuts: map[int]string{3: "egress", 0: "ingress"}}
+	st := &lab.Status{Rack: r, LinksUp: []bool{true, true, false, true}, Ruleset: "table bridge exo_lab {\n}\n"}
+	st.WriteText(&b)
+	check("status", `rack exo: 4 hosts, bridge br0 in namespace exo-sw, MTU 1500, OOB subnet 10.77.0.0/16
+HOST  ID  NETNS  IFNAME  MAC                OOB ADDR   PORT    LINK  LOSS
+A     0   exo-A  exo0    02:e0:00:00:00:01  10.77.0.1  port-A  up    -
+B     1   exo-B  exo0    02:e0:00:00:00:02  10.77.0.2  port-B  up    10.0%
+C     2   exo-C  exo0    02:e0:00:00:00:03  10.77.0.3  port-C  DOWN  -
+D     3   exo-D  exo0    02:e0:00:00:00:04  10.77.0.4  port-D  up    25.5%
+partition:  A,B / C,D
+one-way:    A -> C,D dropped
+loss:       B 10.0% of frames sent and received
+loss:       D 25.5% of frames sent and received
+links down: C
+host cut:   A ingress dropped on its own interface
+host cut:   D egress dropped on its own interface
+nftables ruleset in exo-sw (nft list table bridge exo_lab):
+table bridge exo_lab {
+}
+`)
+	m := [][]bool{{true, true, false, false}, {true, true, true, false}, {false, true, true, true}, {false, false, true, true}}
+	r.WriteMatrix(&b, m)
+	for _, p := range []lab.Path{{From: r.Hosts[0], To: r.Hosts[2], Reached: true}, {From: r.Hosts[2], To: r.Hosts[0]}} {
+		fmt.Fprintln(&b, p)
+	}
+	check("probe", `FROM\TO  A   B   C   D
+A        -   ok  X   X
+B        ok  -   ok  X
+C        X   ok  -   ok
+D        X   X   ok  -
+A -> C: ok
+C -> A: dropped
+`)
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -13,34 +12,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/exo-rack/exo/client"
+	"github.com/exo-rack/exo/daemon"
 )
-
-// rosterStatus is the membership part of the daemon's status.
-type rosterStatus struct {
-	ID             int    `json:"id"`
-	Position       int    `json:"position"`
-	Roster         []int  `json:"roster"`
-	Known          []int  `json:"known_members"`
-	Removed        bool   `json:"removed"`
-	RosterFrom     uint64 `json:"roster_from_seq"`
-	ChangeInFlight bool   `json:"change_in_flight"`
-	Epoch          uint32 `json:"epoch"`
-}
-
-func readRoster(ctx context.Context, c *client.Client) (rosterStatus, error) {
-	var st rosterStatus
-	raw, err := c.StatusRaw(ctx)
-	if err != nil {
-		return st, err
-	}
-	if err := json.Unmarshal(raw, &st); err != nil {
-		return st, fmt.Errorf("status: %w", err)
-	}
-	if st.Roster == nil {
-		return st, errors.New("the daemon's status has no roster: it predates membership changes")
-	}
-	return st, nil
-}
 
 // parseMember reads a member id (0..254).
 func parseMember(s string) (uint8, error) {
@@ -83,7 +56,7 @@ waits for that to take effect, then adds the second.`,
 				return err
 			}
 			defer c.Close()
-			st, err := readRoster(ctx, c)
+			st, err := daemon.ReadRoster(ctx, c)
 			if err != nil {
 				return err
 			}
@@ -116,19 +89,11 @@ waits for that to take effect, then adds the second.`,
 		}
 	}
 	step := func(ctx context.Context, c *client.Client, op, id uint8, w io.Writer) error {
-		if err := proposeRoster(ctx, c, op, id); err != nil {
+		ch, err := daemon.ChangeRoster(ctx, c, op, id, !noWait)
+		if err != nil {
 			return err
 		}
-		verb := map[uint8]string{client.RosterAdd: "add", client.RosterRemove: "remove"}[op]
-		if noWait {
-			fmt.Fprintf(w, "%s %d: queued\n", verb, id)
-			return nil
-		}
-		st, err := waitRoster(ctx, c, op, id)
-		if err != nil {
-			return fmt.Errorf("%s %d: %w", verb, id, err)
-		}
-		fmt.Fprintf(w, "%s %d: in effect from seq %d, roster %v\n", verb, id, st.RosterFrom, st.Roster)
+		fmt.Fprintln(w, ch)
 		return nil
 	}
 	add := change("add ID", "Add member ID (listed in the config) to the roster", 1,
@@ -141,86 +106,15 @@ waits for that to take effect, then adds the second.`,
 		})
 	replace := change("replace OLD NEW", "Remove member OLD, wait until that took effect, then add member NEW", 2,
 		func(ctx context.Context, c *client.Client, ids []uint8, w io.Writer) error {
-			if ids[0] == ids[1] {
-				return fmt.Errorf("replace %d by itself: nothing to do", ids[0])
-			}
-			st, err := readRoster(ctx, c)
-			if err != nil {
-				return err
-			}
-			if !slices.Contains(st.Known, int(ids[1])) {
-				return fmt.Errorf("member %d is not in the local daemon's config (roster: its mac and oob address): add it to every host's config first; nothing changed", ids[1])
-			}
-			if int(ids[0]) == st.ID {
-				return fmt.Errorf("replace %d at its own daemon: it could not propose the add once removed; run it at another member's daemon", ids[0])
-			}
-			if slices.Contains(st.Roster, int(ids[1])) {
-				return fmt.Errorf("member %d is already in the roster %v; nothing changed", ids[1], st.Roster)
-			}
-			saved := noWait
-			noWait = false // the add must wait for the remove
-			err = step(ctx, c, client.RosterRemove, ids[0], w)
-			noWait = saved
-			if err != nil {
-				return err
-			}
-			if err := step(ctx, c, client.RosterAdd, ids[1], w); err != nil {
-				return fmt.Errorf("%w (member %d was removed already)", err, ids[0])
-			}
-			return nil
+			return daemon.ReplaceMember(ctx, c, ids[0], ids[1], !noWait, func(ch daemon.RosterChange) { fmt.Fprintln(w, ch) })
 		})
 	cmd.AddCommand(show, add, remove, replace)
 	return cmd
 }
 
-// proposeRoster proposes a change, retrying while the previous one is in
-// flight.
-func proposeRoster(ctx context.Context, c *client.Client, op, id uint8) error {
-	for {
-		err := c.ProposeRoster(ctx, op, id)
-		if !errors.Is(err, client.ErrChangeInFlight) {
-			return err
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("another membership change stayed in flight: %w", ctx.Err())
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
-}
-
-// waitRoster polls the status until the change took effect at the daemon.
-func waitRoster(ctx context.Context, c *client.Client, op, id uint8) (rosterStatus, error) {
-	var st rosterStatus
-	for {
-		var err error
-		st, err = readRoster(ctx, c)
-		if err != nil {
-			return st, err
-		}
-		in := slices.Contains(st.Roster, int(id))
-		switch {
-		case op == client.RosterRemove && int(id) == st.ID && st.Removed:
-			return st, nil // this daemon removed itself
-		case st.Removed:
-			return st, fmt.Errorf("this daemon (member %d) was removed from the roster by another change before this one took effect (roster %v from seq %d); it was dropped: propose it again at a member's daemon", st.ID, st.Roster, st.RosterFrom)
-		case !st.ChangeInFlight && (op == client.RosterAdd) == in:
-			return st, nil
-		case !st.ChangeInFlight:
-			// The daemon proposes a change again when a view change
-			// drops it; it gives up only when another change came first
-			// and made it moot, or no longer applies.
-			return st, fmt.Errorf("dropped: another change took effect first (roster %v from seq %d); check the roster and propose again if still wanted", st.Roster, st.RosterFrom)
-		}
-		select {
-		case <-ctx.Done():
-			return st, fmt.Errorf("not in effect yet (roster %v, change in flight %v, epoch %d): %w", st.Roster, st.ChangeInFlight, st.Epoch, ctx.Err())
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
-}
-
-func printRoster(w io.Writer, st rosterStatus, jsonOut bool) error {
+// printRoster prints the membership part of a daemon's status: the
+// roster, where it applies from, this host's place and the spares.
+func printRoster(w io.Writer, st daemon.Status, jsonOut bool) error {
 	var spares []int
 	for _, k := range st.Known {
 		if !slices.Contains(st.Roster, k) {

@@ -1,11 +1,9 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/binary"
 	"encoding/json"
-	"net"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -13,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/exo-rack/exo/client"
+	"github.com/exo-rack/exo/internal/apitest"
 )
 
 // fakeRosterDaemon answers Status and Roster requests on a Unix socket: a
@@ -26,62 +25,36 @@ type fakeRosterDaemon struct {
 }
 
 func (f *fakeRosterDaemon) serve(t *testing.T) string {
-	sock := filepath.Join(t.TempDir(), "exo.sock")
-	ln, err := net.Listen("unix", sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go f.conn(c)
-		}
-	}()
+	sock := filepath.Join(apitest.Dir(t), "exo.sock")
+	apitest.Listen(t, sock, apitest.Requests(f.answer))
 	return sock
 }
 
-func (f *fakeRosterDaemon) conn(c net.Conn) {
-	defer c.Close()
-	r := bufio.NewReader(c)
-	if client.AnswerHello(r, c) != nil {
-		return
-	}
-	var buf []byte
-	for {
-		typ, body, b, err := client.ReadFrame(r, buf)
-		buf = b
-		if err != nil {
-			return
+// answer answers one request.
+func (f *fakeRosterDaemon) answer(typ byte, body []byte) (byte, [][]byte, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	switch typ {
+	case client.TypeStatus:
+		st, _ := json.Marshal(map[string]any{"id": f.id, "position": slices.Index(f.roster, f.id),
+			"roster": f.roster, "known_members": f.known, "removed": !slices.Contains(f.roster, f.id),
+			"roster_from_seq": 100 * len(f.changes), "change_in_flight": false, "epoch": 3})
+		return client.TypeStatusReply, [][]byte{st}, true
+	case client.TypeRoster:
+		req, op, m := binary.BigEndian.Uint64(body), body[8], int(body[9])
+		switch {
+		case op == client.RosterAdd && !slices.Contains(f.roster, m) && slices.Contains(f.known, m):
+			f.roster = append(f.roster, m)
+			slices.Sort(f.roster)
+		case op == client.RosterRemove && slices.Contains(f.roster, m):
+			f.roster = slices.DeleteFunc(f.roster, func(x int) bool { return x == m })
+		default:
+			return client.TypeError, [][]byte{client.U64(req), client.U16(client.CodeBadChange), []byte("does not apply")}, true
 		}
-		f.mu.Lock()
-		switch typ {
-		case client.TypeStatus:
-			st, _ := json.Marshal(map[string]any{"id": f.id, "position": slices.Index(f.roster, f.id),
-				"roster": f.roster, "known_members": f.known, "removed": !slices.Contains(f.roster, f.id),
-				"roster_from_seq": 100 * len(f.changes), "change_in_flight": false, "epoch": 3})
-			client.WriteFrame(c, client.TypeStatusReply, st)
-		case client.TypeRoster:
-			req, op, m := binary.BigEndian.Uint64(body), body[8], int(body[9])
-			switch {
-			case op == client.RosterAdd && !slices.Contains(f.roster, m) && slices.Contains(f.known, m):
-				f.roster = append(f.roster, m)
-				slices.Sort(f.roster)
-			case op == client.RosterRemove && slices.Contains(f.roster, m):
-				f.roster = slices.DeleteFunc(f.roster, func(x int) bool { return x == m })
-			default:
-				client.WriteFrame(c, client.TypeError, client.U64(req), client.U16(client.CodeBadChange), []byte("does not apply"))
-				f.mu.Unlock()
-				continue
-			}
-			f.changes = append(f.changes, map[byte]string{1: "add", 2: "remove"}[op]+" "+string(rune('0'+m)))
-			client.WriteFrame(c, client.TypeRosterQueued, client.U64(req))
-		}
-		f.mu.Unlock()
+		f.changes = append(f.changes, map[byte]string{1: "add", 2: "remove"}[op]+" "+string(rune('0'+m)))
+		return client.TypeRosterQueued, [][]byte{client.U64(req)}, true
 	}
+	return 0, nil, true
 }
 
 func runExo(t *testing.T, args ...string) (string, error) {

@@ -88,9 +88,7 @@ func TestSendLines(t *testing.T) {
 		fmt.Fprintf(&in, "line %d\n", i)
 	}
 	for _, batch := range []int{64, 1} {
-		var out, errOut bytes.Buffer
-		err := runSend(context.Background(), &sendOptions{Socket: sock, Lines: true, Batch: batch, JSON: true, Timeout: 30 * time.Second,
-			In: strings.NewReader(in.String()), Out: &out, Err: &errOut})
+		out, errOut, err := runExoIn(in.String(), "send", "--socket", sock, "--lines", "--batch", fmt.Sprint(batch), "--json")
 		var ee *exitError
 		if !errors.As(err, &ee) || ee.code != 1 || !strings.Contains(err.Error(), fmt.Sprintf("1 of %d messages failed", n)) {
 			t.Fatalf("--batch %d: %v, want 1 of %d failed", batch, err, n)
@@ -128,12 +126,23 @@ func TestSendLines(t *testing.T) {
 		}
 	}
 	// Plain output, one line per message as without batches.
-	var out bytes.Buffer
-	if err := runSend(context.Background(), &sendOptions{Socket: sock, Lines: true, Batch: 2, Timeout: 30 * time.Second,
-		In: strings.NewReader("a\nb\nc\n"), Out: &out}); err != nil {
+	out, _, err := runExoIn("a\nb\nc\n", "send", "--socket", sock, "--lines", "--batch", "2")
+	if err != nil {
 		t.Fatal(err)
 	}
 	if lines := strings.Split(strings.TrimSpace(out.String()), "\n"); len(lines) != 3 || !strings.HasPrefix(lines[2], "agreed at seq ") || !strings.HasSuffix(lines[2], "(1 bytes)") {
 		t.Fatalf("output %q", out.String())
 	}
+}
+
+// runExoIn runs exo with args and in as its standard input, and returns
+// what it wrote to standard output and standard error.
+func runExoIn(in string, args ...string) (out, errOut bytes.Buffer, err error) {
+	root := newRootCmd()
+	root.SetArgs(args)
+	root.SetIn(strings.NewReader(in))
+	root.SetOut(&out)
+	root.SetErr(&errOut)
+	err = root.Execute()
+	return out, errOut, err
 }

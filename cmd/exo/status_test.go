@@ -1,67 +1,30 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/exo-rack/exo/client"
 	"github.com/exo-rack/exo/daemon"
+	"github.com/exo-rack/exo/internal/apitest"
 )
 
 // statusServer answers the local API's Status request with st.
 func statusServer(t *testing.T, path string, st daemon.Status) {
 	t.Helper()
-	ln, err := net.Listen("unix", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	raw, err := json.Marshal(st)
-	if err != nil {
-		t.Fatal(err)
-	}
-	go func() {
-		for {
-			conn, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer conn.Close()
-				r := bufio.NewReader(conn)
-				if client.AnswerHello(r, conn) != nil {
-					return
-				}
-				var buf []byte
-				for {
-					typ, _, b, err := client.ReadFrame(r, buf)
-					buf = b
-					if err != nil || typ != client.TypeStatus || client.WriteFrame(conn, client.TypeStatusReply, raw) != nil {
-						return
-					}
-				}
-			}()
-		}
-	}()
+	apitest.Listen(t, path, apitest.Status(func() any { return st }))
 }
 
 // TestStatusDuplicateID: exo status prints the duplicate member id alarm
 // first, with the MAC and what to check; --json carries the object;
 // without the alarm neither has it.
 func TestStatusDuplicateID(t *testing.T) {
-	dir, err := os.MkdirTemp("", "exo-st") // short: a socket path has at most 108 bytes
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
+	dir := apitest.Dir(t)
 	run := func(sock string, args ...string) string {
 		t.Helper()
 		root := newRootCmd()
@@ -104,39 +67,10 @@ func TestStatusDuplicateID(t *testing.T) {
 	}
 }
 
-// TestRecoveryLineStateTransfer: the status says when a host fetches the
-// rack's agreed log before it rejoins, and where the rack is.
-func TestRecoveryLineStateTransfer(t *testing.T) {
-	st := daemon.Status{Halted: true, Recovery: daemon.RecoveryStatus{StateTransfer: true, RackEpoch: 7, RackSeq: 123456, BehindEpoch: true}}
-	b, err := json.Marshal(st)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var m map[string]any
-	if err := json.Unmarshal(b, &m); err != nil {
-		t.Fatal(err)
-	}
-	line := recoveryLine(m["recovery"].(map[string]any))
-	if !strings.Contains(line, "state transfer: fetching the rack's agreed log") || !strings.Contains(line, "seq 123456") {
-		t.Fatalf("recovery line %q: want the state transfer and the rack's seq", line)
-	}
-	st.Recovery.StateTransfer = false
-	b, _ = json.Marshal(st)
-	m = nil
-	_ = json.Unmarshal(b, &m)
-	if line := recoveryLine(m["recovery"].(map[string]any)); strings.Contains(line, "state transfer") {
-		t.Fatalf("recovery line %q without a transfer", line)
-	}
-}
-
 // TestStatusBrief: exo status --brief prints one line and exits 0, 1, 2 or
 // 3 (healthy, degraded, halted, no answer), quietly for the levels.
 func TestStatusBrief(t *testing.T) {
-	dir, err := os.MkdirTemp("", "exo-st")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
+	dir := apitest.Dir(t)
 	ok := daemon.Status{ID: 0, Epoch: 3, Agreed: 77, Roster: []int{0, 1, 2}, Skipped: []int{}, Counters: map[string]uint64{}}
 	degraded := ok
 	degraded.Skipped = []int{2}

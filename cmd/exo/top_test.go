@@ -1,238 +1,15 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
-	"encoding/json"
 	"errors"
 	"net"
-	"os"
 	"path/filepath"
 	"strings"
-	"sync/atomic"
-	"syscall"
 	"testing"
-	"time"
 
-	"github.com/exo-rack/exo/client"
-	"github.com/exo-rack/exo/daemon"
+	"github.com/exo-rack/exo/internal/apitest"
 )
-
-// topFixture is a fixed rack: A, B (the token holder, with an XDP fast
-// path), C (behind, halted) and D (down), sampled twice half a second
-// apart.
-func topFixture() ([]topTarget, map[string]topSample, []topSample, time.Time) {
-	t0 := time.Date(2026, 3, 14, 15, 9, 26, 0, time.UTC)
-	t1 := t0.Add(500 * time.Millisecond)
-	targets := []topTarget{{"A", "/r/A.sock"}, {"B", "/r/B.sock"}, {"C", "/r/C.sock"}, {"D", "/r/D.sock"}}
-	st := func(id int, app, agr uint64, holder int, in, out, deliv uint64, rejects map[string]uint64) *daemon.Status {
-		s := &daemon.Status{ID: id, Hosts: 4, Epoch: 3, Append: app, Agreed: agr, Holder: holder, Delivered: deliv,
-			Skipped: []int{}, Counters: map[string]uint64{"frames_in": in, "frames_out": out}}
-		if id != 2 { // C's status has no detector (an older daemon): "-"
-			s.Detector = daemon.DetectorStatus{TimeoutTicks: 4 + 2*id, TimeoutMs: float64(4+2*id) / 4}
-		}
-		for r, v := range rejects {
-			s.Counters["rejects."+r] = v
-		}
-		return s
-	}
-	prev := map[string]topSample{
-		"/r/A.sock": {At: t0, St: st(0, 1000, 990, 1, 5000, 1000, 8000, map[string]uint64{"DUPLICATE": 10})},
-		"/r/B.sock": {At: t0, St: st(1, 1001, 990, 1, 5100, 1010, 8000, nil)},
-		"/r/C.sock": {At: t0, St: st(2, 900, 880, 0, 4000, 900, 7000, map[string]uint64{"GAP": 100, "DUPLICATE": 5})},
-	}
-	a := st(0, 1500, 1490, 1, 6000, 1250, 10000, map[string]uint64{"DUPLICATE": 12})
-	b := st(1, 1502, 1490, 1, 6100, 1262, 10000, nil)
-	b.Pending = 17
-	floor := uint64(420)
-	a.RackFloor, b.RackFloor = &floor, &floor
-	a.Keys = &daemon.KeyStatus{SendPhase: 0}
-	b.Keys = &daemon.KeyStatus{SendPhase: 0, Staged: true, Waiting: []int{2}}
-	b.Offload = &daemon.OffloadStatus{Mode: "xdp", Pushes: 640, Counters: map[string]uint64{
-		"ACCEPT": 5000, "GAP": 30, "DUPLICATE": 7, "BAD_GROUP": 40, "BAD_TAG": 2}} // GAP goes on to the core
-	c := st(2, 1100, 1080, 0, 4400, 950, 7500, map[string]uint64{"GAP": 160, "DUPLICATE": 6})
-	c.Halted, c.Epoch = true, 2
-	prev["/r/C.sock"].St.Counters["fetched_entries"] = 3000
-	c.Counters["fetched_entries"] = 5048 // catching up: 4096 entries/s
-	cur := []topSample{
-		{At: t1, St: a},
-		{At: t1, St: b},
-		{At: t1, St: c},
-		{At: t1, Err: &net.OpError{Op: "dial", Net: "unix", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}},
-	}
-	return targets, prev, cur, t1
-}
-
-// TestTopRender renders the fixed rack and compares the whole frame.
-func TestTopRender(t *testing.T) {
-	targets, prev, cur, now := topFixture()
-	snap := topBuild(targets, prev, cur, now, 500*time.Millisecond)
-	got := renderTop(snap)
-	want := `exo top  2026-03-14 15:09:26  hosts 3/4 up  token at B  epoch 3  every 500ms
-rack: agreed 4000 msgs/s  slowest lag 402 (C)  append 1502  floor 420  rejects 126/s
-HOST  ID  ROLE     EPOCH HALT  KEY      APPEND      AGREED     LAG  QUEUE TIMEOUT     IN/s    OUT/s  AGREED/s  FETCH/s   REJ/s  TOP REJECT        OFFLOAD
-A      0   member      3   no    0        1500        1490       2      0   1.0ms     2000      500      4000        0     4.0  DUPLICATE         -
-B      1  *holder      3   no  0>1        1502        1490       0     17   1.5ms     2000      504      4000        0       0  -                 xdp dropped 49 (BAD_GROUP) writes 640
-C      2   member      2  YES    -        1100        1080     402      0       -      800      100      1000     4096     122  GAP               -
-D      -  down     connection refused (daemon not running)
-`
-	if got != want {
-		t.Errorf("frame:\n%s\nwant:\n%s", got, want)
-	}
-	// The figures behind it.
-	if h := snap.Hosts[1]; !h.TokenHolder || h.Role != "holder" || h.Offload == nil || h.Offload.Dropped != 49 || h.Offload.TopDrop != "BAD_GROUP" {
-		t.Errorf("host B: %+v %+v", h, h.Offload)
-	}
-	if h := snap.Hosts[3]; h.Up || h.Role != "down" || h.Error == "" {
-		t.Errorf("host D: %+v", h)
-	}
-	if tot := snap.Totals; tot.Up != 3 || tot.SlowestLag != 402 || tot.SlowestHost != "C" || tot.AgreedRate != 4000 {
-		t.Errorf("totals: %+v", tot)
-	}
-}
-
-// TestTopFirstSample: without an earlier sample there are no rates ("-"),
-// a restarted daemon (counters went down) gives no negative rates, and
-// skipped hosts are marked.
-func TestTopFirstSample(t *testing.T) {
-	targets, prev, cur, now := topFixture()
-	snap := topBuild(targets, nil, cur, now, time.Second)
-	for _, h := range snap.Hosts[:3] {
-		if h.Rates || h.FramesIn != 0 {
-			t.Errorf("host %s has rates without an earlier sample: %+v", h.Name, h)
-		}
-	}
-	if out := renderTop(snap); !strings.Contains(out, "rack: agreed 0 msgs/s") || !strings.Contains(out, "\nA      0   member      3   no    0        1500        1490       2      0   1.0ms        -        -         -        -       -") {
-		t.Errorf("first frame:\n%s", out)
-	}
-	prev["/r/A.sock"].St.Counters["frames_in"] = 1 << 40 // as if A restarted
-	cur[1].St.Skipped = []int{2}
-	snap = topBuild(targets, prev, cur, now, time.Second)
-	if h := snap.Hosts[0]; h.FramesIn != 0 || !h.Rates {
-		t.Errorf("restarted host: %+v", h)
-	}
-	if h := snap.Hosts[2]; h.Role != "skipped" {
-		t.Errorf("host C: role %q, want skipped", h.Role)
-	}
-}
-
-// TestTopScreen: the terminal frame goes home, clears each line's end and
-// the rest of the screen, and cuts lines to the width.
-func TestTopScreen(t *testing.T) {
-	got := topScreen("abcdef\nxy\n", 4)
-	if want := "\x1b[Habcd\x1b[K\r\nxy\x1b[K\r\n\x1b[J"; got != want {
-		t.Errorf("got %q, want %q", got, want)
-	}
-}
-
-// fakeDaemon answers the local API's Status request with a status whose
-// counters grow at every request.
-func fakeDaemon(t *testing.T, path string, id int) {
-	t.Helper()
-	ln, err := net.Listen("unix", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	var calls atomic.Uint64
-	go func() {
-		for {
-			conn, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer conn.Close()
-				r := bufio.NewReader(conn)
-				if client.AnswerHello(r, conn) != nil {
-					return
-				}
-				var buf []byte
-				for {
-					typ, _, b, err := client.ReadFrame(r, buf)
-					buf = b
-					if err != nil || typ != client.TypeStatus {
-						return
-					}
-					n := calls.Add(1)
-					st := daemon.Status{ID: id, Hosts: 3, Epoch: 1, Append: 100 * n, Agreed: 100*n - 5, Holder: 1,
-						Delivered: 1000 * n, Skipped: []int{}, Counters: map[string]uint64{"frames_in": 500 * n, "frames_out": 100 * n}}
-					raw, _ := json.Marshal(st)
-					if client.WriteFrame(conn, client.TypeStatusReply, raw) != nil {
-						return
-					}
-				}
-			}()
-		}
-	}()
-}
-
-// TestTopOnce runs exo top --once (text and --json) on a cluster
-// directory of two fake daemons and one stale socket.
-func TestTopOnce(t *testing.T) {
-	dir, err := os.MkdirTemp("", "exo-top") // short: a socket path has at most 108 bytes
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	fakeDaemon(t, filepath.Join(dir, "A.sock"), 0)
-	fakeDaemon(t, filepath.Join(dir, "B.sock"), 1)
-	stale, err := net.Listen("unix", filepath.Join(dir, "C.sock"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	stale.(*net.UnixListener).SetUnlinkOnClose(false)
-	stale.Close() // the file stays, nobody listens: connection refused
-
-	run := func(args ...string) (string, error) {
-		root := newRootCmd()
-		root.SetArgs(append([]string{"top", "--cluster-dir", dir, "--once", "--interval", "50ms"}, args...))
-		var out bytes.Buffer
-		root.SetOut(&out)
-		root.SetErr(&out)
-		err := root.Execute()
-		return out.String(), err
-	}
-	out, err := run()
-	if err != nil {
-		t.Fatalf("exo top --once: %v\n%s", err, out)
-	}
-	lines := strings.Split(out, "\n")
-	if len(lines) < 6 || !strings.HasPrefix(lines[3], "A ") || !strings.HasPrefix(lines[4], "B ") || !strings.HasPrefix(lines[5], "C ") {
-		t.Fatalf("want rows A, B, C:\n%s", out)
-	}
-	if !strings.Contains(lines[4], "*holder") || !strings.Contains(lines[5], "down") || !strings.Contains(lines[1], "slowest lag") {
-		t.Errorf("frame:\n%s", out)
-	}
-
-	out, err = run("--json")
-	if err != nil {
-		t.Fatalf("exo top --once --json: %v\n%s", err, out)
-	}
-	var snap topSnapshot
-	if err := json.Unmarshal([]byte(out), &snap); err != nil {
-		t.Fatalf("--json: %v\n%s", err, out)
-	}
-	if len(snap.Hosts) != 3 || snap.Totals.Up != 2 || snap.Hosts[2].Up || !snap.Hosts[1].TokenHolder {
-		t.Fatalf("--json: %s", out)
-	}
-	for _, h := range snap.Hosts[:2] {
-		// Each fake daemon's counters grow by 1000 delivered per request, and
-		// the two requests are about 50ms apart.
-		if !h.Rates || h.AgreedRate <= 0 || h.FramesIn <= 0 || h.Append == 0 {
-			t.Errorf("host %s: %+v", h.Name, h)
-		}
-	}
-
-	// No host answers: exit 1, the frame still printed.
-	os.Remove(filepath.Join(dir, "A.sock"))
-	os.Remove(filepath.Join(dir, "B.sock"))
-	out, err = run()
-	var ee *exitError
-	if !errors.As(err, &ee) || ee.code != 1 || !strings.Contains(out, "down") {
-		t.Errorf("no host up: err %v, output:\n%s", err, out)
-	}
-}
 
 // TestTopBadInput: bad flags give one clear line and exit code 2.
 func TestTopBadInput(t *testing.T) {
@@ -254,36 +31,32 @@ func TestTopBadInput(t *testing.T) {
 	}
 }
 
-// TestTopTransfer: a host in a state transfer shows XFER in HALT.
-func TestTopTransfer(t *testing.T) {
-	targets, prev, cur, now := topFixture()
-	cur[2].St.Recovery.StateTransfer = true
-	got := renderTop(topBuild(targets, prev, cur, now, 500*time.Millisecond))
-	var row string
-	for _, l := range strings.Split(got, "\n") {
-		if strings.HasPrefix(l, "C ") {
-			row = l
-		}
+// TestTopNoHost: exo top --once exits 1 when no host answered (the frame
+// still printed) and when the cluster directory has no socket.
+func TestTopNoHost(t *testing.T) {
+	dir := apitest.Dir(t)
+	run := func() (string, error) {
+		root := newRootCmd()
+		root.SetArgs([]string{"top", "--cluster-dir", dir, "--once", "--interval", "20ms"})
+		var out bytes.Buffer
+		root.SetOut(&out)
+		root.SetErr(&out)
+		err := root.Execute()
+		return out.String(), err
 	}
-	if !strings.Contains(row, " XFER ") {
-		t.Fatalf("C's row %q: want XFER in HALT", row)
+	out, err := run()
+	var ee *exitError
+	if !errors.As(err, &ee) || ee.code != 1 || !strings.HasPrefix(err.Error(), "no *.sock in "+dir) {
+		t.Errorf("empty directory: err %v, output:\n%s", err, out)
 	}
-}
-
-// TestTopTransferETA: a host in a state transfer shows XFER and, from its
-// fetch rate and where the transfer heads, the time it still takes.
-func TestTopTransferETA(t *testing.T) {
-	targets, prev, cur, now := topFixture()
-	c := cur[2].St
-	c.Recovery.StateTransfer, c.Recovery.TransferTo = true, c.Append+8192 // 4096 entries/s: 2 s
-	snap := topBuild(targets, prev, cur, now, 500*time.Millisecond)
-	if eta := snap.Hosts[2].TransferETA; eta != 2 {
-		t.Fatalf("ETA %v s, want 2", eta)
+	stale, err := net.Listen("unix", filepath.Join(dir, "C.sock"))
+	if err != nil {
+		t.Fatal(err)
 	}
-	got := renderTop(snap)
-	for _, want := range []string{"XFER", "xfer ETA 2s"} {
-		if !strings.Contains(got, want) {
-			t.Errorf("no %q in:\n%s", want, got)
-		}
+	stale.(*net.UnixListener).SetUnlinkOnClose(false)
+	stale.Close() // the file stays, nobody listens: connection refused
+	out, err = run()
+	if !errors.As(err, &ee) || ee.code != 1 || err.Error() != "no host answered (of 1)" || !strings.Contains(out, "down") {
+		t.Errorf("no host up: err %v, output:\n%s", err, out)
 	}
 }

@@ -1,4 +1,4 @@
-package main
+package top
 
 import (
 	"context"
@@ -18,14 +18,14 @@ import (
 	"github.com/exo-rack/exo/lab"
 )
 
-// TestTopTmux runs exo top in a terminal: a 3-host lab rack with daemons,
+// TestTmux runs exo top in a terminal: a 3-host lab rack with daemons,
 // some messages published and a light load running, exo top --cluster-dir
 // inside a detached tmux session of 160x40. The screen must show every
 // host's row with its append and agreement pointers above 0, the token
 // holder marked, the rack totals line with agreed messages per second;
 // once host C's daemon is killed its row must say down while the others
 // keep going; q must end the process, with exit status 0.
-func TestTopTmux(t *testing.T) {
+func TestTmux(t *testing.T) {
 	if testing.Short() {
 		t.Skip("short: skipping exo top in tmux on a lab rack")
 	}
@@ -38,7 +38,7 @@ func TestTopTmux(t *testing.T) {
 	}
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "exo")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+	if out, err := exec.Command("go", "build", "-o", bin, "github.com/exo-rack/exo/cmd/exo").CombinedOutput(); err != nil {
 		t.Fatalf("building exo: %v\n%s", err, out)
 	}
 
