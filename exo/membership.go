@@ -166,7 +166,13 @@ func (m *memberState) switchNow() {
 // a change that took effect at the log's end as applied: the roster the next
 // epoch installed on that log runs under.
 func RosterAfter(roster []uint8, entries []Entry) []uint8 {
-	m := memberState{roster: roster}
+	return rosterAfter(memberState{roster: roster}, entries)
+}
+
+// rosterAfter is RosterAfter from a member state m, which may have a
+// change pending (a view change's install resolves from the state at its
+// start).
+func rosterAfter(m memberState, entries []Entry) []uint8 {
 	for i := range entries {
 		if m.hasNext && entries[i].Seq >= m.nextAt {
 			m.switchNow()

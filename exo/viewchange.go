@@ -756,7 +756,7 @@ func (nd *Node) install(res Resolution, forced bool) {
 	// The installed log may change the roster (an effective change at its
 	// end, or inside it): the install goes to the members of both, and the
 	// skip set only applies when the roster stays.
-	final := finalRoster(nd.memberAt(res.Start), res.Entries)
+	final := rosterAfter(nd.memberAt(res.Start), res.Entries)
 	skipRoster := nd.ms.roster
 	end := res.Start + uint64(len(res.Entries))
 	for _, u := range union(nd.ms.roster, nd.ms.next, final) {
@@ -1134,21 +1134,6 @@ func chainPossible(x *Entry, ws []*Witness, j uint64, top uint32, h int, roster 
 		}
 	}
 	return count >= h
-}
-
-// finalRoster returns the roster after entries, from member state m at their
-// first seq, an effective change at the end counted as applied.
-func finalRoster(m memberState, entries []Entry) []uint8 {
-	for i := range entries {
-		if m.hasNext && entries[i].Seq >= m.nextAt {
-			m.switchNow()
-		}
-		m.observe(&entries[i])
-	}
-	if m.hasNext {
-		m.switchNow()
-	}
-	return m.roster
 }
 
 // peers returns the member ids a view change asks: the current roster and,
