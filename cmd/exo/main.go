@@ -1,6 +1,10 @@
 // Command exo is the one command-line tool of the Exo rack atomic broadcast
-// appliance: the protocol simulator today; the daemon, the rack lab, the
-// raw-frame tools and the probes as they land.
+// appliance: the daemon (exo daemon); its operators' and applications'
+// commands over the local API (send, tail, status, top, roster, key,
+// recover); the rack lab and what runs on it (lab, demo, bench, probe,
+// lab chaos); the protocol simulator (sim); the raw-frame tools (frame,
+// raw). Every command is its flags, one call into a package and its
+// output; the manual pages (docs/man) are generated from the commands.
 package main
 
 import (
