@@ -46,6 +46,23 @@ the operator accepts the loss (exo recover --accept-loss, at a host that
 lost its state first) and the rack gets another quiet phase; entries
 delivered before may then change only at the positions the command
 reported, and only if every host that delivered them lost its state.
+
+--key-rotations: the operator starts a key rotation when none runs; hosts
+stage the next key at random ticks, and every run must end with every
+member sending under the newest key.
+
+--roster-changes: a member proposes removing a host, adding one back or
+adding a spare; the checker checks the switch points and that consecutive
+rosters differ by one host.
+
+--token: every host runs a fast path that sends (xdp_token: the rule of
+exo.Engine; the daemon's control plane, exo/token) in front of its core,
+which reads the fast path's records late, by --token-lag network steps and
+now and then up to 4 ticks more (docs/token.md).
+
+--forge: an attacker without the key delivers a forged copy of a frame
+(changed tag, or changed fields under the old tag); every copy must be
+rejected BAD_TAG.
 `,
 		Example: `  exo sim --hosts 5 --seeds 10000
   exo sim --hosts 3,4,5,7,16 --seeds 1000 --json
@@ -86,16 +103,16 @@ reported, and only if every host that delivered them lost its state.
 	f.BoolVar(&o.Base.AcceptLoss, "accept-loss", false, "play exo recover --accept-loss when a run stalls on lost state (see above)")
 	f.IntVar(&o.Base.KeepEntries, "keep-entries", 0, "compact every host's log as the daemon's keep_entries does (0: never): a host that lost its state rejoins by state transfer")
 	f.IntVar(&o.Base.Config.TransferBytesPerTick, "transfer-pace", 0, "pace state transfers at this many bytes per tick (the daemon's transfer_rate; 0: none)")
-	f.IntVar(&o.Base.Retain, "retain", 0, "with --keep-entries: keep compacted entries on each host's disk until this many behind its agreement pointer (the daemon's retain.entries) and answer fetches from them")
-	f.Float64Var(&o.Base.Forge, "forge", 0, "probability per frame that an attacker without the key also delivers a forged copy (changed tag, or changed fields under the old tag); every copy must be BAD_TAG")
-	f.Float64Var(&o.Base.KeyRotations, "key-rotations", 0, "per-tick probability that the operator starts a key rotation (when none runs): hosts stage the next key at random ticks; every run must end with every member sending under the newest key")
-	f.Float64Var(&o.Base.RosterChanges, "roster-changes", 0, "per-tick probability that a member proposes a membership change (remove a host, add one back, add a spare host); the checker checks the switch points and that consecutive rosters differ by one host")
+	f.IntVar(&o.Base.Retain, "retain", 0, "with --keep-entries: how far behind its agreement pointer a host keeps compacted entries on disk to answer fetches (retain.entries)")
+	f.Float64Var(&o.Base.Forge, "forge", 0, "probability per frame that a forged copy is delivered too (must be BAD_TAG)")
+	f.Float64Var(&o.Base.KeyRotations, "key-rotations", 0, "per-tick probability that the operator starts a key rotation (see below)")
+	f.Float64Var(&o.Base.RosterChanges, "roster-changes", 0, "per-tick probability that a member proposes a roster change (see below)")
 	f.Float64Var(&o.Base.ProposeP, "propose", def.ProposeP, "per-tick probability that a client publishes at a host")
 	f.IntVar(&o.Base.OOBEntriesPerStep, "oob-bandwidth", def.OOBEntriesPerStep, "log entries one OOB link carries per network step (0: unlimited); messages on a link queue behind each other")
-	f.IntVar(&o.Base.Config.MaxFetchEntries, "fetch-batch", def.Config.MaxFetchEntries, "entries in one fetch response at most (the daemon sends 1024; small, so that the simulated logs need many batches too)")
-	f.IntVar(&o.Base.Config.IdleBackoffMax, "idle-backoff", def.Config.IdleBackoffMax, "the idle back-off's cap in ticks (the daemon's idle_backoff_max_ticks is 256; -1: none): an idle rack's passes slow down to it, a proposal wakes the rack")
-	f.BoolVar(&o.Base.Token, "token", false, "every host runs a fast path that sends (xdp_token: the rule of exo.Engine, the daemon's control plane exo/token) in front of its core, which reads the fast path's records late (docs/token.md)")
-	f.IntVar(&o.Base.TokenLag, "token-lag", def.TokenLag, "with --token: network steps the control plane may take to read its fast path's records (now and then up to 4 ticks more)")
+	f.IntVar(&o.Base.Config.MaxFetchEntries, "fetch-batch", def.Config.MaxFetchEntries, "entries in one fetch response at most (the daemon: 1024; small, so that short logs need batches too)")
+	f.IntVar(&o.Base.Config.IdleBackoffMax, "idle-backoff", def.Config.IdleBackoffMax, "cap of the idle back-off in ticks (the daemon's idle_backoff_max_ticks; -1: none)")
+	f.BoolVar(&o.Base.Token, "token", false, "every host's token is in a fast path in front of its core (xdp_token; see below)")
+	f.IntVar(&o.Base.TokenLag, "token-lag", def.TokenLag, "with --token: network steps the control plane may read its fast path's records late")
 	f.IntVar(&o.Base.Config.TokenTimeoutMin, "token-timeout-min", def.Config.TokenTimeoutMin, "the adaptive token timeout's floor in ticks (token_timeout_min_ticks; 0 or 16: fixed)")
 	f.IntVar(&o.Base.Config.IdleRotations, "idle-rotations", def.Config.IdleRotations, "rotations of empty passes at full speed before the idle back-off (the daemon's idle_rotations: 4, 32 in token mode)")
 	f.IntVar(&o.Workers, "workers", runtime.GOMAXPROCS(0), "seeds run in parallel")
