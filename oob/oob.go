@@ -47,8 +47,12 @@ type Config struct {
 	// Key is the group key: both ends of every connection prove they hold
 	// it (HMAC-SHA256 challenge-response) before any message flows. At
 	// least 16 bytes.
-	Key          []byte
-	DialTimeout  time.Duration // default 1s
+	Key []byte
+	// DialTimeout bounds a dial (default 200 ms: the kernel answers a SYN
+	// in microseconds on a rack; a SYN lost in a partition is sent again
+	// only after a second, so a longer timeout kept a lane from dialing
+	// anew that long after the heal).
+	DialTimeout  time.Duration
 	WriteTimeout time.Duration // default 2s, for each MiB of a message
 	// BodyTimeout bounds the read of each MiB of a message once its
 	// length has arrived (default 5s): a peer that stalls in the middle
@@ -146,6 +150,10 @@ type peer struct {
 	q    chan exo.Message
 	// conn is the lane's open connection (nil: none), for Reachable.
 	conn atomic.Pointer[net.TCPConn]
+	// redial cuts the lane's wait between failed dials short (Reachable).
+	redial chan struct{}
+	// waiting: the lane waits to dial again after a failed dial.
+	waiting atomic.Bool
 	// heard is when Reachable last looked at the peer's lanes (unix ns).
 	heard atomic.Int64
 	// bulk is the peer's second lane: fetch answers (up to fetch_bytes,
@@ -157,8 +165,8 @@ type peer struct {
 // newPeer returns peer id at addr with its two lanes, each queueing qlen
 // messages.
 func newPeer(id uint8, addr string, qlen int) *peer {
-	return &peer{id: id, addr: addr, q: make(chan exo.Message, qlen),
-		bulk: &peer{id: id, addr: addr, q: make(chan exo.Message, qlen)}}
+	return &peer{id: id, addr: addr, q: make(chan exo.Message, qlen), redial: make(chan struct{}, 1),
+		bulk: &peer{id: id, addr: addr, q: make(chan exo.Message, qlen), redial: make(chan struct{}, 1)}}
 }
 
 // hello opens a connection (dialer -> listener) and answers it (listener
@@ -201,7 +209,7 @@ func New(cfg Config) (*Transport, error) {
 		cfg.QueueLen = 1024
 	}
 	if cfg.DialTimeout == 0 {
-		cfg.DialTimeout = time.Second
+		cfg.DialTimeout = 200 * time.Millisecond
 	}
 	if cfg.WriteTimeout == 0 {
 		cfg.WriteTimeout = 2 * time.Second
@@ -313,8 +321,9 @@ const reachableEvery = 10 * time.Millisecond
 // Reachable tells the Transport that host id was heard from just now: a
 // frame of its came on the broadcast segment. A connection to it whose
 // retransmissions back off (a segment unacknowledged through two timeouts
-// or more, Linux's TCP_INFO) is closed, and then those to the other hosts
-// that back off too: each sender dials anew at its next message, now that the network between the two hosts carries frames
+// or more, Linux's TCP_INFO) is closed, a lane that waits to dial again
+// after a failed dial dials at once, and then the same for the other
+// hosts: each sender dials anew at its next message, now that the network between the two hosts carries frames
 // again, instead of waiting for the next retransmission, up to RTOMax
 // away, behind which every later message on that connection queues. What
 // the closed connection had not delivered is lost, as any OOB message may
@@ -346,11 +355,19 @@ func (t *Transport) Reachable(id uint8) {
 	}
 }
 
-// reset closes p's connections whose retransmissions back off, and says
-// whether there was one.
+// reset closes p's connections whose retransmissions back off, and cuts
+// short the waits of its lanes between failed dials, and says whether it
+// did either.
 func (t *Transport) reset(p *peer) bool {
 	did := false
 	for _, l := range [2]*peer{p, p.bulk} {
+		if l.waiting.Load() {
+			select {
+			case l.redial <- struct{}{}:
+				did = true
+			default:
+			}
+		}
 		c := l.conn.Load()
 		if c == nil || !retransmitting(c) {
 			continue
@@ -363,6 +380,29 @@ func (t *Transport) reset(p *peer) bool {
 		}
 	}
 	return did
+}
+
+// waitRedial waits backoff before lane p dials again after a failed dial,
+// or less when Reachable says its peer is heard again; false when ctx
+// ends. During a partition a lane's waits grow to a second: after the heal
+// the next dial came up to that much later.
+func (t *Transport) waitRedial(ctx context.Context, p *peer, backoff time.Duration) bool {
+	select {
+	case <-p.redial: // a signal from before this wait is stale
+	default:
+	}
+	p.waiting.Store(true)
+	defer p.waiting.Store(false)
+	tm := time.NewTimer(backoff)
+	defer tm.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-tm.C:
+	case <-p.redial:
+		t.log.Info("oob dial again at once: the peer is heard again", "peer", p.id)
+	}
+	return true
 }
 
 // retransmitting reports whether c has a segment unacknowledged through
@@ -774,10 +814,8 @@ func (t *Transport) sender(ctx context.Context, p *peer) {
 				t.dials.Add(1)
 				if err != nil {
 					t.dropped.Add(1)
-					select {
-					case <-ctx.Done():
+					if !t.waitRedial(ctx, p, backoff) {
 						return
-					case <-time.After(backoff):
 					}
 					backoff = min(2*backoff, time.Second)
 					break
@@ -786,10 +824,8 @@ func (t *Transport) sender(ctx context.Context, p *peer) {
 					t.log.Warn("oob handshake refused", "peer", p.id, "addr", p.addr, "err", err)
 					conn.Close()
 					t.dropped.Add(1)
-					select {
-					case <-ctx.Done():
+					if !t.waitRedial(ctx, p, backoff) {
 						return
-					case <-time.After(backoff):
 					}
 					backoff = min(2*backoff, time.Second)
 					break
