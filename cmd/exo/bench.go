@@ -42,6 +42,10 @@ xdp-generic; xdp-afxdp (AF_XDP delivery); xdp-token (xdp_token on: the
 program sends each host's frames, docs/token.md); fpga-sim and
 fpga-sim-token (fpga_token on: the simulated engine sends each host's
 frames), in a binary built with -tags fpgasim.
+
+--attack floods the rack with bad frames of one kind, sent as fast as one
+thread can from the last host's namespace, while the batched rate is
+measured again.
 `,
 		Example: `  sudo exo bench
   sudo exo bench --messages 200000 --json
@@ -103,7 +107,7 @@ frames), in a binary built with -tags fpgasim.
 	cmd.Flags().IntVar(&o.Pings, "pings", 5000, "samples of the latency runs")
 	cmd.Flags().IntVar(&o.Flood, "flood", 200000, "frames of the raw rate run")
 	cmd.Flags().StringVar(&o.Prefix, "prefix", "exobench", "name prefix of the lab rack")
-	cmd.Flags().StringVar(&o.FloodKind, "attack", "", "also measure the batched rate under a flood of bad frames of this kind (foreign-group, garbage, bad-version, forged-sender) sent as fast as one thread can from the last host's namespace")
+	cmd.Flags().StringVar(&o.FloodKind, "attack", "", "also measure the batched rate under a flood of bad frames: foreign-group, garbage, bad-version or forged-sender")
 	cmd.Flags().IntVar(&o.Rounds, "rounds", 1, "measure every offload mode this many times, interleaved, and report the medians")
 	cmd.Flags().DurationVar(&o.RunTimeout, "run-timeout", 3*time.Minute, "limit of each daemon run")
 	cmd.Flags().IntVar(&o.MTU, "mtu", 1500, "MTU of the lab rack's links: 9000 for jumbo frames (a frame then carries six times the batched messages)")

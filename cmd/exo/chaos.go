@@ -40,7 +40,9 @@ probe of the measurement), --count ends the run after that many actions, and
 --spacing again before the next, so that each action's figure is its own.
 "--only kill --count 50 --spacing 1500ms" is "kill -9 of a random host, 50
 times"; "--only none --duration 10m --spacing 1s" is a steady load without
-faults (the daemons' takeovers then are all false ones).
+faults (the daemons' takeovers then are all false ones). --offload picks
+the daemons' fast path (xdp-token: the XDP programs pass the token,
+docs/token.md).
 
 Recovery figures: a subscriber on every host sees each advance of its
 agreement pointer as the message arrives. Per kind of action (kill,
@@ -136,7 +138,7 @@ on any violation. Needs root.`,
 	}
 	cmd.Flags().IntVar(&hosts, "hosts", 5, "hosts in the rack (3..16)")
 	cmd.Flags().DurationVar(&dur, "duration", time.Minute, "how long the nemesis runs (with --count: no bound unless given)")
-	cmd.Flags().StringSliceVar(&only, "only", nil, "only these actions, comma-separated: "+strings.Join(cluster.ChaosActions, ", ")+" (none: no fault, a probe of the measurement)")
+	cmd.Flags().StringSliceVar(&only, "only", nil, "only these actions: "+strings.Join(cluster.ChaosActions, ", ")+" (none: no fault)")
 	cmd.Flags().IntVar(&count, "count", 0, "end the run after this many actions (0: --duration ends it)")
 	cmd.Flags().DurationVar(&spacing, "spacing", 0, "pace the nemesis: an action every --spacing, undone (heal, restart) --spacing after it, each measured on its own (0: random, --every)")
 	cmd.Flags().DurationVar(&every, "every", 700*time.Millisecond, "mean time between nemesis actions (random schedule)")
@@ -144,7 +146,7 @@ on any violation. Needs root.`,
 	cmd.Flags().IntVar(&wipes, "wipes", 0, "times a host's durable log is wiped (restart with --join); long runs need state transfer (docs/recovery.md)")
 	cmd.Flags().Uint64Var(&seed, "seed", 1, "nemesis seed (the schedule of faults)")
 	cmd.Flags().StringVar(&prefix, "prefix", "exochaos", "name prefix of the lab rack")
-	cmd.Flags().StringVar(&offload, "offload", "software", "the daemons' fast path: "+strings.Join(cluster.OffloadModes, ", ")+" (xdp-token: the XDP programs pass the token, docs/token.md)")
+	cmd.Flags().StringVar(&offload, "offload", "software", "the daemons' fast path: "+strings.Join(cluster.OffloadModes, ", "))
 	cmd.Flags().StringVar(&out, "out", "", "write the JSON report here")
 	cmd.Flags().BoolVar(&jsonOut, "json", false, "print the report as JSON (the actions go to stderr)")
 	cmd.Flags().BoolVar(&cpuProfile, "cpuprofile", false, "every daemon writes a CPU profile to <daemon log dir>/<host>.cpu.pprof (a killed daemon's run leaves none)")

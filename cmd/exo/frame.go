@@ -73,7 +73,7 @@ func addFrameSourceFlags(cmd *cobra.Command, o *frames.Source) {
 	f.StringVar(&o.PayloadHex, "payload-hex", "", "one record: these bytes in hex (after --payload's)")
 	f.StringArrayVar(&o.Records, "record", nil, "one more record: this text (repeatable; after --payload-hex's)")
 	f.StringArrayVar(&o.RecordsHex, "record-hex", nil, "one more record: these bytes in hex (repeatable; after --record's)")
-	f.StringVar(&o.Flags, "flags", "0", "flags: 0, readmit:HOST (HOST a name or id), or a number such as 0x8003; 0x4000 is the key phase bit (the tag is then checked against key slot 1: use --key-file with the key of that slot)")
+	f.StringVar(&o.Flags, "flags", "0", "flags: 0, readmit:HOST (a name or id), or a number such as 0x8003 (0x4000: key phase 1, see --key-file)")
 	f.StringVar(&o.Tag, "tag", "0", "authentication tag, a 64-bit number (0x... for hex)")
 	f.IntVar(&o.Hosts, "hosts", 0, "rack size n: if given, check sender < n, hist_len = floor(n/2), ids < n")
 	f.StringVar(&o.JSON, "json", "", "read the frames from this JSON file (- = standard input) instead of the field flags")

@@ -30,7 +30,9 @@ craft, --count of them with seq, seq+1, ..., or the Exo frames of a pcap or
 pcapng file (their bytes after the Ethernet header; the source MAC is the
 interface's). With --key-file (the rack's group key file) every crafted
 frame carries its tag; without it the frames are unsigned and a rack drops
-them as BAD_TAG. Pacing: --rate frames per second or --interval between frames;
+them as BAD_TAG. --flags 0x4000 sets the key phase bit: the tag is then
+computed (and checked) with the key of slot 1, so --key-file must hold that
+slot's key. Pacing: --rate frames per second or --interval between frames;
 neither sends as fast as possible. Every frame is built and checked, the
 interface opened and every frame's size checked against its MTU before the
 first frame is sent: an error sends nothing.`,
