@@ -216,6 +216,7 @@ type Node struct {
 	// leftOut counts down to the view change of a halted host that heard
 	// the rack go on without it (0: none due; viewchange.go, noteLeftOut).
 	leftOut      int
+	leftOuts     int // left-out view changes since the last install (leftOutAfter)
 	skippedTicks int
 	maxEpochSeen uint32
 

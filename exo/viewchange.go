@@ -174,8 +174,11 @@ func (nd *Node) vcTimeout() int {
 // leftOutAfter is how long a host must have been halted before a frame of
 // the rack appending in its epoch without it makes it start a view change
 // at once (noteLeftOut): longer than a view change takes, so that frames
-// sent before the hosts heard a Prepare do not set off a second one.
-func (nd *Node) leftOutAfter() int { return 2 * nd.cfg.TokenTimeout }
+// sent before the hosts heard a Prepare do not set off a second one; and
+// doubled for each such view change since this host last installed an
+// epoch, up to 16 times: a host that hears the rack but cannot reach it
+// (a one-way cut) started 25-50 view changes a second on the lab rack.
+func (nd *Node) leftOutAfter() int { return 2 * nd.cfg.TokenTimeout << min(nd.leftOuts, 4) }
 
 // noteLeftOut takes note of a frame f that this halted host refused
 // (ReasonHalted): of its epoch, at or past its append pointer, from a
@@ -212,6 +215,7 @@ func (nd *Node) tickHalted() {
 	if nd.leftOut > 0 {
 		if nd.leftOut--; nd.leftOut == 0 {
 			nd.startViewChange(CauseLeftOut)
+			nd.leftOuts++
 			return
 		}
 	}
@@ -616,6 +620,7 @@ func (nd *Node) adopt(epoch uint32, start uint64, entries []Entry, agreed uint64
 	nd.transfer = transferState{} // a forced install may end a transfer (AcceptLoss)
 	nd.vc = nil
 	nd.vcFailures = 0
+	nd.leftOuts = 0
 	nd.idle = 0
 	nd.haltedTicks = 0
 	nd.skippedTicks = 0
