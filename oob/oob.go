@@ -154,6 +154,8 @@ type peer struct {
 	redial chan struct{}
 	// waiting: the lane waits to dial again after a failed dial.
 	waiting atomic.Bool
+	// redialed is when Reachable last cut that wait short (unix ns).
+	redialed atomic.Int64
 	// heard is when Reachable last looked at the peer's lanes (unix ns).
 	heard atomic.Int64
 	// bulk is the peer's second lane: fetch answers (up to fetch_bytes,
@@ -321,9 +323,10 @@ const reachableEvery = 10 * time.Millisecond
 // Reachable tells the Transport that host id was heard from just now: a
 // frame of its came on the broadcast segment. A connection to it whose
 // retransmissions back off (a segment unacknowledged through two timeouts
-// or more, Linux's TCP_INFO) is closed, a lane that waits to dial again
-// after a failed dial dials at once, and then the same for the other
-// hosts: each sender dials anew at its next message, now that the network between the two hosts carries frames
+// or more, Linux's TCP_INFO) is closed, a lane to it that waits to dial
+// again after a failed dial dials at once (at most once a second), and
+// then the stuck connections to the other hosts are closed too: each
+// sender dials anew at its next message, now that the network between the two hosts carries frames
 // again, instead of waiting for the next retransmission, up to RTOMax
 // away, behind which every later message on that connection queues. What
 // the closed connection had not delivered is lost, as any OOB message may
@@ -341,27 +344,35 @@ func (t *Transport) Reachable(id uint8) {
 	if now-last < int64(reachableEvery) || !p.heard.CompareAndSwap(last, now) {
 		return
 	}
-	if !t.reset(p) {
+	if !t.reset(p, now) {
 		return
 	}
 	// A partition healed, most likely: the connections to the other
 	// hosts stuck behind it are reset too, before their frames come (a
 	// lab host's first view change after a heal reached one host of
-	// three, whose frame had come first, and failed).
+	// three, whose frame had come first, and failed). Their lanes that
+	// wait between failed dials keep waiting: only a host heard is
+	// dialed at once.
 	for _, q := range t.peers {
 		if q != p {
-			t.reset(q)
+			t.reset(q, 0)
 		}
 	}
 }
 
-// reset closes p's connections whose retransmissions back off, and cuts
-// short the waits of its lanes between failed dials, and says whether it
-// did either.
-func (t *Transport) reset(p *peer) bool {
+// redialEvery bounds how often Reachable cuts one lane's wait between
+// failed dials short: a host heard through a one-way cut (its frames come,
+// a SYN to it is lost) would otherwise be dialed every DialTimeout.
+const redialEvery = time.Second
+
+// reset closes p's connections whose retransmissions back off and, with
+// now (unix ns) set, cuts short the waits of its lanes between failed
+// dials (at most once every redialEvery a lane), and says whether it did
+// either.
+func (t *Transport) reset(p *peer, now int64) bool {
 	did := false
 	for _, l := range [2]*peer{p, p.bulk} {
-		if l.waiting.Load() {
+		if last := l.redialed.Load(); now != 0 && l.waiting.Load() && now-last >= int64(redialEvery) && l.redialed.CompareAndSwap(last, now) {
 			select {
 			case l.redial <- struct{}{}:
 				did = true
