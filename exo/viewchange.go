@@ -185,7 +185,8 @@ func (nd *Node) leftOutAfter() int { return 2 * nd.cfg.TokenTimeout << min(nd.le
 // member. The rack goes on without it: after a partition heals, the
 // minority's hosts are halted under promises of view changes of their own
 // that could not gather a majority, and they waited for their retry timer
-// (the view-change timeout, doubled up to 4 times: 100-800 ms in the
+// (half the view-change timeout for a promise, the whole of it doubled
+// after each that timed out, up to 4x, for their own: 100-800 ms in the
 // daemon) while the rack sent frames they refused. The view change that
 // brings them back starts now, after a stagger by position (a quarter of
 // TakeoverStagger each) so that the minority's hosts rarely duel; a

@@ -231,12 +231,11 @@ func New(cfg Config) (*Transport, error) {
 	if len(cfg.Key) < 16 {
 		return nil, fmt.Errorf("oob: the group key must have at least 16 bytes (got %d): OOB connections are never anonymous", len(cfg.Key))
 	}
-	t := &Transport{cfg: cfg, in: make(chan exo.Message, 4096), peers: map[uint8]*peer{}, log: cfg.Logger}
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
 		return nil, fmt.Errorf("oob: listen on %s: %w", cfg.Listen, err)
 	}
-	t.ln = ln
+	t := &Transport{cfg: cfg, ln: ln, in: make(chan exo.Message, 4096), peers: map[uint8]*peer{}, log: cfg.Logger}
 	for id, addr := range cfg.Peers {
 		if id == cfg.ID {
 			continue
@@ -253,8 +252,9 @@ var errRTOUnsupported = errors.New("the kernel does not support TCP_RTO_MIN_US/T
 // control bounds the retransmission timer of a connection's socket: every
 // one the Transport dials, before it connects, and every one it accepts
 // (boundAccepted; a listening socket refuses the options with ENOPROTOOPT,
-// and an accepted one would not inherit them). A kernel without the options keeps its own, logged
-// once: the connections work, they recover from a loss more slowly.
+// and an accepted one would not inherit them). A kernel without the
+// options keeps its own, logged once: the connections work, they recover
+// from a loss more slowly.
 func (t *Transport) control(network, address string, c syscall.RawConn) error {
 	var err error
 	if cerr := c.Control(func(fd uintptr) { err = setRTO(fd, t.cfg.RTOMin, t.cfg.RTOMax) }); cerr != nil {
@@ -326,9 +326,10 @@ const reachableEvery = 10 * time.Millisecond
 // or more, Linux's TCP_INFO) is closed, a lane to it that waits to dial
 // again after a failed dial dials at once (at most once a second), and
 // then the stuck connections to the other hosts are closed too: each
-// sender dials anew at its next message, now that the network between the two hosts carries frames
-// again, instead of waiting for the next retransmission, up to RTOMax
-// away, behind which every later message on that connection queues. What
+// sender dials anew at its next message, now that the network carries
+// frames again, instead of waiting for the next retransmission, up to
+// RTOMax away, behind which every later message on that connection
+// queues. What
 // the closed connection had not delivered is lost, as any OOB message may
 // be (the core sends again what matters: its fetches, its view changes);
 // after a partition it is mostly stale (Prepares of view changes that
