@@ -66,6 +66,15 @@ func (nd *Node) NextTick() int {
 	if nd.fenced && nd.vc == nil && !nd.notMember {
 		at(nd.cfg.TokenTimeout - nd.fenceTicks)
 	}
+	if nd.vc == nil && !nd.notMember && !nd.Removed() && nd.p.InHistory(nd.id) && !(nd.p.Epoch > 0 && nd.p.Append == nd.p.EpochStart) {
+		// tokenStuck's view change: once idle long enough, and no later
+		// epoch heard for laterSilence.
+		k := nd.stuckAfter() - nd.idle
+		if nd.hearsLater() {
+			k = max(k, nd.laterSilence()+1-nd.laterIdle)
+		}
+		at(k)
+	}
 	if nd.woke && nd.hasProposal() { // the wake sent again (Tick)
 		at(nd.cfg.TokenTimeout - nd.idle%nd.cfg.TokenTimeout)
 	}

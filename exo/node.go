@@ -99,9 +99,16 @@ const (
 	// hears the rack append in its epoch without it (a healed partition
 	// whose minority promised its own view changes).
 	CauseLeftOut
+	// CauseTokenStuck: no append for longer than every takeover and a
+	// view change take, and this host may not send (it is in the
+	// history): the hosts that may are gone, cut off, or do not know the
+	// epoch (a ring shrunk to 3 of 5 hosts by skips loses one: the 2 left
+	// are each in the history, the skipped hosts hear no frame of the
+	// epoch, and nothing else would ever act).
+	CauseTokenStuck
 )
 
-var causeNames = [...]string{"", "divergence", "retry", "promise-timeout", "amnesiac", "lead-for-behind", "roster-switch", "fenced", "epoch-never-began", "left-out"}
+var causeNames = [...]string{"", "divergence", "retry", "promise-timeout", "amnesiac", "lead-for-behind", "roster-switch", "fenced", "epoch-never-began", "left-out", "token-stuck"}
 
 func (c Cause) String() string {
 	if int(c) < len(causeNames) {
@@ -1351,6 +1358,8 @@ func (nd *Node) Tick() {
 		// catch up with the frames it hears, a view change moves the rack
 		// to the next epoch, where the fence ends.
 		nd.startViewChange(CauseFenced)
+	case nd.tokenStuck():
+		nd.startViewChange(CauseTokenStuck)
 	case holder == nd.id:
 		nd.maybeSend(false)
 	case nd.p.Epoch > 0 && nd.p.Append == nd.p.EpochStart && nd.p.InHistory(nd.id) && nd.vc == nil && !nd.notMember &&
@@ -1370,6 +1379,24 @@ func (nd *Node) Tick() {
 			nd.maybeSend(true)
 		}
 	}
+}
+
+// stuckAfter is how long a host that may not send waits without an append
+// before it leads a view change (CauseTokenStuck): the holder's token
+// timeout, every other host's takeover, and a view change's timeout (one
+// under way elsewhere installs first).
+func (nd *Node) stuckAfter() int {
+	return nd.cfg.TokenTimeout + nd.n*nd.cfg.TakeoverStagger + nd.cfg.ViewChangeTimeout
+}
+
+// tokenStuck reports whether this host, not halted, should lead a view
+// change because the token cannot move (CauseTokenStuck): it is in the
+// history, so it may not send, and no append came for stuckAfter. Not
+// while it hears a later epoch (it catches up to it instead) or in an
+// epoch that never began (CauseEpochNeverBegan's case).
+func (nd *Node) tokenStuck() bool {
+	return nd.vc == nil && !nd.notMember && !nd.Removed() && nd.p.InHistory(nd.id) && !nd.hearsLater() &&
+		!(nd.p.Epoch > 0 && nd.p.Append == nd.p.EpochStart) && nd.idle >= nd.stuckAfter()
 }
 
 // takeoverAfter is how many ticks without an append the host at rank

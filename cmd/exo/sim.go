@@ -60,6 +60,11 @@ exo.Engine; the daemon's control plane, exo/token) in front of its core,
 which reads the fast path's records late, by --token-lag network steps and
 now and then up to 4 ticks more (docs/token.md).
 
+--fault-ticks and --lab-timing: faults held as long as the lab's nemesis
+holds them, with the daemon's timers; every report gives the majority
+stall, the longest the connected majority's agreement pointer stood still
+in the faulty phase (docs/simulation.md).
+
 --forge: an attacker without the key delivers a forged copy of a frame
 (changed tag, or changed fields under the old tag); every copy must be
 rejected BAD_TAG.
@@ -68,7 +73,8 @@ rejected BAD_TAG.
   exo sim --hosts 3,4,5,7,16 --seeds 1000 --json
   exo sim --hosts 5 --seed 42 --seeds 1 -v      # replay one seed with a trace
   exo sim --hosts 5 --seeds 200 --amnesia 0.3   # restarts that lose their disk
-  exo sim --hosts 3,5,7 --seeds 1000 --token     # the token in a fast path (xdp_token)`,
+  exo sim --hosts 3,5,7 --seeds 1000 --token     # the token in a fast path (xdp_token)
+  exo sim --hosts 5 --seeds 200 --lab-timing --fault-ticks 2000 --ticks 40000 --quiet 8000`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Out, o.Err = cmd.OutOrStdout(), cmd.ErrOrStderr()
 			o.ShowProgress = !o.JSON && !o.Verbose && o.Seeds >= 100 && isTerminal(o.Err)
@@ -92,6 +98,8 @@ rejected BAD_TAG.
 	f.Uint64Var(&o.FirstSeed, "seed", 1, "first seed")
 	f.IntVar(&o.Seeds, "seeds", 100, "number of seeds per rack size")
 	f.IntVar(&o.Base.Ticks, "ticks", def.Ticks, "ticks of the faulty phase")
+	f.IntVar(&o.Base.FaultTicks, "fault-ticks", 0, "how long a partition or a crash lasts on average, in ticks (0: 50); see below")
+	f.BoolVar(&o.Base.LabTiming, "lab-timing", false, "the daemon's timing in ticks (token timeout 40, view-change timeout 800, ...) instead of the core's defaults")
 	f.IntVar(&o.Base.Quiet, "quiet", def.Quiet, "ticks after the faults stop within which the rack must converge")
 	f.Float64Var(&o.Base.Drop, "drop", def.Drop, "probability that a frame or message is lost")
 	f.Float64Var(&o.Base.Dup, "dup", def.Dup, "probability that a frame or message is duplicated")
@@ -131,6 +139,8 @@ func (o *simOptions) validate() error {
 	switch {
 	case o.Seeds < 1:
 		return fmt.Errorf("--seeds: %d must be at least 1", o.Seeds)
+	case b.FaultTicks < 0:
+		return fmt.Errorf("--fault-ticks: %d must not be negative (0: 50 ticks)", b.FaultTicks)
 	case b.Ticks < 0 || b.Quiet < 1:
 		return fmt.Errorf("--ticks must be >= 0 and --quiet >= 1")
 	case b.Drop < 0 || b.Drop >= 1, b.Dup < 0 || b.Dup >= 1, b.Amnesia < 0 || b.Amnesia > 1, b.ProposeP < 0 || b.ProposeP > 1, b.Forge < 0 || b.Forge > 1, b.RosterChanges < 0 || b.RosterChanges > 1, b.KeyRotations < 0 || b.KeyRotations > 1:

@@ -13,6 +13,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math/bits"
 	"math/rand/v2"
 	"slices"
 
@@ -40,7 +41,20 @@ type Options struct {
 	// than a view-change timeout there.
 	OOBEntriesPerStep int
 	Partitions        bool // random two-way and one-way partitions and heals
-	Crashes           bool // random crashes and restarts
+	// FaultTicks is how long, on average, a partition or a crash lasts
+	// (0: 50 ticks, the default's rates: a new partition 1% a tick, a
+	// heal 2%, a crash 1% and 5-64 ticks down). The lab's nemesis holds
+	// its faults for 0.7 s on average, 70 token timeouts of the daemon's:
+	// faults as long as that (with the daemon's timing, LabTiming) find
+	// what a fault gone within a few token timeouts cannot.
+	FaultTicks int
+	// LabTiming runs every host with the daemon's timing in ticks of
+	// 250 us (daemon.Config's defaults: token timeout 40, takeover
+	// stagger 20, view-change timeout 800, retransmit 12, fetch 20,
+	// rejoin 400) instead of the core's defaults, whose view-change
+	// timeout is 2.5 token timeouts where the daemon's is 20.
+	LabTiming bool
+	Crashes   bool // random crashes and restarts
 	// Amnesia is the probability that a restart loses the durable state too
 	// (a host whose disk died). With it, agreement and validity are still
 	// checked, but liveness cannot be promised: a view change that would
@@ -219,6 +233,11 @@ type Sim struct {
 	// amnesiac is set once any host restarted without its state; fenced
 	// once any restarted fenced (Options.Token).
 	amnesiac, fenced bool
+	// The majority stall under way (Stats.MajorityStall): its length, and
+	// the furthest agreement pointer of the connected majority when it
+	// began.
+	stallRun    int
+	stallAgreed uint64
 
 	keyGen int // index of the newest rack key (0: Config.TagKey)
 
@@ -241,6 +260,12 @@ type Stats struct {
 	GenuineBadTag                        uint64 // frames not forged that got BAD_TAG at a member (a violation with KeyRotations)
 	Rejects                              [exo.NumReasons]uint64
 	MaxAgreed                            uint64
+	// MajorityStall is the longest run of ticks in the faulty phase in
+	// which the up hosts that reach each other both ways made a majority
+	// of the rack and none of them advanced its agreement pointer (the
+	// lab's view-change hold, where the rack could have moved);
+	// MajorityStallAt the tick it ended (or the faulty phase did).
+	MajorityStall, MajorityStallAt int
 	// Stalled is set when a run with amnesiac restarts did not converge:
 	// allowed (see Options.Amnesia), but reported.
 	Stalled bool
@@ -426,6 +451,13 @@ func (s *Sim) tracef(format string, args ...any) {
 
 func (s *Sim) config(i int) exo.Config {
 	c := s.opt.Config
+	if s.opt.LabTiming {
+		c.TokenTimeout, c.TakeoverStagger, c.ViewChangeTimeout = 40, 20, 800
+		c.RetransmitTicks, c.FetchTicks, c.RejoinTicks = 12, 20, 400
+		if c.TokenTimeoutMin == 0 {
+			c.TokenTimeoutMin = c.TokenTimeout
+		}
+	}
 	c.ID = uint8(i)
 	c.Hosts = max(s.opt.Hosts, i+1)
 	if s.opt.KeyRotations > 0 {
@@ -532,7 +564,9 @@ func (s *Sim) Run() error {
 		s.clients()
 		s.step()
 		s.operators()
+		s.watchStall()
 	}
+	s.endStall()
 	s.beginQuiet()
 	s.quietPhase()
 	for k := 0; s.opt.AcceptLoss && k < 4 && !s.settled() && s.acceptLoss(); k++ {
@@ -1102,7 +1136,11 @@ func (s *Sim) maxBase() uint64 {
 // faults injects partitions, heals, crashes and restarts at random.
 func (s *Sim) faults() {
 	n := s.opt.Hosts
-	if s.opt.Partitions && s.rng.Float64() < 0.01 {
+	k := 1.0 // how much longer than the default's faults last
+	if s.opt.FaultTicks > 0 {
+		k = float64(s.opt.FaultTicks) / 50
+	}
+	if s.opt.Partitions && s.rng.Float64() < 0.01/k {
 		s.heal()
 		s.Stats.Partitions++
 		switch s.rng.IntN(3) {
@@ -1143,7 +1181,7 @@ func (s *Sim) faults() {
 			}
 			s.tracef("minority split %v", minority)
 		}
-	} else if s.rng.Float64() < 0.02 {
+	} else if s.rng.Float64() < 0.02/k {
 		s.heal()
 	}
 	if s.opt.RosterChanges > 0 && s.rng.Float64() < s.opt.RosterChanges {
@@ -1169,12 +1207,76 @@ func (s *Sim) faults() {
 			}
 		}
 	}
-	if down < exo.HistoryLen(n) && s.rng.Float64() < 0.01 {
+	if down < exo.HistoryLen(n) && s.rng.Float64() < 0.01/k {
 		i := s.rng.IntN(n)
 		if s.hosts[i].up {
 			s.crash(i)
+			s.hosts[i].downFor = int(float64(s.hosts[i].downFor) * k)
 		}
 	}
+}
+
+// watchStall measures the majority stall (Stats.MajorityStall) after a
+// tick of the faulty phase: the largest set of up hosts that reach each
+// other both ways, if it is a majority, must see its furthest agreement
+// pointer advance. Only without roster changes (a fixed majority).
+func (s *Sim) watchStall() {
+	n := s.opt.Hosts
+	if s.opt.RosterChanges > 0 || n > 16 {
+		return
+	}
+	best, bestSize := 0, 0
+	for set := 1; set < 1<<n; set++ {
+		size := bits.OnesCount(uint(set))
+		if size <= bestSize || 2*size <= n {
+			continue
+		}
+		ok := true
+		for a := 0; a < n && ok; a++ {
+			if set&(1<<a) == 0 {
+				continue
+			}
+			if !s.hosts[a].up {
+				ok = false
+				break
+			}
+			for b := 0; b < n; b++ {
+				if b != a && set&(1<<b) != 0 && (s.cut[a][b] || s.cut[b][a]) {
+					ok = false
+					break
+				}
+			}
+		}
+		if ok {
+			best, bestSize = set, size
+		}
+	}
+	if best == 0 {
+		s.endStall()
+		s.stallAgreed = 0
+		return
+	}
+	var agreed uint64
+	for a := 0; a < n; a++ {
+		if best&(1<<a) != 0 {
+			agreed = max(agreed, s.hosts[a].node.Pointers().Agreed)
+		}
+	}
+	if agreed > s.stallAgreed {
+		s.endStall()
+		s.stallAgreed = agreed
+		return
+	}
+	s.stallRun++
+}
+
+// endStall ends the majority stall under way, if it is the longest yet.
+func (s *Sim) endStall() {
+	if s.stallRun > s.Stats.MajorityStall {
+		s.Stats.MajorityStall, s.Stats.MajorityStallAt = s.stallRun, s.tick
+		s.tracef("majority stall of %d ticks ended", s.stallRun)
+	}
+	s.stallRun = 0
 }
 
 func (s *Sim) heal() {

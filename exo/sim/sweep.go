@@ -60,6 +60,7 @@ func (s *Sweep) Options(hosts int, seed uint64) Options {
 	o.Token, o.TokenLag = b.Token, b.TokenLag
 	o.Config.IdleRotations = b.Config.IdleRotations
 	o.Config.TokenTimeoutMin = b.Config.TokenTimeoutMin
+	o.FaultTicks, o.LabTiming = b.FaultTicks, b.LabTiming
 	return o
 }
 
@@ -108,6 +109,8 @@ func (s *Sweep) Replay(hosts int, seed uint64) string {
 	add(b.Config.IdleRotations != def.Config.IdleRotations, fmt.Sprintf("--idle-rotations %d", b.Config.IdleRotations))
 	add(b.Config.TokenTimeoutMin != def.Config.TokenTimeoutMin, fmt.Sprintf("--token-timeout-min %d", b.Config.TokenTimeoutMin))
 	add(b.Token && b.TokenLag != def.TokenLag, fmt.Sprintf("--token-lag %d", b.TokenLag))
+	add(b.FaultTicks != 0, fmt.Sprintf("--fault-ticks %d", b.FaultTicks))
+	add(b.LabTiming, "--lab-timing")
 	add(b.Ticks != def.Ticks, fmt.Sprintf("--ticks %d", b.Ticks))
 	add(b.Quiet != def.Quiet, fmt.Sprintf("--quiet %d", b.Quiet))
 	return strings.Join(args, " ") + " -v"
@@ -151,8 +154,14 @@ type Report struct {
 	Partitions     uint64       `json:"partitions"`
 	ConvergeP50    int          `json:"converge_ticks_p50"`
 	ConvergeMax    int          `json:"converge_ticks_max"`
-	Seconds        float64      `json:"seconds"`
-	FramesPerSec   float64      `json:"sim_frames_per_second"`
+	// MajorityStall: the seeds' longest majority stalls (Stats), p50, p99
+	// and max, and the seed of the longest.
+	MajorityStallP50  int     `json:"majority_stall_ticks_p50"`
+	MajorityStallP99  int     `json:"majority_stall_ticks_p99"`
+	MajorityStallMax  int     `json:"majority_stall_ticks_max"`
+	MajorityStallSeed uint64  `json:"majority_stall_max_seed,omitempty"`
+	Seconds           float64 `json:"seconds"`
+	FramesPerSec      float64 `json:"sim_frames_per_second"`
 
 	base Options // the sweep's settings: which figures Summary shows
 }
@@ -226,9 +235,13 @@ feed:
 		return nil, fmt.Errorf("sim: interrupted: %w", err)
 	}
 	rep := &Report{Hosts: hosts, FirstSeed: s.FirstSeed, Seeds: s.Seeds, base: s.Base}
-	var conv []int
+	var conv, stalls []int
 	for _, r := range results {
 		rep.add(r)
+		stalls = append(stalls, r.stats.MajorityStall)
+		if r.stats.MajorityStall > rep.MajorityStallMax {
+			rep.MajorityStallMax, rep.MajorityStallSeed = r.stats.MajorityStall, r.seed
+		}
 		if r.stats.Stalled || r.stats.StalledFenced {
 			if r.stats.Stalled {
 				rep.Stalled++
@@ -248,6 +261,10 @@ feed:
 	if len(conv) > 0 {
 		slices.Sort(conv)
 		rep.ConvergeP50, rep.ConvergeMax = conv[len(conv)/2], conv[len(conv)-1]
+	}
+	slices.Sort(stalls)
+	if len(stalls) > 0 {
+		rep.MajorityStallP50, rep.MajorityStallP99 = stalls[len(stalls)/2], stalls[len(stalls)*99/100]
 	}
 	rep.Seconds = time.Since(start).Seconds()
 	rep.FramesPerSec = float64(rep.Frames) / rep.Seconds
@@ -365,8 +382,9 @@ func (rep *Report) Summary() string {
 		fmt.Fprintf(&w, "  token: records=%d fast-steps=%d sent-by-fast-path=%d batches=%d handoffs=%d self-halts=%d quiesces=%d arms=%d arm-misses=%d desyncs=%d unlogged-sends=%d (fenced %d) fenced-restarts=%d (taken over %d, fence lifted %d) stalled-with-fenced=%d\n",
 			t.Records, t.FastSteps, t.Sent, t.Popped, t.Handoffs, t.Halts, t.Quiesces, t.Arms, t.ArmMisses, t.Desyncs, t.Unlogged, t.Fenced, t.FencedRestarts, t.Recovered, t.Unfenced, rep.StalledFenced)
 	}
-	fmt.Fprintf(&w, "  view-changes=%d takeovers=%d crashes=%d partitions=%d converge-ticks p50=%d max=%d\n",
-		rep.ViewChanges, rep.Takeovers, rep.Crashes, rep.Partitions, rep.ConvergeP50, rep.ConvergeMax)
+	fmt.Fprintf(&w, "  view-changes=%d takeovers=%d crashes=%d partitions=%d converge-ticks p50=%d max=%d majority-stall-ticks p50=%d p99=%d max=%d (seed %d)\n",
+		rep.ViewChanges, rep.Takeovers, rep.Crashes, rep.Partitions, rep.ConvergeP50, rep.ConvergeMax,
+		rep.MajorityStallP50, rep.MajorityStallP99, rep.MajorityStallMax, rep.MajorityStallSeed)
 	fmt.Fprintf(&w, "  %.1fs, %.0f simulated frames/s\n", rep.Seconds, rep.FramesPerSec)
 	if rep.Violations > 0 {
 		fmt.Fprintf(&w, "  FIRST VIOLATION (seed %d): %s\n  replay: %s\n", rep.FailingSeeds[0], rep.FirstViolation, rep.Replay)

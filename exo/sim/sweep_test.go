@@ -28,12 +28,13 @@ func TestSweepReplay(t *testing.T) {
 	b.Forge, b.RosterChanges, b.KeyRotations, b.ProposeP = 0.01, 0.02, 0.03, 0.9
 	b.Config.MaxFetchEntries, b.Config.IdleBackoffMax, b.OOBEntriesPerStep, b.Token = 9, -1, 0, true
 	b.Config.IdleRotations, b.Config.TokenTimeoutMin, b.TokenLag, b.Ticks, b.Quiet = 7, 3, 2, 100, 50
+	b.FaultTicks, b.LabTiming = 500, true
 	const every = "--drop 0.1 --dup 0.2 --delay 3 --partitions=false --crashes=false --amnesia 0.5 --keep-entries 10 --retain 5 --transfer-pace 100 --accept-loss --forge 0.01 --roster-changes 0.02 --key-rotations 0.03 --propose 0.9 --fetch-batch 9 --idle-backoff -1 --oob-bandwidth 0"
-	if got, want := s.Replay(7, 11), "exo sim --hosts 7 --seed 11 --seeds 1 "+every+" --token --idle-rotations 7 --token-timeout-min 3 --token-lag 2 --ticks 100 --quiet 50 -v"; got != want {
+	if got, want := s.Replay(7, 11), "exo sim --hosts 7 --seed 11 --seeds 1 "+every+" --token --idle-rotations 7 --token-timeout-min 3 --token-lag 2 --fault-ticks 500 --lab-timing --ticks 100 --quiet 50 -v"; got != want {
 		t.Errorf("every flag:\n%q, want\n%q", got, want)
 	}
 	b.Token = false // --token-lag goes with --token only
-	if got, want := s.Replay(7, 12), "exo sim --hosts 7 --seed 12 --seeds 1 "+every+" --idle-rotations 7 --token-timeout-min 3 --ticks 100 --quiet 50 -v"; got != want {
+	if got, want := s.Replay(7, 12), "exo sim --hosts 7 --seed 12 --seeds 1 "+every+" --idle-rotations 7 --token-timeout-min 3 --fault-ticks 500 --lab-timing --ticks 100 --quiet 50 -v"; got != want {
 		t.Errorf("without --token:\n%q, want\n%q", got, want)
 	}
 }
@@ -43,9 +44,11 @@ func TestSweepReplay(t *testing.T) {
 func TestSweepOptions(t *testing.T) {
 	s := &Sweep{Base: SweepDefaults()}
 	s.Base.Drop, s.Base.Token, s.Base.StepsPerTick = 0.3, true, 99
+	s.Base.FaultTicks, s.Base.LabTiming = 700, true
 	for _, seed := range []uint64{1, 2} {
 		o, def := s.Options(4, seed), DefaultOptions(4, seed)
-		if o.Hosts != 4 || o.Seed != seed || o.Drop != 0.3 || !o.Token || o.TokenLag != 4 || o.StepsPerTick != def.StepsPerTick || o.Config.FetchBytes != def.Config.FetchBytes {
+		if o.Hosts != 4 || o.Seed != seed || o.Drop != 0.3 || !o.Token || o.TokenLag != 4 || o.StepsPerTick != def.StepsPerTick || o.Config.FetchBytes != def.Config.FetchBytes ||
+			o.FaultTicks != 700 || !o.LabTiming {
 			t.Errorf("seed %d: %+v", seed, o)
 		}
 	}
@@ -66,7 +69,7 @@ func TestSweepRun(t *testing.T) {
 		t.Fatalf("report %+v, progress %v", rep, progress)
 	}
 	sum := rep.Summary()
-	for _, want := range []string{"hosts=3 seeds=3..22: 0 violations", " compactions=", "\n  token: records=", "\n  view-changes="} {
+	for _, want := range []string{"hosts=3 seeds=3..22: 0 violations", " compactions=", "\n  token: records=", "\n  view-changes=", " majority-stall-ticks p50="} {
 		if !strings.Contains(sum, want) {
 			t.Errorf("summary lacks %q:\n%s", want, sum)
 		}
