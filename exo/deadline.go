@@ -67,13 +67,25 @@ func (nd *Node) NextTick() int {
 		at(nd.cfg.TokenTimeout - nd.fenceTicks)
 	}
 	if nd.vc == nil && !nd.notMember && !nd.Removed() && nd.p.InHistory(nd.id) && !(nd.p.Epoch > 0 && nd.p.Append == nd.p.EpochStart) {
-		// tokenStuck's view change: once idle long enough, and no later
-		// epoch heard for laterSilence.
-		k := nd.stuckAfter() - nd.idle
+		// stuck, once no later epoch was heard for laterSilence: the
+		// probes (probeDue) and tokenStuck's view change (its evidence
+		// ages: checked at every probe, and the probes' answers are what
+		// renew it).
+		from := 1
 		if nd.hearsLater() {
-			k = max(k, nd.laterSilence()+1-nd.laterIdle)
+			from = nd.laterSilence() + 1 - nd.laterIdle
 		}
-		at(k)
+		if holder := nd.Holder(); !nd.fetching && holder != nd.id {
+			start := nd.takeoverAfter(nd.rank(holder))
+			k := start - nd.idle
+			if k < from {
+				// the next tick t >= from with (idle+t-start) % TokenTimeout == 0
+				tt := nd.cfg.TokenTimeout
+				k = from + ((start-nd.idle-from)%tt+tt)%tt
+			}
+			at(k)
+		}
+		at(max(from, nd.stuckAfter()-nd.idle))
 	}
 	if nd.woke && nd.hasProposal() { // the wake sent again (Tick)
 		at(nd.cfg.TokenTimeout - nd.idle%nd.cfg.TokenTimeout)

@@ -254,10 +254,18 @@ func (nd *Node) tickHalted() {
 
 // Step applies one OOB message addressed to this host.
 func (nd *Node) Step(m Message) {
+	nd.heardFrom(m.From)
 	switch m.Type {
 	case MsgFetch:
 		if nd.amnesiac {
 			return
+		}
+		if m.Epoch > nd.p.Epoch && !m.Amnesiac && !nd.p.Halted && (!nd.fetching || nd.fetchTicks >= nd.fetchRTO()) {
+			// The asker is in a later epoch: catch up to it, as from a
+			// frame of it (a stuck rack's probe is all a host in an older
+			// epoch may hear of it).
+			nd.fetch(m.From, nd.catchUpLo(m.Epoch), 0)
+			nd.fetchEpoch = m.Epoch
 		}
 		if m.Lo < nd.base && nd.archOK && nd.archBase < nd.base {
 			nd.rd.Messages = append(nd.rd.Messages, nd.archiveAnswer(&m))
@@ -297,7 +305,8 @@ func (nd *Node) Step(m Message) {
 		// A witness that is itself halted (promised another view change)
 		// promises as before: refusing would leave a fork it may be the
 		// one to decide undecided (a lab rack waited 12 s on such forks).
-		behind := !m.Amnesiac && !nd.p.Halted && nd.behind(m.LogEpoch, m.Lo)
+		far := !m.Amnesiac && nd.behind(m.LogEpoch, m.Lo)
+		behind := far && !nd.p.Halted
 		if m.Epoch < nd.promised || m.Epoch <= nd.p.Epoch || (m.Epoch == nd.promised && !sameOwner) || behind {
 			// The Nack says where this host stands: an initiator far
 			// behind it catches up instead (MsgNack below).
@@ -314,8 +323,17 @@ func (nd *Node) Step(m Message) {
 		}
 		nd.promised = m.Epoch
 		nd.promisedBy, nd.promisedByOK = m.From, true
+		if !nd.p.Halted || !far {
+			// A halted witness's promise to an initiator far behind it
+			// does not restart its own promise timeout: two hosts far
+			// behind that each led a view change in turn, every one
+			// preempting the last before its promises (carrying the gap)
+			// came, kept the hosts that could lead from ever doing so
+			// (the simulator with faults as long as the lab's: every
+			// host halted for the whole quiet phase).
+			nd.haltedTicks = 0
+		}
 		nd.p.Halted = true
-		nd.haltedTicks = 0
 		p := nd.promise(m.Epoch, m.Lo)
 		p.To = m.From
 		nd.rd.Messages = append(nd.rd.Messages, p)

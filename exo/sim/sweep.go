@@ -3,6 +3,7 @@ package sim
 import (
 	"context"
 	"fmt"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"sync"
@@ -272,8 +273,16 @@ feed:
 }
 
 // run runs one seed; mu serializes the trace.
-func (s *Sweep) run(hosts int, seed uint64, mu *sync.Mutex) seedResult {
-	r := seedResult{seed: seed}
+func (s *Sweep) run(hosts int, seed uint64, mu *sync.Mutex) (r seedResult) {
+	r.seed = seed
+	defer func() {
+		// A panic in the core is a seed that fails, with its replay: not
+		// the end of the sweep (a worker's panic ended the whole process,
+		// and a script that kept the report lines only lost the line).
+		if p := recover(); p != nil {
+			r.err = fmt.Errorf("panic: %v\n%s", p, debug.Stack())
+		}
+	}()
 	sm, err := New(s.Options(hosts, seed))
 	if err != nil {
 		r.err = err
