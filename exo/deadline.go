@@ -85,7 +85,11 @@ func (nd *Node) NextTick() int {
 			}
 			at(k)
 		}
-		at(max(from, nd.stuckAfter()-nd.idle))
+		k := max(from, nd.stuckAfter()-nd.idle)
+		if nd.vcHeardAt > 0 {
+			k = max(k, int(int64(nd.vcHeardAt)+int64(nd.cfg.ViewChangeTimeout)+1-int64(nd.clock)))
+		}
+		at(k)
 	}
 	if nd.woke && nd.hasProposal() { // the wake sent again (Tick)
 		at(nd.cfg.TokenTimeout - nd.idle%nd.cfg.TokenTimeout)

@@ -232,6 +232,12 @@ type Node struct {
 	// is there to install a view change.
 	clock   uint64
 	aliveAt [MaxHosts]uint64
+	// probes counts the probe rounds sent since the last append or
+	// install while not halted (probe); vcHeardAt is the clock when a
+	// view change's message (prepare, promise, nack, install) last came:
+	// tokenStuck waits for both.
+	probes    int
+	vcHeardAt uint64
 
 	held       map[uint64]Entry   // frames beyond a gap, by seq
 	orphans    map[uint64][]Entry // own entries view changes removed, by seq: their fate is known when the seq is agreed
@@ -859,7 +865,7 @@ func (nd *Node) appendEntry(e Entry) {
 	nd.sampleGap()
 	nd.pushEntry(e)
 	nd.rd.Appended = append(nd.rd.Appended, nd.log[len(nd.log)-1])
-	nd.idle = 0
+	nd.idle, nd.probes = 0, 0
 	nd.deliver()
 }
 
@@ -1413,15 +1419,21 @@ func (nd *Node) stuck() bool {
 }
 
 // tokenStuck reports whether this host should lead a view change because
-// the token cannot move (CauseTokenStuck): stuck for stuckAfter, and it
-// heard from a majority of the roster (itself included) within that time.
-// Without that evidence a view change could not install (a minority, or a
-// host cut off one way), and leading one only halts the hosts that promise
-// it: in the lab, minorities that led them made the heal that followed
-// wait for a view change too (heal p50 40 -> 78 ms, view changes 666 ->
-// 2,032 in one 5-minute run).
+// the token cannot move (CauseTokenStuck): stuck for stuckAfter; its
+// probes went out twice at least and did not start a fetch (an answer with
+// the frame it lacked, or of a later epoch, does); no view change's message
+// came for a view-change timeout (one under way elsewhere decides the
+// epoch); and it heard from a majority of the roster (itself included)
+// within stuckAfter. Without these a view change could not install (a
+// minority, or a host cut off one way) or broke into one about to: the
+// rule without them, in one 5-minute lab chaos run, fired right after
+// installs that had not reached the host yet, halted the hosts that
+// promised, and set off duels of promise timeouts (view changes 666 ->
+// 2,032, heal p50 40 -> 78 ms).
 func (nd *Node) tokenStuck() bool {
-	return nd.stuck() && nd.idle >= nd.stuckAfter() && nd.heardMajority(uint64(nd.stuckAfter()))
+	return nd.stuck() && nd.idle >= nd.stuckAfter() && nd.probes >= 2 && !nd.fetching &&
+		(nd.vcHeardAt == 0 || nd.clock-nd.vcHeardAt > uint64(nd.cfg.ViewChangeTimeout)) &&
+		nd.heardMajority(uint64(nd.stuckAfter()))
 }
 
 // probeDue reports whether this host, stuck (it may not send), asks every
@@ -1442,6 +1454,7 @@ func (nd *Node) probeDue(holder uint8) bool {
 
 // probe sends a fetch from the append pointer to every other member.
 func (nd *Node) probe() {
+	nd.probes++
 	for _, u := range nd.ms.roster {
 		if u != nd.uid {
 			nd.rd.Messages = append(nd.rd.Messages, Message{Type: MsgFetch, From: nd.uid, To: u, Epoch: nd.p.Epoch, Lo: nd.p.Append})

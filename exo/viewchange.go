@@ -210,6 +210,7 @@ func (nd *Node) noteLeftOut(f *Frame) {
 
 func (nd *Node) tickHalted() {
 	nd.haltedTicks++
+	nd.probes = 0 // tokenStuck's probes count while not halted
 	if nd.leftOut > 0 && nd.haltedTicks < nd.leftOutAfter() {
 		nd.leftOut = 0 // a promise or a view change began since
 	}
@@ -255,6 +256,10 @@ func (nd *Node) tickHalted() {
 // Step applies one OOB message addressed to this host.
 func (nd *Node) Step(m Message) {
 	nd.heardFrom(m.From)
+	switch m.Type {
+	case MsgPrepare, MsgPromise, MsgNack, MsgInstall:
+		nd.vcHeardAt = nd.clock
+	}
 	switch m.Type {
 	case MsgFetch:
 		if nd.amnesiac {
@@ -640,7 +645,7 @@ func (nd *Node) adopt(epoch uint32, start uint64, entries []Entry, agreed uint64
 	nd.vc = nil
 	nd.vcFailures = 0
 	nd.leftOuts = 0
-	nd.idle = 0
+	nd.idle, nd.probes = 0, 0
 	nd.haltedTicks = 0
 	nd.skippedTicks = 0
 	clear(nd.held)
