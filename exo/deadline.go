@@ -76,14 +76,7 @@ func (nd *Node) NextTick() int {
 			from = nd.laterSilence() + 1 - nd.laterIdle
 		}
 		if holder := nd.Holder(); !nd.fetching && holder != nd.id {
-			start := nd.takeoverAfter(nd.rank(holder))
-			k := start - nd.idle
-			if k < from {
-				// the next tick t >= from with (idle+t-start) % TokenTimeout == 0
-				tt := nd.cfg.TokenTimeout
-				k = from + ((start-nd.idle-from)%tt+tt)%tt
-			}
-			at(k)
+			at(max(from, nd.nextProbe(holder)-nd.idle))
 		}
 		k := max(from, nd.stuckAfter()-nd.idle)
 		if nd.vcHeardAt > 0 {

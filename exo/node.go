@@ -226,17 +226,18 @@ type Node struct {
 	leftOuts     int // left-out view changes since the last install (leftOutAfter)
 	skippedTicks int
 	maxEpochSeen uint32
-	// clock counts Ticks; aliveAt is, by member id, the clock when a
-	// frame whose tag verified or an OOB message last came from that
-	// member (heardFrom): the evidence tokenStuck needs that a majority
-	// is there to install a view change.
-	clock   uint64
-	aliveAt [MaxHosts]uint64
+	// clock counts Ticks; answeredAt is, by member id, the clock when a
+	// fetch answer last came from that member (a round trip over OOB: it
+	// reaches this host both ways): the evidence tokenStuck needs that a
+	// majority is there to install a view change.
+	clock      uint64
+	answeredAt [MaxHosts]uint64
 	// probes counts the probe rounds sent since the last append or
 	// install while not halted (probe); vcHeardAt is the clock when a
 	// view change's message (prepare, promise, nack, install) last came:
 	// tokenStuck waits for both.
 	probes    int
+	probeAt   int // idle at which the next probe round is due (probes > 0)
 	vcHeardAt uint64
 
 	held       map[uint64]Entry   // frames beyond a gap, by seq
@@ -691,7 +692,6 @@ func (nd *Node) StepFrame(f *Frame) Reason {
 	}
 	nd.sawPhase(f.Sender, KeyPhaseOf(f.Flags))
 	nd.heard(f)
-	nd.heardFrom(nd.uidOf(f.Sender))
 	return nd.step(f)
 }
 
@@ -1403,9 +1403,10 @@ func (nd *Node) Tick() {
 // stuckAfter is how long a host that may not send waits without an append
 // before it leads a view change (CauseTokenStuck): the holder's token
 // timeout, every other host's takeover, and a view change's timeout (one
-// under way elsewhere installs first).
+// under way elsewhere installs first), then a stagger by position (two
+// stuck hosts of a rack would otherwise lead theirs at once, and duel).
 func (nd *Node) stuckAfter() int {
-	return nd.cfg.TokenTimeout + nd.n*nd.cfg.TakeoverStagger + nd.cfg.ViewChangeTimeout
+	return nd.cfg.TokenTimeout + nd.n*nd.cfg.TakeoverStagger + nd.cfg.ViewChangeTimeout + int(nd.id)*nd.cfg.TakeoverStagger
 }
 
 // stuck reports whether the token may be stuck at this host, not halted:
@@ -1423,8 +1424,8 @@ func (nd *Node) stuck() bool {
 // probes went out twice at least and did not start a fetch (an answer with
 // the frame it lacked, or of a later epoch, does); no view change's message
 // came for a view-change timeout (one under way elsewhere decides the
-// epoch); and it heard from a majority of the roster (itself included)
-// within stuckAfter. Without these a view change could not install (a
+// epoch); and a majority of the roster (itself included) answered its
+// fetches within the last probe interval. Without these a view change could not install (a
 // minority, or a host cut off one way) or broke into one about to: the
 // rule without them, in one 5-minute lab chaos run, fired right after
 // installs that had not reached the host yet, halted the hosts that
@@ -1433,12 +1434,14 @@ func (nd *Node) stuck() bool {
 func (nd *Node) tokenStuck() bool {
 	return nd.stuck() && nd.idle >= nd.stuckAfter() && nd.probes >= 2 && !nd.fetching &&
 		(nd.vcHeardAt == 0 || nd.clock-nd.vcHeardAt > uint64(nd.cfg.ViewChangeTimeout)) &&
-		nd.heardMajority(uint64(nd.stuckAfter()))
+		nd.answeredMajority(uint64(nd.cfg.TokenTimeout)<<min(nd.probes, 3))
 }
 
 // probeDue reports whether this host, stuck (it may not send), asks every
 // other member for its log from its append pointer now (probe): from the
-// tick its takeover would have been due, every token timeout. The holder
+// tick its takeover would have been due, then after 1, 2, 4 and from then
+// on every 8 token timeouts (a minority probes all through a partition:
+// every token timeout was 400 fetches a second from each host). The holder
 // may lack the frame that makes it the holder (its sender died before it
 // retransmitted it), and a host in an older epoch hears nothing of the
 // later one while no one sends: the answers bring the frame, the later
@@ -1448,12 +1451,20 @@ func (nd *Node) probeDue(holder uint8) bool {
 	if !nd.stuck() || nd.fetching || holder == nd.id {
 		return false
 	}
-	from := nd.takeoverAfter(nd.rank(holder))
-	return nd.idle >= from && (nd.idle-from)%nd.cfg.TokenTimeout == 0
+	return nd.idle >= nd.nextProbe(holder)
+}
+
+// nextProbe is the idle count at which the next probe round is due.
+func (nd *Node) nextProbe(holder uint8) int {
+	if nd.probes == 0 {
+		return nd.takeoverAfter(nd.rank(holder))
+	}
+	return nd.probeAt
 }
 
 // probe sends a fetch from the append pointer to every other member.
 func (nd *Node) probe() {
+	nd.probeAt = nd.idle + nd.cfg.TokenTimeout<<min(nd.probes, 3)
 	nd.probes++
 	for _, u := range nd.ms.roster {
 		if u != nd.uid {
@@ -1462,20 +1473,16 @@ func (nd *Node) probe() {
 	}
 }
 
-// heardFrom notes that member uid is alive and reaches this host.
-func (nd *Node) heardFrom(uid uint8) {
-	if int(uid) < MaxHosts {
-		nd.aliveAt[uid] = nd.clock
-	}
-}
-
-// heardMajority reports whether this host heard, within the last within
-// ticks, from enough other members to make a majority of the roster with
-// itself.
-func (nd *Node) heardMajority(within uint64) bool {
+// answeredMajority reports whether, within the last within ticks, enough
+// other members answered a fetch of this host's (its probes, or any) to
+// make a majority of the roster with itself. A frame or a message heard
+// proves less: a host cut off one way hears the rack, and at a heal the
+// rack's first frames came before the recovery they start (the rule
+// counted them at first, and fired at heals, in duels).
+func (nd *Node) answeredMajority(within uint64) bool {
 	heard := 1
 	for _, u := range nd.ms.roster {
-		if u != nd.uid && nd.aliveAt[u] > 0 && nd.clock-nd.aliveAt[u] <= within {
+		if u != nd.uid && nd.answeredAt[u] > 0 && nd.clock-nd.answeredAt[u] <= within {
 			heard++
 		}
 	}

@@ -255,10 +255,13 @@ func (nd *Node) tickHalted() {
 
 // Step applies one OOB message addressed to this host.
 func (nd *Node) Step(m Message) {
-	nd.heardFrom(m.From)
 	switch m.Type {
 	case MsgPrepare, MsgPromise, MsgNack, MsgInstall:
 		nd.vcHeardAt = nd.clock
+	case MsgFetchResp:
+		if int(m.From) < MaxHosts {
+			nd.answeredAt[m.From] = nd.clock // a round trip (tokenStuck)
+		}
 	}
 	switch m.Type {
 	case MsgFetch:

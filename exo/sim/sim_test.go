@@ -548,27 +548,6 @@ func TestAcceptLossReleasesStalls(t *testing.T) {
 	}
 }
 
-// TestPastFloorPendingChangeSeed: a host that fell past the rack's floor
-// cut its unagreed entries, among them a roster change still pending; its
-// state transfer then indexed the log at that change's seq, past the
-// log's end, and panicked (--amnesia 0.2 --keep-entries 16
-// --roster-changes 0.02, seed 419 of 5 hosts; a pending change past the
-// log's end is no change of this log to void).
-func TestPastFloorPendingChangeSeed(t *testing.T) {
-	o := DefaultOptions(5, 419)
-	o.Amnesia, o.KeepEntries, o.RosterChanges = 0.2, 16, 0.02
-	s, err := New(o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Run(); err != nil {
-		t.Fatal(err)
-	}
-	if s.Stats.PastFloor == 0 {
-		t.Errorf("no host fell past the floor: the seed no longer shows the case")
-	}
-}
-
 // TestRosterAmnesiaSeeds replays runs that combine roster changes with
 // hosts losing their disks (--amnesia with --roster-changes, and the
 // operator's override): each stalled for good before the fix it names.
