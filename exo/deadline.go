@@ -56,6 +56,9 @@ func (nd *Node) NextTick() int {
 	if nd.fetching {
 		at(nd.fetchRTO() - nd.fetchTicks)
 	}
+	if nd.leadFor > 0 {
+		at(nd.leadFor)
+	}
 	if nd.skipped[nd.id] {
 		at(nd.cfg.RejoinTicks - nd.skippedTicks)
 	}

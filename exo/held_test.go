@@ -109,3 +109,43 @@ func TestFillFromArchive(t *testing.T) {
 		t.Fatal("a promise missing part of its range was filled")
 	}
 }
+
+// TestTwoFloorJumpsInOneReady: a host in its state transfer that jumps
+// past its log's end twice in one Ready (two answers, each from a member
+// compacted past where it stood) must cut its durable log at the first
+// jump's point: cut at the second's, the log on disk kept the entries of
+// the first jump, and no longer matched the node's (the simulator:
+// --amnesia 0.2 --keep-entries 16 --retain 64, seed 848 of 7 hosts).
+func TestTwoFloorJumpsInOneReady(t *testing.T) {
+	r := newRack(t, 3, nil)
+	for i := range r.nodes {
+		r.nodes[i].Propose([]byte("x"))
+		r.collect(i)
+	}
+	r.runTicking(200, nil)
+	src := r.nodes[0]
+	if src.Pointers().Agreed < 60 {
+		t.Fatalf("agreed %d: want 60 entries", src.Pointers().Agreed)
+	}
+	x, err := NewAmnesiacNode(Config{Hosts: 3, ID: 2, MaxFetchEntries: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	answer := func(start uint64) Message {
+		es := append([]Entry(nil), src.Log()[start-src.LogBase():start-src.LogBase()+4]...)
+		return Message{Type: MsgFetchResp, From: x.fetchPeer, To: 2, LogEpoch: src.Pointers().Epoch,
+			Agreed: src.Pointers().Agreed, Start: start, Hi: src.Pointers().Append, Entries: es, StartRoster: []uint8{0, 1, 2}}
+	}
+	// The first batch of the transfer, from 0: the durable log starts there.
+	x.Step(answer(0))
+	x.Advance()
+	x.Step(answer(10)) // a jump past 4
+	x.Step(answer(40)) // and another, in the same Ready
+	rd := x.Ready()
+	if !rd.HasTruncate || rd.Truncate != 0 {
+		t.Fatalf("Ready cuts the durable log at %d (%v): want 0, the log on disk started there", rd.Truncate, rd.HasTruncate)
+	}
+	if len(rd.Appended) == 0 || rd.Appended[0].Seq != 40 || x.LogBase() != 40 {
+		t.Fatalf("appended from %v, log base %d: want 40", rd.Appended, x.LogBase())
+	}
+}

@@ -236,8 +236,14 @@ type Node struct {
 	// install while not halted (probe); vcHeardAt is the clock when a
 	// view change's message (prepare, promise, nack, install) last came:
 	// tokenStuck waits for both.
-	probes    int
-	probeAt   int // idle at which the next probe round is due (probes > 0)
+	probes  int
+	probeAt int // idle at which the next probe round is due (probes > 0)
+	// leadFor counts down to a lead-for-behind view change of this host
+	// (0: none), staggered by its place after the host behind.
+	leadFor int
+	// haltedRun counts the ticks halted without a break (haltedTicks
+	// restarts with every promise).
+	haltedRun int
 	vcHeardAt uint64
 
 	held       map[uint64]Entry   // frames beyond a gap, by seq
@@ -1332,7 +1338,7 @@ func (nd *Node) Tick() {
 		nd.tickHalted()
 		return
 	}
-	nd.haltedTicks = 0
+	nd.haltedTicks, nd.haltedRun = 0, 0
 	if nd.fenced {
 		nd.fenceTicks++
 	}
@@ -1367,6 +1373,12 @@ func (nd *Node) Tick() {
 		last := &nd.log[len(nd.log)-1]
 		nd.rd.Frames = append(nd.rd.Frames, nd.frameOf(last))
 		nd.event(EventRetransmit, last.Epoch, last.Seq, nd.id)
+	}
+	if nd.leadFor > 0 {
+		if nd.leadFor--; nd.leadFor == 0 && nd.vc == nil {
+			nd.startViewChange(CauseLeadForBehind)
+			return
+		}
 	}
 	switch {
 	case nd.fenced && nd.vc == nil && !nd.notMember && nd.fenceTicks >= nd.cfg.TokenTimeout:

@@ -186,7 +186,15 @@ func (nd *Node) stepTransfer(m *Message) {
 		nd.startLogAt(m.Start, m.Entries[0].History, m.StartRoster)
 		nd.p.Agreed, nd.delivered = m.Start, m.Start
 		nd.orphans, nd.orphanCfgs, nd.voided = nil, 0, nil
-		nd.rd.Truncate, nd.rd.HasTruncate = old, true
+		if !nd.rd.HasTruncate || old < nd.rd.Truncate {
+			// (A second jump in one Ready keeps the first's cut: the
+			// log on disk still starts below it. Cut at the first
+			// jump's base, the second kept the entries before it:
+			// --amnesia 0.2 --keep-entries 16 --retain 64, seed 848 of
+			// 7 hosts.)
+			nd.rd.Truncate = old
+		}
+		nd.rd.HasTruncate = true
 		nd.rd.Appended = nd.rd.Appended[:0]
 		// Entries of this Ready delivered before the jump are not: the
 		// stream starts at the jump (one Ready may take two answers).
