@@ -492,7 +492,13 @@ func (nd *Node) stepFetchResp(m Message) {
 		return
 	}
 	nd.answered(&m)
+	probed := !nd.fetching && nd.probes > 0 // a probe's answer (probes go out while no fetch is under way)
 	switch {
+	case m.LogEpoch == nd.p.Epoch && !nd.p.Halted && probed && !nd.answeredMajority(uint64(nd.cfg.TokenTimeout)<<min(nd.probes, 3)):
+		// Not from a majority of the roster yet: a minority's probes
+		// would carry its branch on, entry by entry (its hosts each in
+		// the history, one probe's entry lets the next send), and the
+		// heal would have more to undo.
 	case m.LogEpoch == nd.p.Epoch && !nd.p.Halted:
 		progressed := false
 		for i := range m.Entries {
@@ -508,7 +514,7 @@ func (nd *Node) stepFetchResp(m Message) {
 				continue
 			}
 			if r == ReasonDivergence {
-				if !nd.fetching && nd.probes > 0 {
+				if probed {
 					// A probe's answer (probes go out while no fetch
 					// is under way): the branches of a minority, whose
 					// view change could not install. Leading one there
