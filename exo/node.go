@@ -240,10 +240,7 @@ type Node struct {
 	probeAt int // idle at which the next probe round is due (probes > 0)
 	// leadFor counts down to a lead-for-behind view change of this host
 	// (0: none), staggered by its place after the host behind.
-	leadFor int
-	// haltedRun counts the ticks halted without a break (haltedTicks
-	// restarts with every promise).
-	haltedRun int
+	leadFor   int
 	vcHeardAt uint64
 
 	held       map[uint64]Entry   // frames beyond a gap, by seq
@@ -1338,7 +1335,7 @@ func (nd *Node) Tick() {
 		nd.tickHalted()
 		return
 	}
-	nd.haltedTicks, nd.haltedRun = 0, 0
+	nd.haltedTicks = 0
 	if nd.fenced {
 		nd.fenceTicks++
 	}

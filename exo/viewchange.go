@@ -210,7 +210,6 @@ func (nd *Node) noteLeftOut(f *Frame) {
 
 func (nd *Node) tickHalted() {
 	nd.haltedTicks++
-	nd.haltedRun++
 	nd.leadFor = 0 // it promised a view change: no need to lead one for a host behind
 	nd.probes = 0  // tokenStuck's probes count while not halted
 	if nd.leftOut > 0 && nd.haltedTicks < nd.leftOutAfter() {
@@ -315,8 +314,7 @@ func (nd *Node) Step(m Message) {
 		// A witness that is itself halted (promised another view change)
 		// promises as before: refusing would leave a fork it may be the
 		// one to decide undecided (a lab rack waited 12 s on such forks).
-		far := !m.Amnesiac && nd.behind(m.LogEpoch, m.Lo)
-		behind := far && !nd.p.Halted
+		behind := !m.Amnesiac && !nd.p.Halted && nd.behind(m.LogEpoch, m.Lo)
 		if m.Epoch < nd.promised || m.Epoch <= nd.p.Epoch || (m.Epoch == nd.promised && !sameOwner) || behind {
 			// The Nack says where this host stands: an initiator far
 			// behind it catches up instead (MsgNack below).
@@ -348,20 +346,7 @@ func (nd *Node) Step(m Message) {
 		nd.promised = m.Epoch
 		nd.promisedBy, nd.promisedByOK = m.From, true
 		nd.leadFor = 0
-		if !nd.p.Halted || !far || nd.haltedRun < 2*nd.vcTimeout() {
-			// A witness halted for two view-change timeouts whose
-			// promise goes to an initiator far behind it does not
-			// restart its own promise timeout: two hosts far behind
-			// that each led a view change in turn, every one preempting
-			// the last before its promises (carrying the gap) came,
-			// kept the hosts that could lead from ever doing so (the
-			// simulator with faults as long as the lab's: every host
-			// halted for the whole quiet phase). Not sooner: in the lab
-			// the witnesses' own view changes then started while such
-			// initiators' were about to install, and duelled (promise
-			// timeouts 207 -> 284, heal p50 49 -> 75 ms in one run).
-			nd.haltedTicks = 0
-		}
+		nd.haltedTicks = 0
 		nd.p.Halted = true
 		p := nd.promise(m.Epoch, m.Lo)
 		p.To = m.From

@@ -51,8 +51,8 @@ func TestLongFaults(t *testing.T) {
 			// Two hosts far behind led view changes in turn, each
 			// preempting the last, and the halted witnesses' promise
 			// timeouts restarted with every one: no host converged in the
-			// quiet phase (a halted witness's promise to a host far
-			// behind it keeps its timeout running since).
+			// quiet phase (before the view change for a host behind was
+			// led by one host at a time).
 			o.Ticks = 40000
 		}
 		s, err := New(o)
