@@ -242,6 +242,9 @@ type Node struct {
 	// (0: none), staggered by its place after the host behind.
 	leadFor   int
 	vcHeardAt uint64
+	// promisedFar: the promise held went to an initiator far behind
+	// this host (behind).
+	promisedFar bool
 
 	held       map[uint64]Entry   // frames beyond a gap, by seq
 	orphans    map[uint64][]Entry // own entries view changes removed, by seq: their fate is known when the seq is agreed

@@ -314,7 +314,8 @@ func (nd *Node) Step(m Message) {
 		// A witness that is itself halted (promised another view change)
 		// promises as before: refusing would leave a fork it may be the
 		// one to decide undecided (a lab rack waited 12 s on such forks).
-		behind := !m.Amnesiac && !nd.p.Halted && nd.behind(m.LogEpoch, m.Lo)
+		far := !m.Amnesiac && nd.behind(m.LogEpoch, m.Lo)
+		behind := far && !nd.p.Halted
 		if m.Epoch < nd.promised || m.Epoch <= nd.p.Epoch || (m.Epoch == nd.promised && !sameOwner) || behind {
 			// The Nack says where this host stands: an initiator far
 			// behind it catches up instead (MsgNack below).
@@ -343,10 +344,24 @@ func (nd *Node) Step(m Message) {
 		if nd.vc != nil && nd.vc.epoch < m.Epoch {
 			nd.vc = nil
 		}
+		if !nd.p.Halted || !far || !nd.promisedFar || !nd.promisedByOK || nd.promisedBy == m.From {
+			// A halted witness that promised one host far behind it and
+			// now promises another does not restart its own promise
+			// timeout: two such hosts that led view changes in turn,
+			// each preempting the last before its promises (carrying the
+			// gap) came, kept every host that could lead from doing so
+			// (the simulator: lab timing seed 158, and --amnesia 0.2
+			// --keep-entries 16 --retain 100000 seed 365 of 5 hosts: every
+			// host halted for the whole quiet phase). Only then: keeping
+			// the timeout at any promise to a host far behind broke, in
+			// the lab, into such hosts' view changes about to install
+			// (promise timeouts 207 -> 284 in a run).
+			nd.haltedTicks = 0
+		}
+		nd.promisedFar = far
 		nd.promised = m.Epoch
 		nd.promisedBy, nd.promisedByOK = m.From, true
 		nd.leadFor = 0
-		nd.haltedTicks = 0
 		nd.p.Halted = true
 		p := nd.promise(m.Epoch, m.Lo)
 		p.To = m.From

@@ -548,6 +548,23 @@ func TestAcceptLossReleasesStalls(t *testing.T) {
 	}
 }
 
+// TestFarBehindDuelSeed: two hosts far behind led view changes in turn,
+// each preempting the last before its promises came, and the halted
+// witnesses restarted their promise timeouts with every prepare: no host
+// that could lead did, and the run never converged (a halted witness that
+// promised one host far behind and then another keeps its timeout).
+func TestFarBehindDuelSeed(t *testing.T) {
+	o := DefaultOptions(5, 365)
+	o.Amnesia, o.KeepEntries, o.Retain = 0.2, 16, 100000
+	s, err := New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Run(); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestRosterAmnesiaSeeds replays runs that combine roster changes with
 // hosts losing their disks (--amnesia with --roster-changes, and the
 // operator's override): each stalled for good before the fix it names.
