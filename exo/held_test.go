@@ -2,6 +2,24 @@ package exo
 
 import "testing"
 
+// agreedRack is a rack of n hosts that agreed 60 entries at least: one
+// proposal each, then 200 ticks.
+func agreedRack(t *testing.T, n int) *rack {
+	t.Helper()
+	r := newRack(t, n, nil)
+	for i := range r.nodes {
+		r.nodes[i].Propose([]byte("x"))
+		r.collect(i)
+	}
+	r.runTicking(200, nil)
+	for i, nd := range r.nodes {
+		if a := nd.Pointers().Agreed; a < 60 {
+			t.Fatalf("host %d agreed %d: want 60 entries", i, a)
+		}
+	}
+	return r
+}
+
 // TestHeldAndArchive: members compacted to different bases, one with an
 // archive below its log, announce what they hold; every host computes
 // the same rack floor (the lowest position a majority serves) and the
@@ -9,15 +27,7 @@ import "testing"
 // archive (entries left to the embedder), and from the archive's base with
 // the roster there when asked for less.
 func TestHeldAndArchive(t *testing.T) {
-	r := newRack(t, 5, nil)
-	for i := range r.nodes {
-		r.nodes[i].Propose([]byte("x"))
-		r.collect(i)
-	}
-	r.runTicking(200, nil)
-	if a := r.nodes[1].Pointers().Agreed; a < 60 {
-		t.Fatalf("agreed %d: want 60 entries", a)
-	}
+	r := agreedRack(t, 5)
 	// A: log from 40, archive from 25; B: log from 50, archive from 30;
 	// C: log from 20; D and E: whole logs.
 	r.nodes[0].Compact(40)
@@ -117,16 +127,7 @@ func TestFillFromArchive(t *testing.T) {
 // the first jump, and no longer matched the node's (the simulator:
 // --amnesia 0.2 --keep-entries 16 --retain 64, seed 848 of 7 hosts).
 func TestTwoFloorJumpsInOneReady(t *testing.T) {
-	r := newRack(t, 3, nil)
-	for i := range r.nodes {
-		r.nodes[i].Propose([]byte("x"))
-		r.collect(i)
-	}
-	r.runTicking(200, nil)
-	src := r.nodes[0]
-	if src.Pointers().Agreed < 60 {
-		t.Fatalf("agreed %d: want 60 entries", src.Pointers().Agreed)
-	}
+	src := agreedRack(t, 3).nodes[0]
 	x, err := NewAmnesiacNode(Config{Hosts: 3, ID: 2, MaxFetchEntries: 4})
 	if err != nil {
 		t.Fatal(err)
