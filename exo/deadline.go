@@ -69,7 +69,7 @@ func (nd *Node) NextTick() int {
 	if nd.fenced && nd.vc == nil && !nd.notMember {
 		at(nd.cfg.TokenTimeout - nd.fenceTicks)
 	}
-	if nd.vc == nil && !nd.notMember && !nd.Removed() && nd.p.InHistory(nd.id) && !(nd.p.Epoch > 0 && nd.p.Append == nd.p.EpochStart) {
+	if nd.stuckUnlessLater() {
 		// stuck, once no later epoch was heard for laterSilence: the
 		// probes (probeDue) and tokenStuck's view change (its evidence
 		// ages: checked at every probe, and the probes' answers are what

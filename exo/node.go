@@ -1426,10 +1426,19 @@ func (nd *Node) stuckAfter() int {
 // (it catches up to that instead); not in an epoch that never began
 // (CauseEpochNeverBegan's case). Whether it is depends on how long no
 // append came (probeDue, tokenStuck).
-func (nd *Node) stuck() bool {
-	return nd.vc == nil && !nd.notMember && !nd.Removed() && nd.p.InHistory(nd.id) && !nd.hearsLater() &&
+func (nd *Node) stuck() bool { return nd.stuckUnlessLater() && !nd.hearsLater() }
+
+// stuckUnlessLater is stuck without its condition on a later epoch (which
+// NextTick counts down apart).
+func (nd *Node) stuckUnlessLater() bool {
+	return nd.vc == nil && !nd.notMember && !nd.Removed() && nd.p.InHistory(nd.id) &&
 		!(nd.p.Epoch > 0 && nd.p.Append == nd.p.EpochStart)
 }
+
+// probeInterval is the time between probe rounds after k of them (and
+// the window in which their answers count for tokenStuck): 1, 2, 4, then
+// 8 token timeouts.
+func (nd *Node) probeInterval(k int) int { return nd.cfg.TokenTimeout << min(k, 3) }
 
 // tokenStuck reports whether this host should lead a view change because
 // the token cannot move (CauseTokenStuck): stuck for stuckAfter; its
@@ -1437,8 +1446,9 @@ func (nd *Node) stuck() bool {
 // the frame it lacked, or of a later epoch, does); no view change's message
 // came for a view-change timeout (one under way elsewhere decides the
 // epoch); and a majority of the roster (itself included) answered its
-// fetches within the last probe interval. Without these a view change could not install (a
-// minority, or a host cut off one way) or broke into one about to: the
+// fetches within the last probe interval. Without these a view change
+// could not install (a minority, or a host cut off one way) or broke into
+// one about to: the
 // rule without them, in one 5-minute lab chaos run, fired right after
 // installs that had not reached the host yet, halted the hosts that
 // promised, and set off duels of promise timeouts (view changes 666 ->
@@ -1446,7 +1456,7 @@ func (nd *Node) stuck() bool {
 func (nd *Node) tokenStuck() bool {
 	return nd.stuck() && nd.idle >= nd.stuckAfter() && nd.probes >= 2 && !nd.fetching &&
 		(nd.vcHeardAt == 0 || nd.clock-nd.vcHeardAt > uint64(nd.cfg.ViewChangeTimeout)) &&
-		nd.answeredMajority(uint64(nd.cfg.TokenTimeout)<<min(nd.probes, 3))
+		nd.answeredMajority(uint64(nd.probeInterval(nd.probes)))
 }
 
 // probeDue reports whether this host, stuck (it may not send), asks every
@@ -1476,7 +1486,7 @@ func (nd *Node) nextProbe(holder uint8) int {
 
 // probe sends a fetch from the append pointer to every other member.
 func (nd *Node) probe() {
-	nd.probeAt = nd.idle + nd.cfg.TokenTimeout<<min(nd.probes, 3)
+	nd.probeAt = nd.idle + nd.probeInterval(nd.probes)
 	nd.probes++
 	for _, u := range nd.ms.roster {
 		if u != nd.uid {

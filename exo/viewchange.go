@@ -494,7 +494,7 @@ func (nd *Node) stepFetchResp(m Message) {
 	nd.answered(&m)
 	probed := !nd.fetching && nd.probes > 0 // a probe's answer (probes go out while no fetch is under way)
 	switch {
-	case m.LogEpoch == nd.p.Epoch && !nd.p.Halted && probed && !nd.answeredMajority(uint64(nd.cfg.TokenTimeout)<<min(nd.probes, 3)):
+	case m.LogEpoch == nd.p.Epoch && !nd.p.Halted && probed && !nd.answeredMajority(uint64(nd.probeInterval(nd.probes))):
 		// Not from a majority of the roster yet: a minority's probes
 		// would carry its branch on, entry by entry (its hosts each in
 		// the history, one probe's entry lets the next send), and the

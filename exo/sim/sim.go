@@ -238,6 +238,10 @@ type Sim struct {
 	// began.
 	stallRun    int
 	stallAgreed uint64
+	// stallSet is the connected majority (a bit per host, 0: none);
+	// reachDirty says the cuts or the hosts up changed since it was found.
+	stallSet   int
+	reachDirty bool
 
 	keyGen int // index of the newest rack key (0: Config.TagKey)
 
@@ -304,7 +308,7 @@ func New(opt Options) (*Sim, error) {
 	if opt.StepsPerTick < 1 {
 		opt.StepsPerTick = 1
 	}
-	s := &Sim{opt: opt, rng: rand.New(rand.NewPCG(opt.Seed, opt.Seed^0x9e3779b97f4a7c15))}
+	s := &Sim{opt: opt, rng: rand.New(rand.NewPCG(opt.Seed, opt.Seed^0x9e3779b97f4a7c15)), reachDirty: true}
 	s.chk = NewChecker(opt.Hosts)
 	total := opt.Hosts
 	if opt.RosterChanges > 0 {
@@ -1225,6 +1229,35 @@ func (s *Sim) watchStall() {
 	if s.opt.RosterChanges > 0 || n > 16 {
 		return
 	}
+	if s.reachDirty {
+		s.stallSet, s.reachDirty = s.majoritySet(), false
+	}
+	best := s.stallSet
+	if best == 0 {
+		s.endStall()
+		s.stallAgreed = 0
+		return
+	}
+	var agreed uint64
+	for a := 0; a < n; a++ {
+		if best&(1<<a) != 0 {
+			agreed = max(agreed, s.hosts[a].node.Pointers().Agreed)
+		}
+	}
+	if agreed > s.stallAgreed {
+		s.endStall()
+		s.stallAgreed = agreed
+		return
+	}
+	s.stallRun++
+}
+
+// majoritySet returns the largest set of up hosts that reach each other
+// both ways (a bit per host), if it is a majority of the rack; else 0.
+// Every subset is tried: found again only when the cuts or the hosts up
+// change (at 16 hosts, every tick made the simulator 3.6 times slower).
+func (s *Sim) majoritySet() int {
+	n := s.opt.Hosts
 	best, bestSize := 0, 0
 	for set := 1; set < 1<<n; set++ {
 		size := bits.OnesCount(uint(set))
@@ -1251,23 +1284,7 @@ func (s *Sim) watchStall() {
 			best, bestSize = set, size
 		}
 	}
-	if best == 0 {
-		s.endStall()
-		s.stallAgreed = 0
-		return
-	}
-	var agreed uint64
-	for a := 0; a < n; a++ {
-		if best&(1<<a) != 0 {
-			agreed = max(agreed, s.hosts[a].node.Pointers().Agreed)
-		}
-	}
-	if agreed > s.stallAgreed {
-		s.endStall()
-		s.stallAgreed = agreed
-		return
-	}
-	s.stallRun++
+	return best
 }
 
 // endStall ends the majority stall under way, if it is the longest yet.
@@ -1280,6 +1297,7 @@ func (s *Sim) endStall() {
 }
 
 func (s *Sim) heal() {
+	s.reachDirty = true
 	for a := range s.cut {
 		clear(s.cut[a])
 	}
@@ -1288,6 +1306,7 @@ func (s *Sim) heal() {
 func (s *Sim) crash(i int) {
 	h := s.hosts[i]
 	h.up = false
+	s.reachDirty = true
 	h.asked = nil // the operator's command fails: the daemon is gone
 	h.downFor = 5 + s.rng.IntN(60)
 	s.Stats.Crashes++
@@ -1350,6 +1369,7 @@ func (s *Sim) restart(i int) {
 		return
 	}
 	h.up = true
+	s.reachDirty = true
 	h.silent = 0
 	if s.opt.Token {
 		s.collect(h)

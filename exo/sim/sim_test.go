@@ -37,8 +37,9 @@ func TestSimFaults(t *testing.T) {
 // property, and the majority stall is measured: a fault-free run's is
 // within a token timeout; a faulty run's is longer (some hold of the
 // agreement pointer while a connected majority recovers) and ends within
-// the faulty phase. The token-stuck view change shortened seed 1's from
-// 4,184 ticks to 756 (testdata/walkthrough/token_stuck.txt is its case).
+// the faulty phase. Seed 1's was 4,184 ticks before the token-stuck rule,
+// 756 with its first version, 1,209 with probes and the conditions on the
+// view change (testdata/walkthrough/token_stuck.txt is its case).
 func TestLongFaults(t *testing.T) {
 	long := func(hosts int, seed uint64) Options {
 		o := DefaultOptions(hosts, seed)
