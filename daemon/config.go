@@ -236,7 +236,7 @@ const maxTicks = 1_000_000
 // failure detector has samples), and its floor too unless the operator
 // sets a lower token_timeout_min_ticks (docs/protocol.md section 3): the
 // timeout is fixed by default.
-const DefaultTokenTimeout = 40
+const DefaultTokenTimeout = exo.LabTokenTimeout
 
 // DefaultFetchBytes is the default fetch_bytes: 4 MiB, some 5,000 entries of
 // a loaded rack (11 records of 64 bytes each), against 1,024 before.
@@ -536,10 +536,10 @@ func (c *Config) coreConfig(mtu int) exo.Config {
 	return exo.Config{
 		ID: uint8(c.ID), Hosts: c.Hosts, Group: c.Group,
 		TokenTimeout: orDefault(c.TokenTimeout, DefaultTokenTimeout), TokenTimeoutMin: orDefault(c.TokenTimeoutMin, orDefault(c.TokenTimeout, DefaultTokenTimeout)),
-		RetransmitTicks: orDefault(c.RetransmitTicks, 12),
-		IdleBackoffMax:  orDefault(c.IdleBackoffMax, 256), ViewChangeTimeout: orDefault(c.ViewChangeTimeout, 800),
+		RetransmitTicks: orDefault(c.RetransmitTicks, exo.LabRetransmitTicks),
+		IdleBackoffMax:  orDefault(c.IdleBackoffMax, 256), ViewChangeTimeout: orDefault(c.ViewChangeTimeout, exo.LabViewChangeTimeout),
 		IdleRotations:   c.idleRotations(),
-		TakeoverStagger: 20, RejoinTicks: 400, FetchTicks: 20, FetchBytes: c.FetchBytes,
+		TakeoverStagger: exo.LabTakeoverStagger, RejoinTicks: exo.LabRejoinTicks, FetchTicks: exo.LabFetchTicks, FetchBytes: c.FetchBytes,
 		TransferBytesPerTick: c.transferPerTick(), TransferTicks: c.transferTicks(),
 		MaxBatchBytes: min(batch, 65535), MaxPending: c.QueueLen,
 		KeyPhase: uint8(c.KeyPhase), KeyGraceTicks: keyGraceTicks(c.KeyGrace, c.Tick),

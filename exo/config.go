@@ -137,6 +137,29 @@ const (
 	DefaultMaxFetchEntries   = 1024
 )
 
+// The daemon's timing, in its ticks of 250 us (daemon.Config's defaults):
+// its view-change timeout is 20 token timeouts, where the core's default
+// is 2.5. exo sim --lab-timing runs hosts with it (WithLabTiming).
+const (
+	LabTokenTimeout      = 40
+	LabTakeoverStagger   = 20
+	LabViewChangeTimeout = 800
+	LabRetransmitTicks   = 12
+	LabFetchTicks        = 20
+	LabRejoinTicks       = 400
+)
+
+// WithLabTiming returns c with the daemon's timing (the Lab constants), its
+// token timeout fixed unless c sets a floor.
+func (c Config) WithLabTiming() Config {
+	c.TokenTimeout, c.TakeoverStagger, c.ViewChangeTimeout = LabTokenTimeout, LabTakeoverStagger, LabViewChangeTimeout
+	c.RetransmitTicks, c.FetchTicks, c.RejoinTicks = LabRetransmitTicks, LabFetchTicks, LabRejoinTicks
+	if c.TokenTimeoutMin == 0 {
+		c.TokenTimeoutMin = c.TokenTimeout
+	}
+	return c
+}
+
 // WithDefaults returns c with every zero timing and size field set to its
 // default. IdleBackoffMax is left as given when negative (-1 disables it).
 func (c Config) WithDefaults() Config {

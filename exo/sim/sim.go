@@ -48,11 +48,9 @@ type Options struct {
 	// faults as long as that (with the daemon's timing, LabTiming) find
 	// what a fault gone within a few token timeouts cannot.
 	FaultTicks int
-	// LabTiming runs every host with the daemon's timing in ticks of
-	// 250 us (daemon.Config's defaults: token timeout 40, takeover
-	// stagger 20, view-change timeout 800, retransmit 12, fetch 20,
-	// rejoin 400) instead of the core's defaults, whose view-change
-	// timeout is 2.5 token timeouts where the daemon's is 20.
+	// LabTiming runs every host with the daemon's timing
+	// (exo.Config.WithLabTiming) instead of the core's defaults, whose
+	// view-change timeout is 2.5 token timeouts where the daemon's is 20.
 	LabTiming bool
 	Crashes   bool // random crashes and restarts
 	// Amnesia is the probability that a restart loses the durable state too
@@ -456,11 +454,7 @@ func (s *Sim) tracef(format string, args ...any) {
 func (s *Sim) config(i int) exo.Config {
 	c := s.opt.Config
 	if s.opt.LabTiming {
-		c.TokenTimeout, c.TakeoverStagger, c.ViewChangeTimeout = 40, 20, 800
-		c.RetransmitTicks, c.FetchTicks, c.RejoinTicks = 12, 20, 400
-		if c.TokenTimeoutMin == 0 {
-			c.TokenTimeoutMin = c.TokenTimeout
-		}
+		c = c.WithLabTiming()
 	}
 	c.ID = uint8(i)
 	c.Hosts = max(s.opt.Hosts, i+1)
