@@ -80,6 +80,17 @@ type Conn interface {
 	Close() error
 }
 
+// QueuedReader is a Conn that takes the frames already queued without
+// waiting, whatever its read deadline (PacketConn, the in-memory
+// network's Conns). A read whose deadline passed returns without looking
+// at the socket: a protocol loop about to act on a silence (a token
+// timeout) looks first.
+type QueuedReader interface {
+	// ReadQueued fills ms[0], ms[1], ... with frames already queued, as
+	// ReadFrames does, and returns how many (0: none), without blocking.
+	ReadQueued(ms []Message) (int, error)
+}
+
 // Message is one frame of a batched read (Conn.ReadFrames).
 type Message struct {
 	// Buf is the caller's buffer the frame is copied into (bytes after

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net"
 	"os"
+	"slices"
 	"testing"
 	"time"
 
@@ -203,6 +204,51 @@ func testConnPair(t *testing.T, a, b Conn) {
 		}
 		if sb.Dropped != 0 || sb.Filtered != 0 || sb.ReadErrors != 0 {
 			t.Errorf("b: unexpected drops or errors: %+v", sb)
+		}
+	})
+
+	t.Run("ReadQueuedPastDeadline", func(t *testing.T) {
+		q, ok := b.(QueuedReader)
+		if !ok {
+			t.Fatalf("%T does not take queued frames (QueuedReader)", b)
+		}
+		ms := make([]Message, 8)
+		for i := range ms {
+			ms[i].Buf = make([]byte, b.MTU()+64)
+		}
+		b.SetReadDeadline(time.Now().Add(-time.Second))
+		defer b.SetReadDeadline(time.Time{})
+		if n, err := q.ReadQueued(ms); n != 0 || err != nil {
+			t.Fatalf("nothing queued: ReadQueued = %d, %v; want 0, nil", n, err)
+		}
+		for seq := uint64(1); seq <= 3; seq++ {
+			if err := a.WriteFrame(exoFrame(t, 100+seq, 1)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// The deadline has passed: a read in Go's poller returns at once,
+		// without the frames (RxPollBlock and RxPollBusy take those
+		// queued); ReadQueued takes them.
+		if p, ok := b.(interface{ RxPoll() RxPoll }); !ok || p.RxPoll() == RxPollRuntime {
+			if _, err := b.ReadFrames(ms); !errors.Is(err, os.ErrDeadlineExceeded) {
+				t.Fatalf("ReadFrames past its deadline: %v, want a deadline error", err)
+			}
+		}
+		var got []uint64
+		for end := time.Now().Add(2 * time.Second); len(got) < 3 && time.Now().Before(end); {
+			n, err := q.ReadQueued(ms)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range n {
+				got = append(got, seqOf(t, ms[i].Buf[:ms[i].N]))
+			}
+			if n == 0 {
+				time.Sleep(time.Millisecond)
+			}
+		}
+		if !slices.Equal(got, []uint64{101, 102, 103}) {
+			t.Fatalf("ReadQueued past the deadline took %v, want [101 102 103]", got)
 		}
 	})
 

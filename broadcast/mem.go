@@ -379,6 +379,28 @@ func (c *memConn) ReadFrames(ms []Message) (int, error) {
 	return k, nil
 }
 
+// ReadQueued takes the frames already queued, without waiting and
+// whatever the read deadline (QueuedReader).
+func (c *memConn) ReadQueued(ms []Message) (int, error) {
+	if c.isClosed() {
+		return 0, opError("read", c.name, net.ErrClosed)
+	}
+	if len(ms) > MaxBatch {
+		ms = ms[:MaxBatch]
+	}
+	k := 0
+	for k < len(ms) {
+		select {
+		case f := <-c.q:
+			c.deliver(f, &ms[k])
+			k++
+		default:
+			return k, nil
+		}
+	}
+	return k, nil
+}
+
 // Close detaches the Conn and unblocks its readers; frames still queued
 // are discarded.
 func (c *memConn) Close() error {

@@ -358,6 +358,52 @@ func (c *PacketConn) readFrames(s *recvState, ms []Message) (int, error) {
 	}
 }
 
+// ReadQueued reads up to min(len(ms), MaxBatch) frames already queued,
+// with one recvmmsg(2) that does not wait, whatever the read deadline
+// (QueuedReader); 0 when none is queued.
+func (c *PacketConn) ReadQueued(ms []Message) (int, error) {
+	if len(ms) == 0 {
+		return 0, nil
+	}
+	if len(ms) > MaxBatch {
+		ms = ms[:MaxBatch]
+	}
+	if c.closed.Load() {
+		return 0, opError("read", c.name, net.ErrClosed)
+	}
+	s := c.recvs.Get().(*recvState)
+	defer c.recvs.Put(s)
+	n := 0
+	var err error
+	cerr := c.rc.Control(func(fd uintptr) {
+		for {
+			s.set(ms)
+			got := s.recv(fd)
+			if !got || s.err != nil {
+				err = s.err
+				s.clear()
+				return
+			}
+			n = c.collect(s, ms)
+			s.clear()
+			if n > 0 {
+				return
+			}
+			// Everything received was filtered: look again.
+		}
+	})
+	if cerr != nil {
+		err = cerr
+	}
+	if err != nil {
+		if !c.closed.Load() {
+			c.stats.readErrors.Add(1)
+		}
+		return 0, c.opErr("read", err)
+	}
+	return n, nil
+}
+
 // signal wakes a reader in ppoll (the eventfd becomes readable).
 func (c *PacketConn) signal() {
 	one := [8]byte{1} // the eventfd adds a small number in either byte order

@@ -26,6 +26,7 @@ func (c *PacketConn) ReadFrame(b []byte) (int, net.HardwareAddr, error) {
 	return 0, nil, ErrNotSupported
 }
 func (c *PacketConn) ReadFrames(ms []Message) (int, error) { return 0, ErrNotSupported }
+func (c *PacketConn) ReadQueued(ms []Message) (int, error) { return 0, ErrNotSupported }
 func (c *PacketConn) SetReadDeadline(t time.Time) error    { return ErrNotSupported }
 func (c *PacketConn) HardwareAddr() net.HardwareAddr       { return nil }
 func (c *PacketConn) RxPoll() RxPoll                       { return RxPollRuntime }

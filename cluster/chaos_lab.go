@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 
 	"github.com/exo-rack/exo/daemon"
 )
@@ -20,6 +21,16 @@ type ChaosRun struct {
 	// CPUProfile makes every daemon write a CPU profile
 	// (Options.CPUProfile).
 	CPUProfile bool
+	// KeepData keeps the daemons' durable logs of a run without
+	// violations; they are removed otherwise (1-2 GB a 5-minute run: a
+	// machine that kept every run's filled its disk, and an ext4 nearly
+	// full slowed the fsyncs that the daemons wait on before they send).
+	// A run with violations or an error keeps them for a post-mortem.
+	KeepData bool
+	// TokenTimeoutMin, when positive, sets every daemon's
+	// token_timeout_min_ticks: the floor of the adaptive token timeout
+	// (0: the daemon's default, the fixed timeout).
+	TokenTimeoutMin int
 	// Chaos configures the nemesis; its Log receives the actions.
 	Chaos ChaosOptions
 	// Say, if set, receives the run's own lines: what runs where, once the
@@ -54,7 +65,12 @@ func RunChaos(ctx context.Context, r ChaosRun) (rep ChaosReport, dir string, err
 		if dir, err = os.MkdirTemp("", "exo-chaos-"); err != nil {
 			return fmt.Errorf("chaos: %w", err)
 		}
-		c, err := l.Start(ctx, Options{Dir: dir, CPUProfile: r.CPUProfile, Config: Hooks(Durable(dir, true), setOffload)})
+		timeout := func(c *daemon.Config) {
+			if r.TokenTimeoutMin > 0 {
+				c.TokenTimeoutMin = r.TokenTimeoutMin
+			}
+		}
+		c, err := l.Start(ctx, Options{Dir: dir, CPUProfile: r.CPUProfile, Config: Hooks(Durable(dir, true), setOffload, timeout)})
 		if err != nil {
 			return err
 		}
@@ -67,10 +83,31 @@ func RunChaos(ctx context.Context, r ChaosRun) (rep ChaosReport, dir string, err
 		}
 		say("chaos on %d hosts for %s, seed %d, offload %s (daemon logs in %s)", len(l.Rack.Hosts), length, r.Chaos.Seed, r.Offload, dir)
 		rep, err = c.Chaos(ctx, r.Chaos)
-		if serr := c.Stop(); serr != nil && err == nil {
+		serr := c.Stop()
+		if serr != nil && err == nil {
 			say("stopping the daemons: %v", serr)
+		}
+		if err == nil && serr == nil && len(rep.Violations) == 0 && !r.KeepData {
+			if derr := removeDurableLogs(dir); derr != nil {
+				say("removing the durable logs: %v", derr)
+			}
 		}
 		return err
 	})
 	return rep, dir, err
+}
+
+// removeDurableLogs removes the daemons' durable logs (data-*) under dir,
+// leaving their configs and logs.
+func removeDurableLogs(dir string) error {
+	ds, err := filepath.Glob(filepath.Join(dir, "data-*"))
+	if err != nil {
+		return err
+	}
+	for _, d := range ds {
+		if err := os.RemoveAll(d); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -357,7 +357,10 @@ func (d *Daemon) frameLoop(ctx context.Context) {
 		if timeout || !now.Before(d.wakeAt) {
 			// The deadline passed: it fires now, after the frames that
 			// came before it (a steady stream of frames must not keep it
-			// from firing).
+			// from firing), those queued since the read returned too.
+			if d.stepQueued(b) {
+				now = time.Now()
+			}
 			d.catchUpClock(now, true)
 			d.watchBehind(now)
 		}
@@ -386,6 +389,39 @@ func (d *Daemon) frameLoop(ctx context.Context) {
 // drainWindow is how long the frame loop looks for queued frames before a
 // deadline that passed while it was busy fires.
 const drainWindow = 20 * time.Microsecond
+
+// stepQueued steps the frames queued on the socket now, before a deadline
+// fires (core lock held), and reports whether there were any. A read
+// returns at its deadline without looking at the socket, and the loop may
+// then wait for a CPU or for the core lock (an OOB message, a publish, a
+// status read) before the deadline fires: a holder's frame that came in
+// that time would count as its silence, and the takeover it set off was a
+// fork and a view change.
+func (d *Daemon) stepQueued(b *rxBatch) bool {
+	read := func() (int, error) {
+		if q, ok := d.conn.(broadcast.QueuedReader); ok {
+			return q.ReadQueued(b.msgs)
+		}
+		// A Conn that cannot: a read that looks for drainWindow.
+		d.conn.SetReadDeadline(time.Now().Add(drainWindow))
+		return d.conn.ReadFrames(b.msgs)
+	}
+	got := false
+	for range 4 {
+		n, err := read()
+		if err != nil || n == 0 {
+			break
+		}
+		got = true
+		d.catchUpClock(time.Now(), false)
+		b.n = n
+		d.stepBatch(&d.f, b)
+		if n < len(b.msgs) {
+			break
+		}
+	}
+	return got
+}
 
 // maxSleep bounds the frame loop's sleep when the core has no deadline:
 // the behind watchdog still looks, and the ticks of a long sleep are

@@ -14,12 +14,12 @@ import (
 )
 
 func newChaosCmd() *cobra.Command {
-	var hosts, wipes, count int
+	var hosts, wipes, count, timeoutMin int
 	var dur, every, catchUp, spacing time.Duration
 	var only []string
 	var seed uint64
 	var prefix, out, offload string
-	var jsonOut, cpuProfile bool
+	var jsonOut, cpuProfile, keepData bool
 	cmd := &cobra.Command{
 		Use:   "chaos",
 		Short: "Run a seeded nemesis on a lab rack of daemons and check what they agreed",
@@ -70,7 +70,9 @@ SAFETY event. It explains every stall of the rack's agreement pointer over
 1 s (the view changes that ran and what they waited for, halted hosts, hosts
 catching up, and how long a connected majority of live hosts existed). It
 prints a report (--json: as JSON), writes the JSON one to --out, and exits 1
-on any violation. Needs root.`,
+on any violation. The daemons' durable logs (1-2 GB in 5 minutes) are removed
+after a run without violations (--keep-data keeps them); their logs, configs
+and profiles stay. Needs root.`,
 		Example: `  sudo exo lab chaos --hosts 7 --duration 5m --seed 1
   sudo exo lab chaos --duration 30s --seed 7 --out /tmp/chaos.json
   sudo exo lab chaos --hosts 7 --duration 1m --wipes 1   # a lost disk too (short logs: see docs/recovery.md)
@@ -95,6 +97,9 @@ on any violation. Needs root.`,
 			case dur <= 0:
 				return &exitError{code: 2, err: fmt.Errorf("--duration must be positive")}
 			}
+			if timeoutMin < 0 {
+				return &exitError{code: 2, err: fmt.Errorf("--token-timeout-min: %d must not be negative (0: the daemons' default)", timeoutMin)}
+			}
 			if every <= 0 || catchUp <= 0 {
 				return &exitError{code: 2, err: fmt.Errorf("--every and --catch-up must be positive")}
 			}
@@ -113,7 +118,7 @@ on any violation. Needs root.`,
 			copts.Log = func(s string) { fmt.Fprintln(logw, "  "+s) }
 			rep, dir, err := cluster.RunChaos(cmd.Context(), cluster.ChaosRun{
 				Lab:     cluster.LabOptions{Prefix: prefix, Hosts: hosts},
-				Offload: offload, CPUProfile: cpuProfile, Chaos: copts,
+				Offload: offload, CPUProfile: cpuProfile, KeepData: keepData, TokenTimeoutMin: timeoutMin, Chaos: copts,
 				Say: func(s string) { fmt.Fprintln(logw, s) },
 			})
 			if err != nil {
@@ -149,6 +154,8 @@ on any violation. Needs root.`,
 	cmd.Flags().StringVar(&offload, "offload", "software", "the daemons' fast path: "+strings.Join(cluster.OffloadModes, ", "))
 	cmd.Flags().StringVar(&out, "out", "", "write the JSON report here")
 	cmd.Flags().BoolVar(&jsonOut, "json", false, "print the report as JSON (the actions go to stderr)")
+	cmd.Flags().IntVar(&timeoutMin, "token-timeout-min", 0, "every daemon's token_timeout_min_ticks, the adaptive token timeout's floor in ticks of 250µs (0: the daemons' default, a fixed timeout of token_timeout_ticks)")
+	cmd.Flags().BoolVar(&keepData, "keep-data", false, "keep the daemons' durable logs after a run without violations (removed by default: 1-2 GB a 5-minute run; the daemons' logs stay)")
 	cmd.Flags().BoolVar(&cpuProfile, "cpuprofile", false, "every daemon writes a CPU profile to <daemon log dir>/<host>.cpu.pprof (a killed daemon's run leaves none)")
 	return cmd
 }

@@ -99,6 +99,7 @@ rejected BAD_TAG.
 	f.IntVar(&o.Seeds, "seeds", 100, "number of seeds per rack size")
 	f.IntVar(&o.Base.Ticks, "ticks", def.Ticks, "ticks of the faulty phase")
 	f.IntVar(&o.Base.FaultTicks, "fault-ticks", 0, "how long a partition or a crash lasts on average, in ticks (0: 50); see below")
+	f.IntVar(&o.Base.DiskTicks, "disk-ticks", 0, "a host's disk write (the fsync the daemon waits on before it sends) holds its output 0..N ticks, in the faulty phase (0: none)")
 	f.BoolVar(&o.Base.LabTiming, "lab-timing", false, "the daemon's timing in ticks (token timeout 40, view-change timeout 800, ...) instead of the core's defaults")
 	f.IntVar(&o.Base.Quiet, "quiet", def.Quiet, "ticks after the faults stop within which the rack must converge")
 	f.Float64Var(&o.Base.Drop, "drop", def.Drop, "probability that a frame or message is lost")
@@ -139,6 +140,8 @@ func (o *simOptions) validate() error {
 	switch {
 	case o.Seeds < 1:
 		return fmt.Errorf("--seeds: %d must be at least 1", o.Seeds)
+	case b.DiskTicks < 0:
+		return fmt.Errorf("--disk-ticks: %d must not be negative (0: the disk takes no time)", b.DiskTicks)
 	case b.FaultTicks < 0:
 		return fmt.Errorf("--fault-ticks: %d must not be negative (0: 50 ticks)", b.FaultTicks)
 	case b.Ticks < 0 || b.Quiet < 1:

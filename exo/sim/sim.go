@@ -53,6 +53,13 @@ type Options struct {
 	// view-change timeout is 2.5 token timeouts where the daemon's is 20.
 	LabTiming bool
 	Crashes   bool // random crashes and restarts
+	// DiskTicks models the daemon's disk write (the fsync it waits on
+	// before it sends anything of a Ready that wrote entries): in the
+	// faulty phase such a Ready holds the host's output, and all of its
+	// output after it, for 0..DiskTicks ticks (uniform). 0: the disk
+	// takes no time. A token timeout measures one hop; an epoch's first
+	// senders each write the install first (exo's installAllowance).
+	DiskTicks int
 	// Amnesia is the probability that a restart loses the durable state too
 	// (a host whose disk died). With it, agreement and validity are still
 	// checked, but liveness cannot be promised: a view change that would
@@ -197,6 +204,9 @@ type host struct {
 	// silent is how many more of its ticks must do nothing, as its last
 	// NextTick said (0 after any other input): checked on every tick.
 	silent int
+	// diskUntil is the step until which the host's output waits on its
+	// disk (Options.DiskTicks).
+	diskUntil int64
 	// Options.Token: the fast path, its control plane, and the step at
 	// which the control plane reads the fast path's records (-1: none
 	// due).
@@ -742,7 +752,7 @@ func (s *Sim) deliver(d *delivery) bool {
 			s.Stats.Frames++
 			for b := range s.hosts {
 				if b != d.to {
-					s.send(d.to, b, sent, nil)
+					s.send(d.to, b, sent, nil, 0)
 				}
 			}
 		}
@@ -784,8 +794,9 @@ func (s *Sim) deliver(d *delivery) bool {
 	return true
 }
 
-// send schedules a frame or message from a to b through the faulty network.
-func (s *Sim) send(a, b int, f *exo.Frame, m *exo.Message) {
+// send schedules a frame or message from a to b through the faulty
+// network, leaving a after wait steps (its disk: Options.DiskTicks).
+func (s *Sim) send(a, b int, f *exo.Frame, m *exo.Message, wait int64) {
 	if s.cut[a][b] {
 		return
 	}
@@ -799,7 +810,7 @@ func (s *Sim) send(a, b int, f *exo.Frame, m *exo.Message) {
 		}
 	}
 	for c := 0; c < copies; c++ {
-		delay := int64(1)
+		delay := 1 + wait
 		if s.opt.MaxDelay > 0 && !s.quiet {
 			delay += int64(s.rng.IntN(s.opt.MaxDelay + 1))
 		}
@@ -914,12 +925,16 @@ func (s *Sim) ready(i int) {
 	if cur := nd.Log(); len(cur) != len(log) || (len(log) > 0 && !cur[len(cur)-1].Equal(&log[len(log)-1])) {
 		s.chk.violation("host %d: Ready.Truncate/Appended do not reproduce the log (%d vs %d entries)", i, len(log), len(cur))
 	}
+	if s.opt.DiskTicks > 0 && !s.quiet && (len(rd.Appended) > 0 || rd.HasTruncate) {
+		h.diskUntil = max(h.diskUntil, s.now) + int64(s.rng.IntN(s.opt.DiskTicks*s.opt.StepsPerTick+1))
+	}
+	wait := max(0, h.diskUntil-s.now)
 	for fi := range rd.Frames {
 		f := rd.Frames[fi]
 		s.Stats.Frames++
 		for b := range s.hosts {
 			if b != i {
-				s.send(i, b, &f, nil)
+				s.send(i, b, &f, nil, wait)
 			}
 		}
 	}
@@ -930,7 +945,7 @@ func (s *Sim) ready(i int) {
 			continue
 		}
 		s.Stats.Messages++
-		s.send(i, int(m.To), nil, &m)
+		s.send(i, int(m.To), nil, &m, wait)
 	}
 	for _, e := range rd.Agreed {
 		s.chk.Agreed(i, h.inc, e)

@@ -566,6 +566,24 @@ func TestFarBehindDuelSeed(t *testing.T) {
 	}
 }
 
+// TestPastFloorRosterOfTwo replays a run where a host removed from the
+// roster, and re-added once the rack's only member had compacted far past
+// its log, fetched for ever: it became amnesiac (to rejoin by state
+// transfer) only once h+1 = 2 members had answered past its pointer, and
+// the roster of two had one other member. It stalled for good before
+// floorReached counted every other member as enough.
+func TestPastFloorRosterOfTwo(t *testing.T) {
+	o := DefaultOptions(3, 329)
+	o.Amnesia, o.KeepEntries, o.RosterChanges = 0.2, 16, 0.02
+	s, err := New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Run(); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestRosterAmnesiaSeeds replays runs that combine roster changes with
 // hosts losing their disks (--amnesia with --roster-changes, and the
 // operator's override): each stalled for good before the fix it names.

@@ -26,7 +26,7 @@ type Sweep struct {
 	// (exo sim has a flag for each): Ticks, Quiet, Drop, Dup, MaxDelay,
 	// Partitions, Crashes, Amnesia, KeepEntries, Retain, AcceptLoss, Forge,
 	// RosterChanges, KeyRotations, ProposeP, OOBEntriesPerStep, Token,
-	// TokenLag, and Config's TransferBytesPerTick, MaxFetchEntries,
+	// TokenLag, FaultTicks, LabTiming, DiskTicks, and Config's TransferBytesPerTick, MaxFetchEntries,
 	// IdleBackoffMax, IdleRotations and TokenTimeoutMin. Its other fields
 	// are not used: DefaultOptions sizes the rest by seed.
 	Base Options
@@ -61,7 +61,7 @@ func (s *Sweep) Options(hosts int, seed uint64) Options {
 	o.Token, o.TokenLag = b.Token, b.TokenLag
 	o.Config.IdleRotations = b.Config.IdleRotations
 	o.Config.TokenTimeoutMin = b.Config.TokenTimeoutMin
-	o.FaultTicks, o.LabTiming = b.FaultTicks, b.LabTiming
+	o.FaultTicks, o.LabTiming, o.DiskTicks = b.FaultTicks, b.LabTiming, b.DiskTicks
 	return o
 }
 
@@ -112,6 +112,7 @@ func (s *Sweep) Replay(hosts int, seed uint64) string {
 	add(b.Token && b.TokenLag != def.TokenLag, fmt.Sprintf("--token-lag %d", b.TokenLag))
 	add(b.FaultTicks != 0, fmt.Sprintf("--fault-ticks %d", b.FaultTicks))
 	add(b.LabTiming, "--lab-timing")
+	add(b.DiskTicks != 0, fmt.Sprintf("--disk-ticks %d", b.DiskTicks))
 	add(b.Ticks != def.Ticks, fmt.Sprintf("--ticks %d", b.Ticks))
 	add(b.Quiet != def.Quiet, fmt.Sprintf("--quiet %d", b.Quiet))
 	return strings.Join(args, " ") + " -v"
