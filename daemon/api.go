@@ -318,8 +318,13 @@ func (d *Daemon) subscribe(ctx context.Context, c net.Conn, w *bufio.Writer, wmu
 			break
 		}
 		// Below the history: from the retained log, up to the history's
-		// start (it moves on meanwhile: then again).
-		if len(d.history) > 0 && next >= d.streamFrom && next >= d.retained && d.disk != nil {
+		// start (it moves on meanwhile: then again). The retained log is
+		// this host's stream below the history, also below where the
+		// history began after a restart (streamFrom: the restart read
+		// back the in-memory part of its log; it delivered the rest
+		// before it stopped); a state transfer's floor jump starts the
+		// disk anew.
+		if len(d.history) > 0 && next >= d.retained && d.disk != nil {
 			upTo := d.history[0][0].Seq
 			d.mu.Unlock()
 			if arch == nil {
