@@ -557,6 +557,12 @@ func TestAcceptLossReleasesStalls(t *testing.T) {
 func TestFarBehindDuelSeed(t *testing.T) {
 	o := DefaultOptions(5, 365)
 	o.Amnesia, o.KeepEntries, o.Retain = 0.2, 16, 100000
+	runClean(t, o)
+}
+
+// runClean runs the simulator with o and fails the test on a violation.
+func runClean(t *testing.T, o Options) {
+	t.Helper()
 	s, err := New(o)
 	if err != nil {
 		t.Fatal(err)
@@ -575,13 +581,7 @@ func TestFarBehindDuelSeed(t *testing.T) {
 func TestPastFloorRosterOfTwo(t *testing.T) {
 	o := DefaultOptions(3, 329)
 	o.Amnesia, o.KeepEntries, o.RosterChanges = 0.2, 16, 0.02
-	s, err := New(o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Run(); err != nil {
-		t.Fatal(err)
-	}
+	runClean(t, o)
 }
 
 // TestRosterAmnesiaSeeds replays runs that combine roster changes with
