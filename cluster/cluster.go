@@ -454,7 +454,7 @@ func (c *Cluster) Usage(i int) (Usage, error) {
 // dir (fsync per batch, before anything that depends on it is sent).
 // keepAll keeps the whole run, for checkers that read every stream from
 // seq 0 at the end: on disk (retain), served to subscribers from there
-// below the in-memory log, which keeps the daemon's default keep_entries.
+// below the in-memory log, which keeps 16,384 entries.
 // (Keeping it all in memory, keep_entries 4 Mi messages, grew a lab
 // daemon's live heap to 600 MB in 3 minutes, and its garbage collector's
 // 150-200 ms marks every 5 s were when the rack took it over: 22 and 24

@@ -54,9 +54,9 @@ type Options struct {
 	LabTiming bool
 	Crashes   bool // random crashes and restarts
 	// DiskTicks models the daemon's disk write (the fsync it waits on
-	// before it sends anything of a Ready that wrote entries): in the
-	// faulty phase such a Ready holds the host's output, and all of its
-	// output after it, for 0..DiskTicks ticks (uniform). 0: the disk
+	// before it sends anything of a Ready that wrote entries, fetches
+	// but): in the faulty phase such a Ready holds the host's output, and
+	// all of its output after it, for 0..DiskTicks ticks (uniform). 0: the disk
 	// takes no time. A token timeout measures one hop; an epoch's first
 	// senders each write the install first (exo's installAllowance).
 	DiskTicks int
@@ -945,7 +945,11 @@ func (s *Sim) ready(i int) {
 			continue
 		}
 		s.Stats.Messages++
-		s.send(i, int(m.To), nil, &m, wait)
+		if m.Type == exo.MsgFetch {
+			s.send(i, int(m.To), nil, &m, 0) // the daemon sends fetches before its disk write
+		} else {
+			s.send(i, int(m.To), nil, &m, wait)
+		}
 	}
 	for _, e := range rd.Agreed {
 		s.chk.Agreed(i, h.inc, e)

@@ -684,13 +684,7 @@ func TestRetainSeeds(t *testing.T) {
 func TestSpareWitnessSeed(t *testing.T) {
 	o := DefaultOptions(5, 5168)
 	o.Amnesia, o.RosterChanges = 0.2, 0.02
-	s, err := New(o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Run(); err != nil {
-		t.Fatal(err)
-	}
+	runClean(t, o)
 }
 
 // TestTransferFromSpareSeed: the only member of a roster of one lost its
@@ -702,11 +696,5 @@ func TestSpareWitnessSeed(t *testing.T) {
 func TestTransferFromSpareSeed(t *testing.T) {
 	o := DefaultOptions(3, 4179)
 	o.Amnesia, o.RosterChanges, o.AcceptLoss = 0.2, 0.02, true
-	s, err := New(o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Run(); err != nil {
-		t.Fatal(err)
-	}
+	runClean(t, o)
 }
