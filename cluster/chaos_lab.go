@@ -31,6 +31,9 @@ type ChaosRun struct {
 	// token_timeout_min_ticks: the floor of the adaptive token timeout
 	// (0: the daemon's default, the fixed timeout).
 	TokenTimeoutMin int
+	// FetchWindow, when positive, sets every daemon's fetch_window: the
+	// batches a catch-up keeps in flight (0: the daemon's default).
+	FetchWindow int
 	// Chaos configures the nemesis; its Log receives the actions.
 	Chaos ChaosOptions
 	// Say, if set, receives the run's own lines: what runs where, once the
@@ -68,6 +71,9 @@ func RunChaos(ctx context.Context, r ChaosRun) (rep ChaosReport, dir string, err
 		timeout := func(c *daemon.Config) {
 			if r.TokenTimeoutMin > 0 {
 				c.TokenTimeoutMin = r.TokenTimeoutMin
+			}
+			if r.FetchWindow > 0 {
+				c.FetchWindow = r.FetchWindow
 			}
 		}
 		c, err := l.Start(ctx, Options{Dir: dir, CPUProfile: r.CPUProfile, Config: Hooks(Durable(dir, true), setOffload, timeout)})

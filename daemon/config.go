@@ -150,6 +150,10 @@ type Config struct {
 	// 64 KiB..32 MiB, below the OOB transport's 64 MiB message cap).
 	// Larger answers mean fewer round trips for a host far behind.
 	FetchBytes int `json:"fetch_bytes,omitempty"`
+	// FetchWindow is how many batches of fetch_bytes a host catching up to
+	// a later epoch keeps in flight, asked of the members heard in that
+	// epoch in turn (default 4; 1..16; 1: one batch a round trip).
+	FetchWindow int `json:"fetch_window,omitempty"`
 	// KeepEntries is how many agreed entries stay in memory for gap repair
 	// and subscribers (default 262144); older ones are compacted.
 	KeepEntries int `json:"keep_entries,omitempty"`
@@ -452,6 +456,8 @@ func (c *Config) Validate() error {
 		return fieldErr("queue_len", "%d must be at least 1", c.QueueLen)
 	case c.FetchBytes < 64<<10 || c.FetchBytes > 32<<20:
 		return fieldErr("fetch_bytes", "%d is outside 64KiB..32MiB", c.FetchBytes)
+	case c.FetchWindow < 0 || c.FetchWindow > exo.MaxFetchWindow:
+		return fieldErr("fetch_window", "%d is outside 1..%d (0: the default, %d)", c.FetchWindow, exo.MaxFetchWindow, exo.DefaultFetchWindow)
 	case c.BatchBytes != 0 && (c.BatchBytes < 2+fragHeader+4+1 || c.BatchBytes > 65535):
 		return fieldErr("batch_bytes", "%d is outside %d..65535", c.BatchBytes, 2+fragHeader+4+1)
 	case c.DataDir == "" && c.Fsync != "":
@@ -539,7 +545,7 @@ func (c *Config) coreConfig(mtu int) exo.Config {
 		RetransmitTicks: orDefault(c.RetransmitTicks, exo.LabRetransmitTicks),
 		IdleBackoffMax:  orDefault(c.IdleBackoffMax, 256), ViewChangeTimeout: orDefault(c.ViewChangeTimeout, exo.LabViewChangeTimeout),
 		IdleRotations:   c.idleRotations(),
-		TakeoverStagger: exo.LabTakeoverStagger, RejoinTicks: exo.LabRejoinTicks, FetchTicks: exo.LabFetchTicks, FetchBytes: c.FetchBytes,
+		TakeoverStagger: exo.LabTakeoverStagger, RejoinTicks: exo.LabRejoinTicks, FetchTicks: exo.LabFetchTicks, FetchBytes: c.FetchBytes, FetchWindow: c.FetchWindow,
 		TransferBytesPerTick: c.transferPerTick(), TransferTicks: c.transferTicks(),
 		MaxBatchBytes: min(batch, 65535), MaxPending: c.QueueLen,
 		KeyPhase: uint8(c.KeyPhase), KeyGraceTicks: keyGraceTicks(c.KeyGrace, c.Tick),

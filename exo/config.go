@@ -112,11 +112,19 @@ type Config struct {
 	// further ahead than the least it was after a batch: the pace never
 	// keeps a transfer from ending.
 	TransferBytesPerTick int
-	// TransferTicks is the least time a state transfer waits for an answer
-	// before it asks another member (0: FetchTicks, as any fetch): an
-	// answer of FetchBytes takes longer than a gap repair's, and asking
-	// again only doubles the members' work (the late answer is used).
+	// TransferTicks is the least time a state transfer or a catch-up to a
+	// later epoch waits for an answer before it asks another member (0:
+	// FetchTicks, as any fetch): an answer of FetchBytes takes longer than
+	// a gap repair's, and asking again only doubles the members' work (the
+	// late answer is used).
 	TransferTicks int
+	// FetchWindow is how many batches a catch-up to a later epoch keeps in
+	// flight: after the first answer, the next batches (each of the
+	// entries the last full batch held) are asked of the members that
+	// answered in that epoch in turn, so that their reading, the network
+	// and this host's appending overlap instead of taking one round trip
+	// a batch (1: one batch at a time; 0: DefaultFetchWindow).
+	FetchWindow int
 }
 
 // Defaults used by WithDefaults for fields left zero.
@@ -135,6 +143,7 @@ const (
 	DefaultMaxHeld           = 256
 	DefaultKeyGraceTicks     = 20000
 	DefaultMaxFetchEntries   = 1024
+	DefaultFetchWindow       = 4
 )
 
 // The daemon's timing, in its ticks of 250 us (daemon.Config's defaults):
@@ -184,6 +193,7 @@ func (c Config) WithDefaults() Config {
 	set(&c.MaxHeld, DefaultMaxHeld)
 	set(&c.KeyGraceTicks, DefaultKeyGraceTicks)
 	set(&c.MaxFetchEntries, DefaultMaxFetchEntries)
+	set(&c.FetchWindow, DefaultFetchWindow)
 	if c.SeqWindow == 0 {
 		c.SeqWindow = DefaultSeqWindow
 	}
@@ -236,11 +246,17 @@ func (c Config) Validate() error {
 		return configErr("FetchBytes", "%d must not be negative", c.FetchBytes)
 	case c.MaxFetchEntries < 1:
 		return configErr("MaxFetchEntries", "%d must be at least 1", c.MaxFetchEntries)
+	case c.FetchWindow < 1 || c.FetchWindow > MaxFetchWindow:
+		return configErr("FetchWindow", "%d is outside 1..%d", c.FetchWindow, MaxFetchWindow)
 	case c.KeyGraceTicks < 1:
 		return configErr("KeyGraceTicks", "%d must be at least 1", c.KeyGraceTicks)
 	}
 	return nil
 }
+
+// MaxFetchWindow bounds Config.FetchWindow: each batch in flight is up to
+// FetchBytes of memory at both ends.
+const MaxFetchWindow = 16
 
 // MaxRoster is the largest roster: ids 0..254, since 0xFF (HistoryNone)
 // marks an empty history slot.

@@ -947,6 +947,9 @@ func (nd *Node) fetchElsewhere(sender uint8) bool {
 // host, on a rack that changed epochs every second or so under load, fetch
 // its 100,000-entry gap three and a half times (308 MB).
 func (nd *Node) catchUpTo(f *Frame) {
+	if c := nd.catchup; c != nil && c.peers != nil && f.Epoch == c.epoch && f.Sender < uint8(nd.n) {
+		c.addPeer(nd.uidOf(f.Sender)) // a member in the epoch gathered: asked in turn
+	}
 	if nd.fetching && nd.fetchTicks < nd.fetchRTO() && !nd.fetchElsewhere(f.Sender) {
 		return
 	}
@@ -983,11 +986,14 @@ func (nd *Node) fetchAgain() {
 	if peer == nd.id {
 		peer = uint8((int(peer) + 1) % nd.n)
 	}
-	lo := nd.p.Append
-	if nd.catchup != nil {
-		lo = nd.catchup.end() // the next batch of a later epoch's log
+	lo, hi := nd.p.Append, uint64(0)
+	if c := nd.catchup; c != nil {
+		lo = c.end() // the next batch of a later epoch's log
+		if c.pipelined() {
+			hi = c.againAt(nd.fetchPeer, nd.uidOf(peer), nd.clock)
+		}
 	}
-	nd.fetch(nd.uidOf(peer), lo, 0)
+	nd.fetch(nd.uidOf(peer), lo, hi)
 }
 
 // FetchLimit sizes one fetch answer: Entries entries (or as many as
@@ -1064,8 +1070,8 @@ func (nd *Node) ArchiveBase() uint64 {
 func (nd *Node) archiveAnswer(m *Message) Message {
 	start := max(m.Lo, nd.archBase)
 	hi := nd.base
-	if m.Epoch == nd.p.Epoch && m.Hi > start && m.Hi < hi {
-		hi = m.Hi
+	if m.Hi > start && m.Hi < hi {
+		hi = m.Hi // a bound asked for
 	}
 	resp := Message{Type: MsgFetchResp, From: nd.uid, To: m.From, LogEpoch: nd.p.Epoch, Agreed: nd.p.Agreed,
 		Start: start, Hi: nd.p.Append, Skipped: nd.skippedList(), Roster: nd.ms.roster,
@@ -1107,7 +1113,11 @@ func (nd *Node) fetchBase() int {
 	if nd.fetchEst.samples > 0 {
 		base = min(max(nd.cfg.FetchTicks, nd.fetchEst.rto()), 16*nd.cfg.FetchTicks)
 	}
-	if nd.transfer.on {
+	if nd.transfer.on || nd.catchup != nil {
+		// Batches of up to FetchBytes (a state transfer, a catch-up to a
+		// later epoch) take longer than a gap repair's: asked again
+		// sooner, they came twice or more (a lab host restarted 47,568
+		// entries behind fetched 4 times their bytes).
 		base = max(base, nd.cfg.TransferTicks)
 	}
 	return base
@@ -1578,6 +1588,7 @@ func (nd *Node) Clone() *Node {
 	if nd.catchup != nil {
 		cu := *nd.catchup
 		cu.entries = slices.Clone(cu.entries)
+		cu.sent, cu.peers, cu.ahead = slices.Clone(cu.sent), slices.Clone(cu.peers), maps.Clone(cu.ahead) // appended to, deleted from in place
 		c.catchup = &cu
 	}
 	c.keys = nd.keys.clone()

@@ -33,7 +33,7 @@ import (
 //	                                token-timeout-min, takeover-stagger, retransmit, pass-delay,
 //	                                backoff (IdleBackoffMax), view-change-timeout, rejoin,
 //	                                fetch (FetchTicks), fetch-entries (MaxFetchEntries),
-//	                                key-grace (KeyGraceTicks). key=K: the frame key is
+//	                                fetch-window (FetchWindow), key-grace (KeyGraceTicks). key=K: the frame key is
 //	                                key K (16 bytes: K, then zeros). trace: what commands print
 //	                                of what the hosts do (all: every frame and delivery;
 //	                                events: protocol events only; none)
@@ -383,7 +383,7 @@ func (s *scenario) newRack(d *datadriven.TestData) {
 		"token-timeout": &c.TokenTimeout, "token-timeout-min": &c.TokenTimeoutMin, "takeover-stagger": &c.TakeoverStagger,
 		"retransmit": &c.RetransmitTicks, "pass-delay": &c.PassDelay, "backoff": &c.IdleBackoffMax,
 		"view-change-timeout": &c.ViewChangeTimeout, "rejoin": &c.RejoinTicks, "fetch": &c.FetchTicks,
-		"fetch-entries": &c.MaxFetchEntries, "key-grace": &c.KeyGraceTicks,
+		"fetch-entries": &c.MaxFetchEntries, "fetch-window": &c.FetchWindow, "key-grace": &c.KeyGraceTicks,
 	} {
 		*f = s.intArg(d, k, *f)
 	}

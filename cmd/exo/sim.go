@@ -119,6 +119,7 @@ rejected BAD_TAG.
 	f.Float64Var(&o.Base.ProposeP, "propose", def.ProposeP, "per-tick probability that a client publishes at a host")
 	f.IntVar(&o.Base.OOBEntriesPerStep, "oob-bandwidth", def.OOBEntriesPerStep, "log entries one OOB link carries per network step (0: unlimited); messages on a link queue behind each other")
 	f.IntVar(&o.Base.Config.MaxFetchEntries, "fetch-batch", def.Config.MaxFetchEntries, "entries in one fetch response at most (the daemon: 1024; small, so that short logs need batches too)")
+	f.IntVar(&o.Base.Config.FetchWindow, "fetch-window", def.Config.FetchWindow, "batches a catch-up keeps in flight (the daemon's fetch_window; 1: one at a time)")
 	f.IntVar(&o.Base.Config.IdleBackoffMax, "idle-backoff", def.Config.IdleBackoffMax, "cap of the idle back-off in ticks (the daemon's idle_backoff_max_ticks; -1: none)")
 	f.BoolVar(&o.Base.Token, "token", false, "every host's token is in a fast path in front of its core (xdp_token; see below)")
 	f.IntVar(&o.Base.TokenLag, "token-lag", def.TokenLag, "with --token: network steps the control plane may read its fast path's records late")
@@ -170,6 +171,8 @@ func (o *simOptions) validate() error {
 		return fmt.Errorf("--idle-backoff: %d must be -1 (none) or more", b.Config.IdleBackoffMax)
 	case b.Config.MaxFetchEntries < 1:
 		return fmt.Errorf("--fetch-batch: %d must be at least 1", b.Config.MaxFetchEntries)
+	case b.Config.FetchWindow < 1 || b.Config.FetchWindow > exo.MaxFetchWindow:
+		return fmt.Errorf("--fetch-window: %d is outside 1..%d", b.Config.FetchWindow, exo.MaxFetchWindow)
 	}
 	return nil
 }

@@ -73,6 +73,7 @@ func SweepDefaults() Options {
 	o := DefaultOptions(5, 1)
 	o.Config.IdleBackoffMax = exo.DefaultIdleBackoffMax
 	o.Config.IdleRotations = exo.DefaultIdleRotations
+	o.Config.FetchWindow = exo.DefaultFetchWindow
 	o.TokenLag = 4
 	return o
 }
@@ -104,6 +105,7 @@ func (s *Sweep) Replay(hosts int, seed uint64) string {
 	add(b.KeyRotations != 0, fmt.Sprintf("--key-rotations %g", b.KeyRotations))
 	add(b.ProposeP != def.ProposeP, fmt.Sprintf("--propose %g", b.ProposeP))
 	add(b.Config.MaxFetchEntries != def.Config.MaxFetchEntries, fmt.Sprintf("--fetch-batch %d", b.Config.MaxFetchEntries))
+	add(b.Config.FetchWindow != def.Config.FetchWindow, fmt.Sprintf("--fetch-window %d", b.Config.FetchWindow))
 	add(b.Config.IdleBackoffMax != def.Config.IdleBackoffMax, fmt.Sprintf("--idle-backoff %d", b.Config.IdleBackoffMax))
 	add(b.OOBEntriesPerStep != def.OOBEntriesPerStep, fmt.Sprintf("--oob-bandwidth %d", b.OOBEntriesPerStep))
 	add(b.Token, "--token")
