@@ -549,3 +549,39 @@ func TestFetchForNewerEpoch(t *testing.T) {
 		t.Fatal("a gap repair under way held back the catch-up to epoch 7")
 	}
 }
+
+// TestDivergenceStagger: a divergence at seq starts a view change at once
+// at the host whose position is seq's (mod n), and half a takeover
+// stagger later for each place after it in token order; a host that
+// promised a view change meanwhile does not lead its own.
+func TestDivergenceStagger(t *testing.T) {
+	r := windowRack(t, 5, 4, 10, 1)
+	const seq = 12 // position 2 leads
+	half := max(1, r.nodes[0].cfg.TakeoverStagger/2)
+	for i, x := range r.nodes {
+		rank := (i - seq%5 + 5) % 5
+		x.diverged(seq)
+		started := 0
+		for k := 0; k <= 4*half && x.vc == nil; k++ {
+			if k > 0 {
+				x.Tick()
+			}
+			started = k
+		}
+		x.Ready()
+		x.Advance()
+		if x.vc == nil || started != rank*half {
+			t.Fatalf("host %d (rank %d): view change %v after %d ticks, want after %d", i, rank, x.vc != nil, started, rank*half)
+		}
+	}
+	// Host 4 (rank 2) promises another host's view change first.
+	x := windowRack(t, 5, 4, 10, 1).nodes[4]
+	x.diverged(seq)
+	x.Step(Message{Type: MsgPrepare, From: 2, To: x.uid, Epoch: 7, Lo: x.Pointers().Agreed})
+	for k := 0; k < 4*half; k++ {
+		x.Tick()
+	}
+	if x.vc != nil {
+		t.Fatalf("host 4 led its own view change (epoch %d) after it promised epoch 7", x.vc.epoch)
+	}
+}

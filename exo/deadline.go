@@ -59,6 +59,9 @@ func (nd *Node) NextTick() int {
 	if nd.leadFor > 0 {
 		at(nd.leadFor)
 	}
+	if nd.divergeIn > 0 {
+		at(nd.divergeIn)
+	}
 	if nd.skipped[nd.id] {
 		at(nd.cfg.RejoinTicks - nd.skippedTicks)
 	}

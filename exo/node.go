@@ -240,7 +240,11 @@ type Node struct {
 	probeAt int // idle at which the next probe round is due (probes > 0)
 	// leadFor counts down to a lead-for-behind view change of this host
 	// (0: none), staggered by its place after the host behind.
-	leadFor   int
+	leadFor int
+	// divergeIn counts down to the view change of a divergence this host
+	// saw (0: none), staggered by its place after the divergent
+	// position's (diverged).
+	divergeIn int
 	vcHeardAt uint64
 	// promisedFar: the promise held went to an initiator far behind
 	// this host (behind).
@@ -729,7 +733,7 @@ func (nd *Node) step(f *Frame) Reason {
 	case ReasonDivergence:
 		nd.reject(f, r)
 		nd.event(EventDivergence, f.Epoch, f.Seq, f.Sender)
-		nd.diverged()
+		nd.diverged(f.Seq)
 	case ReasonFutureEpoch:
 		nd.reject(f, r)
 		if !nd.amnesiac {
@@ -1142,7 +1146,7 @@ func (nd *Node) drainHeld() {
 			nd.appendHeard(e)
 		case ReasonDivergence:
 			nd.event(EventDivergence, e.Epoch, e.Seq, e.Sender)
-			nd.diverged()
+			nd.diverged(e.Seq)
 			return
 		default:
 			nd.rd.Rejects = append(nd.rd.Rejects, Reject{From: e.Sender, Seq: e.Seq, Epoch: e.Epoch, Reason: r})
@@ -1387,6 +1391,12 @@ func (nd *Node) Tick() {
 	if nd.leadFor > 0 {
 		if nd.leadFor--; nd.leadFor == 0 && nd.vc == nil {
 			nd.startViewChange(CauseLeadForBehind)
+			return
+		}
+	}
+	if nd.divergeIn > 0 {
+		if nd.divergeIn--; nd.divergeIn == 0 && nd.vc == nil {
+			nd.startViewChange(CauseDivergence)
 			return
 		}
 	}

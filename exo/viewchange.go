@@ -82,13 +82,28 @@ func (nd *Node) askPromise(u uint8) {
 	nd.rd.Messages = append(nd.rd.Messages, Message{Type: MsgPrepare, From: nd.uid, To: u, Epoch: vc.epoch, Lo: vc.lo, LogEpoch: nd.p.Epoch, Amnesiac: nd.amnesiac})
 }
 
-// diverged starts a view change after a divergence, unless this host was
-// refused as far behind a moment ago (deferVC).
-func (nd *Node) diverged() {
+// diverged starts a view change after a divergence at seq, unless this
+// host was refused as far behind a moment ago (deferVC): at once at the
+// host whose position is seq's (mod n), each next one in token order half
+// a takeover stagger later unless it promised a view change meanwhile. A
+// takeover race shows every host the same divergence at once; each led a
+// view change, they preempted each other, and a promise to one that gave
+// up held its host until the promise timed out (lab: four view changes
+// within 5 ms of one divergence, the rack still 500 ms later).
+func (nd *Node) diverged(seq uint64) {
 	if nd.deferVC > 0 {
 		return
 	}
-	nd.startViewChange(CauseDivergence)
+	delay := 0
+	if mine, ok := nd.posOf(nd.uid); ok && nd.n > 1 {
+		delay = (int(mine) - int(seq%uint64(nd.n)) + nd.n) % nd.n * max(1, nd.cfg.TakeoverStagger/2)
+	}
+	if delay == 0 {
+		nd.divergeIn = 0
+		nd.startViewChange(CauseDivergence)
+	} else if nd.divergeIn == 0 || delay < nd.divergeIn {
+		nd.divergeIn = delay
+	}
 }
 
 // promise is an epoch promised and to whom (ok: known; after a restart the
@@ -210,8 +225,9 @@ func (nd *Node) noteLeftOut(f *Frame) {
 
 func (nd *Node) tickHalted() {
 	nd.haltedTicks++
-	nd.leadFor = 0 // it promised a view change: no need to lead one for a host behind
-	nd.probes = 0  // tokenStuck's probes count while not halted
+	nd.leadFor = 0   // it promised a view change: no need to lead one for a host behind
+	nd.divergeIn = 0 // nor one for a divergence
+	nd.probes = 0    // tokenStuck's probes count while not halted
 	if nd.leftOut > 0 && nd.haltedTicks < nd.leftOutAfter() {
 		nd.leftOut = 0 // a promise or a view change began since
 	}
@@ -542,7 +558,7 @@ func (nd *Node) stepFetchResp(m Message) {
 					break
 				}
 				nd.event(EventDivergence, e.Epoch, e.Seq, m.From)
-				nd.diverged()
+				nd.diverged(e.Seq)
 				return
 			}
 			break
@@ -702,7 +718,7 @@ func (nd *Node) adopt(epoch uint32, start uint64, entries []Entry, agreed uint64
 	nd.vc = nil
 	nd.vcFailures = 0
 	nd.leftOuts = 0
-	nd.idle, nd.probes, nd.leadFor = 0, 0, 0
+	nd.idle, nd.probes, nd.leadFor, nd.divergeIn = 0, 0, 0, 0
 	nd.haltedTicks = 0
 	nd.skippedTicks = 0
 	clear(nd.held)
