@@ -195,6 +195,9 @@ func (r ChaosReport) Summary() string {
 	}
 	fmt.Fprintf(&b, "\ndaemons' counters over %.0fs, summed over the hosts: takeovers %d (%.2f per minute), view changes started %d (%.2f per minute), false takeovers %s",
 		ct.Seconds, ct.Takeovers, ct.PerMinute(ct.Takeovers), ct.ViewChanges, ct.PerMinute(ct.ViewChanges), fals)
+	if ct.Fsyncs > 0 {
+		fmt.Fprintf(&b, ", durable-log fsyncs %d (%.0f per second)", ct.Fsyncs, float64(ct.Fsyncs)/max(ct.Seconds, 1))
+	}
 	if r.Actions["none"] > 0 && len(r.Actions) == 1 {
 		fmt.Fprintf(&b, "\n  (no fault in this run: every takeover and view change in it was a false one)")
 	}
@@ -467,7 +470,8 @@ func (c *Cluster) Chaos(ctx context.Context, o ChaosOptions) (ChaosReport, error
 	counted.add(m.lost)
 	m.mu.Unlock()
 	rep.Counters = TakeoverCounts{Seconds: time.Since(countFrom).Seconds(), Takeovers: counted.takeovers - min(counted.takeovers, counted0.takeovers),
-		ViewChanges: counted.viewChanges - min(counted.viewChanges, counted0.viewChanges)}
+		ViewChanges: counted.viewChanges - min(counted.viewChanges, counted0.viewChanges),
+		Fsyncs:      counted.fsyncs - min(counted.fsyncs, counted0.fsyncs)}
 	if counted.hasFalse {
 		f := counted.falseTakeovers - min(counted.falseTakeovers, counted0.falseTakeovers)
 		rep.Counters.FalseTakeovers = &f

@@ -116,6 +116,9 @@ type TakeoverCounts struct {
 	// false_takeovers field or counter); nil when the daemons do not
 	// report it.
 	FalseTakeovers *uint64 `json:"false_takeovers"`
+	// Fsyncs is the daemons' durable-log fsyncs (status counters.wal_fsyncs,
+	// exo_wal_fsyncs_total; 0 when the daemons do not count them).
+	Fsyncs uint64 `json:"wal_fsyncs"`
 }
 
 // PerMinute is n per minute of the counted time.
@@ -128,13 +131,14 @@ func (t TakeoverCounts) PerMinute(n uint64) float64 {
 
 // counterSet is what is read of one host's counters.
 type counterSet struct {
-	takeovers, viewChanges, falseTakeovers uint64
-	hasFalse                               bool
+	takeovers, viewChanges, falseTakeovers, fsyncs uint64
+	hasFalse                                       bool
 }
 
 func (a *counterSet) add(b counterSet) {
 	a.takeovers += b.takeovers
 	a.viewChanges += b.viewChanges
+	a.fsyncs += b.fsyncs
 	a.falseTakeovers += b.falseTakeovers
 	a.hasFalse = a.hasFalse || b.hasFalse
 }
@@ -158,7 +162,7 @@ func (c *Cluster) statusFull(ctx context.Context, i int) (daemon.Status, counter
 	if err := json.Unmarshal(raw, &st); err != nil {
 		return st, cs, err
 	}
-	cs.takeovers, cs.viewChanges = st.Counters["takeovers"], st.Counters["view_changes"]
+	cs.takeovers, cs.viewChanges, cs.fsyncs = st.Counters["takeovers"], st.Counters["view_changes"], st.Counters["wal_fsyncs"]
 	if v, ok := st.Counters["false_takeovers"]; ok {
 		cs.falseTakeovers, cs.hasFalse = v, true
 	}

@@ -34,6 +34,9 @@ type ChaosRun struct {
 	// FetchWindow, when positive, sets every daemon's fetch_window: the
 	// batches a catch-up keeps in flight (0: the daemon's default).
 	FetchWindow int
+	// Fsync, when set, is every daemon's fsync policy ("batch", the
+	// default, or "entry": also after every batch received).
+	Fsync string
 	// Chaos configures the nemesis; its Log receives the actions.
 	Chaos ChaosOptions
 	// Say, if set, receives the run's own lines: what runs where, once the
@@ -74,6 +77,9 @@ func RunChaos(ctx context.Context, r ChaosRun) (rep ChaosReport, dir string, err
 			}
 			if r.FetchWindow > 0 {
 				c.FetchWindow = r.FetchWindow
+			}
+			if r.Fsync != "" {
+				c.Fsync = r.Fsync
 			}
 		}
 		c, err := l.Start(ctx, Options{Dir: dir, CPUProfile: r.CPUProfile, Config: Hooks(Durable(dir, true), setOffload, timeout)})

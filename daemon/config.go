@@ -178,9 +178,11 @@ type Config struct {
 	SegmentBytes int64 `json:"segment_bytes,omitempty"`
 	// DataDir holds the durable log; empty keeps the log in memory only.
 	DataDir string `json:"data_dir,omitempty"`
-	// Fsync is the durable log's policy: "none", "batch" (default: once per
-	// batch, before anything that depends on it is sent) or "entry" (the
-	// same as batch since an fsync per entry bought nothing; see wal.Sync).
+	// Fsync is the durable log's policy: "none", "batch" (default: before
+	// anything that depends on the log is sent, when the meta changes, and
+	// within 100 ms of entries received) or "entry" (also after every
+	// batch of entries received: the policy before "batch" became lazy;
+	// see wal.Sync).
 	Fsync string `json:"fsync,omitempty"`
 	// Join starts the host as one that lost its state (an empty data
 	// directory joining a running rack): it rejoins through a view change.

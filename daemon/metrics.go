@@ -26,6 +26,7 @@ type metrics struct {
 	queueDepth, halted              prometheus.Gauge
 	framesIn, framesOut, oobOut     prometheus.Counter
 	fetchedEntries, fetchedBytes    prometheus.Counter
+	walFsyncs                       prometheus.Counter
 	readErrors, writeErrors         prometheus.Counter
 	foreignMAC, badFragments        prometheus.Counter
 	published, delivered, queueFull prometheus.Counter
@@ -73,6 +74,7 @@ func newMetrics() *metrics {
 		oobOut:            c("oob_messages_sent_total", "OOB messages handed to the transport."),
 		fetchedEntries:    c("fetched_entries_total", "Entries received in answers to this host's fetches (gap repair, catch-up; duplicates included): its rate is a catch-up's speed."),
 		fetchedBytes:      c("fetched_bytes_total", "Bytes of the entries counted by exo_fetched_entries_total (exo.Entry.BinarySize)."),
+		walFsyncs:         c("wal_fsyncs_total", "fsyncs of the durable log's segments: one per Ready that sends something, changes the meta or follows 100 ms of entries received and not yet synced."),
 		readErrors:        c("read_errors_total", "Errors reading the interface."),
 		writeErrors:       c("write_errors_total", "Errors writing the interface."),
 		foreignMAC:        c("foreign_mac_frames_total", "Frames whose source MAC is not the sender's roster MAC."),
@@ -119,7 +121,7 @@ func newMetrics() *metrics {
 			Buckets: prometheus.ExponentialBuckets(1e-6, 2, 22)}),
 	}
 	m.reg.MustRegister(m.info, m.appendPtr, m.agreedPtr, m.epoch, m.queueDepth, m.halted, m.framesIn, m.framesOut,
-		m.oobOut, m.fetchedEntries, m.fetchedBytes, m.readErrors, m.writeErrors, m.foreignMAC, m.badFragments, m.published, m.delivered, m.queueFull,
+		m.oobOut, m.fetchedEntries, m.fetchedBytes, m.walFsyncs, m.readErrors, m.writeErrors, m.foreignMAC, m.badFragments, m.published, m.delivered, m.queueFull,
 		m.viewChanges, m.viewChangeCauses, m.viewChangeTime, m.pastFloor, m.floorJumps, m.archiveAnswers, m.archiveMisses, m.archiveSubscribed, m.retainedBase, m.logBytes, m.rackFloor, m.retainLagging, m.epochFirstFrame, m.takeovers, m.falseTakeovers, m.tokenTimeout, m.rejects, m.tokenHold, m.offloadDrops, m.offloadPushes,
 		m.keyPhase, m.keyEvents, m.safetyEvents, m.behindEntries, m.behindEpoch, m.ticks, m.wakeups, m.tokenWait, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	for r := exo.Reason(1); r < exo.NumReasons; r++ {
@@ -181,6 +183,7 @@ func (m *metrics) counters() map[string]uint64 {
 	read("frames_out", m.framesOut)
 	read("fetched_entries", m.fetchedEntries)
 	read("fetched_bytes", m.fetchedBytes)
+	read("wal_fsyncs", m.walFsyncs)
 	read("foreign_mac", m.foreignMAC)
 	read("published", m.published)
 	read("delivered", m.delivered)

@@ -37,13 +37,20 @@ type Sync int
 
 // Fsync policies.
 const (
-	SyncNone  Sync = iota // never fsync (the OS writes back; a power loss may lose the tail)
-	SyncBatch             // fsync once per batch of appends (per core Ready)
-	// SyncEntry is kept as a name of SyncBatch. It used to fsync after
-	// every entry of a batch, which bought nothing (nothing that depends
-	// on a batch is sent before Commit) and held the daemon's core for one
-	// fsync per entry: 0.8 ms each on the lab machine, so a catch-up batch
-	// of 1,024 entries stopped the host for 0.8 s (issue 12's chaos runs).
+	SyncNone Sync = iota // never fsync (the OS writes back; a power loss may lose the tail)
+	// SyncBatch fsyncs at a Commit that has records to make durable. The
+	// daemon commits before it sends anything that depends on the log (a
+	// frame, a promise, an answer), when the meta changed, and at most
+	// 100 ms after entries it received and did not vouch for yet.
+	SyncBatch
+	// SyncEntry is SyncBatch with a Commit after every batch of appends
+	// (every core Ready that appended), sent or not: the daemon's policy
+	// before its lazy commits, kept to compare them. It once meant an
+	// fsync after every entry of a batch, which bought nothing (nothing
+	// that depends on a batch is sent before Commit) and held the
+	// daemon's core for one fsync per entry: 0.8 ms each on the lab
+	// machine, so a catch-up batch of 1,024 entries stopped the host for
+	// 0.8 s (issue 12's chaos runs).
 	SyncEntry
 )
 
@@ -115,19 +122,23 @@ type segment struct {
 
 // Log is an open durable log. It is not safe for concurrent use.
 type Log struct {
-	dir    string
-	sync   Sync
-	segs   []segment
-	f      *os.File // the last segment, open for appending
-	size   int64
-	offs   []int64 // offset of each record of the last segment
-	end    uint64  // seq after the last record
-	meta   Meta
-	disk   Meta // the meta last written (or read)
-	dirty  bool
-	buf    []byte
-	segMax int64  // a segment is rolled at this size (Options.SegmentBytes)
-	Repair string // what Open cut from a damaged tail ("" if nothing)
+	dir   string
+	sync  Sync
+	segs  []segment
+	f     *os.File // the last segment, open for appending
+	size  int64
+	offs  []int64 // offset of each record of the last segment
+	end   uint64  // seq after the last record
+	meta  Meta
+	disk  Meta // the meta last written (or read)
+	dirty bool
+	// unsynced: records were written (or the log cut) since the last
+	// fsync of the last segment.
+	unsynced bool
+	syncs    uint64 // fsyncs of segments (Syncs)
+	buf      []byte
+	segMax   int64  // a segment is rolled at this size (Options.SegmentBytes)
+	Repair   string // what Open cut from a damaged tail ("" if nothing)
 }
 
 // Options tunes a log.
@@ -339,6 +350,7 @@ func (l *Log) Truncate(seq uint64) error {
 	if seq >= l.end {
 		return nil
 	}
+	l.unsynced = true
 	for len(l.segs) > 0 && l.segs[len(l.segs)-1].first > seq {
 		last := l.segs[len(l.segs)-1]
 		if l.f != nil {
@@ -406,6 +418,7 @@ func (l *Log) Append(es []exo.Entry) error {
 	// The records go out in writes of about 1 MiB, not one per entry: a
 	// catch-up appends thousands of entries in one batch.
 	l.buf = l.buf[:0]
+	l.unsynced = l.unsynced || len(es) > 0
 	flush := func() error {
 		if len(l.buf) == 0 {
 			return nil
@@ -456,6 +469,7 @@ func (l *Log) roll(first uint64) error {
 		if err := l.f.Sync(); err != nil {
 			return fmt.Errorf("wal: fsync: %w", err)
 		}
+		l.syncs++
 		l.f.Close()
 		l.segs[len(l.segs)-1].size = l.size
 	}
@@ -495,11 +509,13 @@ func (l *Log) SetMeta(m Meta) {
 // temporary file, fsynced, renamed). Call it before sending anything that
 // depends on it.
 func (l *Log) Commit() error {
-	if l.f != nil && l.sync != SyncNone {
+	if l.f != nil && l.sync != SyncNone && l.unsynced {
 		if err := l.f.Sync(); err != nil {
 			return fmt.Errorf("wal: fsync: %w", err)
 		}
+		l.syncs++
 	}
+	l.unsynced = false
 	if !l.dirty {
 		return nil
 	}
@@ -532,6 +548,19 @@ func (l *Log) Commit() error {
 	l.disk = l.meta
 	return nil
 }
+
+// Pending reports whether a Commit has anything to make durable: records
+// written or the log cut since the last one, or a changed meta.
+func (l *Log) Pending() bool { return l.unsynced || l.dirty }
+
+// Syncs returns how many times the log fsynced a segment (a Commit with
+// records written since the last one, a segment rolled over).
+func (l *Log) Syncs() uint64 { return l.syncs }
+
+// MetaPending reports whether the meta changed since it was last written
+// (SetMeta): a Commit must write it before anything that depends on it
+// leaves.
+func (l *Log) MetaPending() bool { return l.dirty }
 
 // Compact removes whole segments that end below seq, and never an entry at
 // or beyond the RosterAt of the meta on disk (the roster it records is the

@@ -297,3 +297,44 @@ func TestCompactKeepsRosterBase(t *testing.T) {
 	}
 	equal(t, hs.Log, entries(25, 30))
 }
+
+// TestCommitSyncsWhatWasWritten: a Commit fsyncs the segment only when
+// records were written or the log cut since the last one (Syncs counts
+// it), and Pending says whether a Commit has anything to do.
+func TestCommitSyncsWhatWasWritten(t *testing.T) {
+	l, _, err := Open(t.TempDir(), SyncBatch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	step := func(what string, pending bool, syncs uint64) {
+		t.Helper()
+		if l.Pending() != pending {
+			t.Fatalf("%s: Pending %v, want %v", what, l.Pending(), pending)
+		}
+		if err := l.Commit(); err != nil {
+			t.Fatal(err)
+		}
+		if l.Syncs() != syncs || l.Pending() {
+			t.Fatalf("%s: %d fsyncs (pending %v), want %d", what, l.Syncs(), l.Pending(), syncs)
+		}
+	}
+	if err := l.Append(entries(0, 10)); err != nil {
+		t.Fatal(err)
+	}
+	step("records written", true, 1)
+	step("nothing written", false, 1)
+	l.SetMeta(Meta{Epoch: 2})
+	if !l.MetaPending() {
+		t.Fatal("a changed meta is not pending")
+	}
+	step("the meta alone", true, 1)
+	if err := l.Truncate(5); err != nil {
+		t.Fatal(err)
+	}
+	step("the log cut", true, 2)
+	if err := l.Append(entries(5, 6)); err != nil {
+		t.Fatal(err)
+	}
+	step("one record", true, 3)
+}

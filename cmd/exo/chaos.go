@@ -16,6 +16,7 @@ import (
 
 func newChaosCmd() *cobra.Command {
 	var hosts, wipes, count, timeoutMin, fetchWindow int
+	var fsync string
 	var dur, every, catchUp, spacing time.Duration
 	var only []string
 	var seed uint64
@@ -101,6 +102,9 @@ and profiles stay. Needs root.`,
 			if timeoutMin < 0 {
 				return &exitError{code: 2, err: fmt.Errorf("--token-timeout-min: %d must not be negative (0: the daemons' default)", timeoutMin)}
 			}
+			if fsync != "" && fsync != "batch" && fsync != "entry" {
+				return &exitError{code: 2, err: fmt.Errorf("--fsync: %q is neither batch nor entry", fsync)}
+			}
 			if fetchWindow < 0 || fetchWindow > exo.MaxFetchWindow {
 				return &exitError{code: 2, err: fmt.Errorf("--fetch-window: %d is outside 1..%d (0: the daemons' default, %d)", fetchWindow, exo.MaxFetchWindow, exo.DefaultFetchWindow)}
 			}
@@ -122,7 +126,7 @@ and profiles stay. Needs root.`,
 			copts.Log = func(s string) { fmt.Fprintln(logw, "  "+s) }
 			rep, dir, err := cluster.RunChaos(cmd.Context(), cluster.ChaosRun{
 				Lab:     cluster.LabOptions{Prefix: prefix, Hosts: hosts},
-				Offload: offload, CPUProfile: cpuProfile, KeepData: keepData, TokenTimeoutMin: timeoutMin, FetchWindow: fetchWindow, Chaos: copts,
+				Offload: offload, CPUProfile: cpuProfile, KeepData: keepData, TokenTimeoutMin: timeoutMin, FetchWindow: fetchWindow, Fsync: fsync, Chaos: copts,
 				Say: func(s string) { fmt.Fprintln(logw, s) },
 			})
 			if err != nil {
@@ -158,6 +162,7 @@ and profiles stay. Needs root.`,
 	cmd.Flags().StringVar(&offload, "offload", "software", "the daemons' fast path: "+strings.Join(cluster.OffloadModes, ", "))
 	cmd.Flags().StringVar(&out, "out", "", "write the JSON report here")
 	cmd.Flags().BoolVar(&jsonOut, "json", false, "print the report as JSON (the actions go to stderr)")
+	cmd.Flags().StringVar(&fsync, "fsync", "", "every daemon's fsync policy: batch (the default: before anything that depends on the log is sent) or entry (also after every batch of entries received: the policy before batch became lazy)")
 	cmd.Flags().IntVar(&fetchWindow, "fetch-window", 0, "every daemon's fetch_window: the batches a host catching up keeps in flight (0: the daemons' default, 4; 1: one at a time)")
 	cmd.Flags().IntVar(&timeoutMin, "token-timeout-min", 0, "every daemon's token_timeout_min_ticks, the adaptive token timeout's floor in ticks of 250µs (0: the daemons' default, a fixed timeout of token_timeout_ticks)")
 	cmd.Flags().BoolVar(&keepData, "keep-data", false, "keep the daemons' durable logs after a run without violations (removed by default: 1-2 GB a 5-minute run; the daemons' logs stay)")

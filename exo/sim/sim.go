@@ -189,7 +189,13 @@ func (q *queue) Pop() any {
 type host struct {
 	node    *exo.Node
 	up      bool
-	durable exo.HardState // persisted by every Ready
+	durable exo.HardState // written by every Ready
+	// synced is what the last fsync made durable: the durable state as of
+	// the last Ready that sent a frame or a message other than a fetch,
+	// changed the meta, or came lazySyncTicks after the one before (the
+	// daemon's mustCommit); a crash loses what was written after it.
+	synced   exo.HardState
+	syncedAt int64
 	// archive is the simulated disk's part below the log's base
 	// (Options.Retain): entries from bases[0].at on; bases are the former
 	// log bases with the roster at each, where the archive may start.
@@ -228,16 +234,21 @@ type Sim struct {
 	// the entry after each, as a reader off by one would: the checker must
 	// catch it.
 	brokenArchive bool
-	opt           Options
-	rng           *rand.Rand
-	hosts         []*host
-	cut           [][]bool  // cut[a][b]: nothing from a reaches b
-	busy          [][]int64 // busy[a][b]: the OOB link from a to b carries a message until this step
-	q             queue
-	now           int64
-	order         uint64
-	tick          int
-	quiet         bool
+	// brokenSync (tests only) sends frames before the entries received
+	// are fsynced, as a daemon whose lazy commit forgot them would: a
+	// crash then loses entries this host vouched for, and the checker
+	// must catch it.
+	brokenSync bool
+	opt        Options
+	rng        *rand.Rand
+	hosts      []*host
+	cut        [][]bool  // cut[a][b]: nothing from a reaches b
+	busy       [][]int64 // busy[a][b]: the OOB link from a to b carries a message until this step
+	q          queue
+	now        int64
+	order      uint64
+	tick       int
+	quiet      bool
 	// amnesiac is set once any host restarted without its state; fenced
 	// once any restarted fenced (Options.Token).
 	amnesiac, fenced bool
@@ -296,6 +307,7 @@ type Stats struct {
 	Token          token.Stats
 	FencedRestarts uint64
 	Compactions    uint64 // log compactions (Options.KeepEntries)
+	UnsyncedLost   uint64 // log entries written and not fsynced that crashes lost (host.synced)
 	ArchiveAnswers uint64 // fetch answers filled from an archive (Options.Retain)
 	ArchiveMisses  uint64 // fetch answers dropped: the archive no longer held their start
 	PastFloor      uint64 // hosts that fell behind every member's log and became amnesiac
@@ -342,7 +354,7 @@ func New(opt Options) (*Sim, error) {
 		if err != nil {
 			return nil, fmt.Errorf("sim: host %d: %w", i, err)
 		}
-		s.hosts = append(s.hosts, &host{node: nd, up: true, durable: hs, readAt: -1})
+		s.hosts = append(s.hosts, &host{node: nd, up: true, durable: hs, synced: hs, readAt: -1})
 		if opt.Token {
 			s.attach(i, false)
 		}
@@ -369,6 +381,7 @@ func (s *Sim) attach(i int, kept bool) {
 			log := h.durable.Log
 			h.durable = h.node.HardStateMeta()
 			h.durable.Log = log
+			h.sync(s.now) // the daemon's token mode commits in full
 			return nil
 		},
 		Ready: func() error { s.ready(i); return nil },
@@ -917,11 +930,19 @@ func (s *Sim) ready(i int) {
 		for keep < len(log) && log[keep].Seq < rd.Truncate {
 			keep++
 		}
-		log = log[:keep]
+		log = slices.Clone(log[:keep]) // the synced log (a prefix of the old one) stays as it was
 	}
 	log = append(log, rd.Appended...)
+	old := h.durable
 	h.durable = nd.HardStateMeta()
 	h.durable.Log = log
+	sends := rd
+	if s.brokenSync {
+		sends.Frames = nil
+	}
+	if mustSync(sends, old, h.durable) || (!s.brokenSync && s.now-h.syncedAt >= lazySyncTicks*int64(s.opt.StepsPerTick)) || h.fp != nil {
+		h.sync(s.now)
+	}
 	if cur := nd.Log(); len(cur) != len(log) || (len(log) > 0 && !cur[len(cur)-1].Equal(&log[len(log)-1])) {
 		s.chk.violation("host %d: Ready.Truncate/Appended do not reproduce the log (%d vs %d entries)", i, len(log), len(cur))
 	}
@@ -992,8 +1013,35 @@ func (s *Sim) ready(i int) {
 		log := h.durable.Log[cut:]
 		h.durable = nd.HardStateMeta()
 		h.durable.Log = log
+		h.sync(s.now) // the daemon commits the meta of the new base in full
 		s.Stats.Compactions++
 	}
+}
+
+// lazySyncTicks is the daemon's lazySync (100 ms) in its ticks of 250 us.
+const lazySyncTicks = 400
+
+// sync makes the state written durable, as an fsync does.
+func (h *host) sync(now int64) {
+	h.synced, h.syncedAt = h.durable, now
+}
+
+// mustSync reports whether the daemon fsyncs before carrying out rd, after
+// the durable state went from old to cur (daemon.mustCommit): rd sends a
+// frame or a message other than a fetch, or the meta changed.
+func mustSync(rd exo.Ready, old, cur exo.HardState) bool {
+	if len(rd.Frames) > 0 {
+		return true
+	}
+	for _, m := range rd.Messages {
+		if m.Type != exo.MsgFetch {
+			return true
+		}
+	}
+	return old.Amnesiac != cur.Amnesiac || old.Epoch != cur.Epoch || old.Promised != cur.Promised ||
+		!slices.Equal(old.Skipped, cur.Skipped) || !slices.Equal(old.Roster, cur.Roster) ||
+		(old.Log == nil) != (cur.Log == nil) || (len(old.Log) > 0 && len(cur.Log) > 0 && old.Log[0].Seq != cur.Log[0].Seq) ||
+		old.KeySent != cur.KeySent || old.FastArmed != cur.FastArmed || old.FastEpoch != cur.FastEpoch || old.Fenced != cur.Fenced
 }
 
 // archBase is a former log base and the roster in force there.
@@ -1323,6 +1371,12 @@ func (s *Sim) crash(i int) {
 	h.asked = nil // the operator's command fails: the daemon is gone
 	h.downFor = 5 + s.rng.IntN(60)
 	s.Stats.Crashes++
+	// The machine goes down with the daemon: what was written and not
+	// fsynced is lost (the worst case; a daemon killed alone keeps it).
+	if n, m := len(h.durable.Log), len(h.synced.Log); n > m {
+		s.Stats.UnsyncedLost += uint64(n - m)
+	}
+	h.durable = h.synced
 	s.chk.Crashed(i, h.node)
 	h.keepFP = false
 	if h.fp != nil && s.rng.Float64() < 0.7 {
@@ -1372,6 +1426,7 @@ func (s *Sim) restart(i int) {
 	} else {
 		h.node, err = exo.NewAmnesiacNode(s.config(i))
 		h.durable = exo.HardState{Amnesiac: true}
+		h.sync(s.now) // the disk is new, and says so at once
 		h.archive, h.bases = nil, nil
 		s.chk.LostState(i, h.inc-1)
 		s.amnesiac = true

@@ -141,6 +141,7 @@ type Report struct {
 	AgreedEntries  uint64       `json:"agreed_entries_delivered"`
 	Dropped        uint64       `json:"dropped_reported"`
 	Compactions    uint64       `json:"compactions,omitempty"`
+	UnsyncedLost   uint64       `json:"unsynced_lost_entries"`
 	ArchiveAnswers uint64       `json:"archive_answers,omitempty"`
 	ArchiveMisses  uint64       `json:"archive_misses,omitempty"`
 	PastFloor      uint64       `json:"past_floor,omitempty"`
@@ -322,6 +323,7 @@ func (rep *Report) add(r seedResult) {
 	rep.Crashes += st.Crashes
 	rep.Partitions += st.Partitions
 	rep.Compactions += st.Compactions
+	rep.UnsyncedLost += st.UnsyncedLost
 	rep.ArchiveAnswers += st.ArchiveAnswers
 	rep.ArchiveMisses += st.ArchiveMisses
 	rep.PastFloor += st.PastFloor
@@ -394,8 +396,8 @@ func (rep *Report) Summary() string {
 		fmt.Fprintf(&w, "  token: records=%d fast-steps=%d sent-by-fast-path=%d batches=%d handoffs=%d self-halts=%d quiesces=%d arms=%d arm-misses=%d desyncs=%d unlogged-sends=%d (fenced %d) fenced-restarts=%d (taken over %d, fence lifted %d) stalled-with-fenced=%d\n",
 			t.Records, t.FastSteps, t.Sent, t.Popped, t.Handoffs, t.Halts, t.Quiesces, t.Arms, t.ArmMisses, t.Desyncs, t.Unlogged, t.Fenced, t.FencedRestarts, t.Recovered, t.Unfenced, rep.StalledFenced)
 	}
-	fmt.Fprintf(&w, "  view-changes=%d takeovers=%d crashes=%d partitions=%d converge-ticks p50=%d max=%d majority-stall-ticks p50=%d p99=%d max=%d (seed %d)\n",
-		rep.ViewChanges, rep.Takeovers, rep.Crashes, rep.Partitions, rep.ConvergeP50, rep.ConvergeMax,
+	fmt.Fprintf(&w, "  view-changes=%d takeovers=%d crashes=%d (unsynced entries lost %d) partitions=%d converge-ticks p50=%d max=%d majority-stall-ticks p50=%d p99=%d max=%d (seed %d)\n",
+		rep.ViewChanges, rep.Takeovers, rep.Crashes, rep.UnsyncedLost, rep.Partitions, rep.ConvergeP50, rep.ConvergeMax,
 		rep.MajorityStallP50, rep.MajorityStallP99, rep.MajorityStallMax, rep.MajorityStallSeed)
 	fmt.Fprintf(&w, "  %.1fs, %.0f simulated frames/s\n", rep.Seconds, rep.FramesPerSec)
 	if rep.Violations > 0 {
