@@ -299,7 +299,11 @@ func TestDaemonRosterDurable(t *testing.T) {
 	r.propose(t, ctx, 0, client.RosterRemove, 4)
 	r.waitRoster(t, ctx, []int{0, 1, 2, 3}, "[0 1 2 3]")
 	publish(1, "after")
-	for { // idle token passes grow the log too
+	// Grow the log until host 2 compacts past the switch: idle passes
+	// alone (some 15 entries a second at the idle back-off) took over the
+	// test's minute once lazy fsyncs left the rack faster and its log
+	// shorter; filler messages do it in seconds.
+	for fills := 0; ; fills++ {
 		c, err := client.Dial(ctx, r.sockets[2])
 		if err != nil {
 			t.Fatal(err)
@@ -315,7 +319,7 @@ func TestDaemonRosterDurable(t *testing.T) {
 		if ctx.Err() != nil {
 			t.Fatalf("host 2 never compacted past the switch: %v", st)
 		}
-		time.Sleep(20 * time.Millisecond)
+		publish(1, fmt.Sprintf("fill%d", fills))
 	}
 	stop(2)
 	cancels[2] = nil
