@@ -132,7 +132,9 @@ func Causes() []Cause {
 // Agreed to applications in order. The slices stay valid until Advance.
 // A MsgFetch may go before the log is persisted (it asks for entries and
 // depends on nothing this host holds): the daemon sends a catch-up's next
-// fetch while it writes the batch that came.
+// fetch while it writes the batch that came. The sync of entries that
+// nothing sent depends on may wait for the next Ready that sends (the
+// daemon's fsync "batch"; docs/protocol.md section 6).
 type Ready struct {
 	Truncate    uint64 // the log was cut back to this length before Appended (when HasTruncate)
 	HasTruncate bool
