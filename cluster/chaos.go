@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -52,6 +53,10 @@ type ChaosOptions struct {
 	// random schedule (a mean of Every between actions, faults that stack
 	// up until a heal, killed hosts back after 1-4 s).
 	Spacing time.Duration
+	// LoadWindow is the publishes each host's client keeps in flight
+	// (default 16: the CPUs of a 2-vCPU machine saturated; 1: a light
+	// load).
+	LoadWindow int
 	// Log receives one line per action (may be nil).
 	Log func(string)
 }
@@ -148,6 +153,9 @@ type ChaosReport struct {
 	UnheldViewChanges int            `json:"view_changes_without_a_stall"`
 	Resolution        Resolution     `json:"resolution"`
 	Counters          TakeoverCounts `json:"counters"`
+	// Machine is how the machine's CPUs spent the time the counters
+	// cover (/proc/stat; nil where it cannot be read).
+	Machine *MachineShare `json:"machine,omitempty"`
 }
 
 // Summary is the human-readable form of a report.
@@ -197,6 +205,9 @@ func (r ChaosReport) Summary() string {
 		ct.Seconds, ct.Takeovers, ct.PerMinute(ct.Takeovers), ct.ViewChanges, ct.PerMinute(ct.ViewChanges), fals)
 	if ct.Fsyncs > 0 {
 		fmt.Fprintf(&b, ", durable-log fsyncs %d (%.0f per second)", ct.Fsyncs, float64(ct.Fsyncs)/max(ct.Seconds, 1))
+	}
+	if r.Machine != nil {
+		fmt.Fprintf(&b, "\nthe machine's CPUs over that time: %s", r.Machine)
 	}
 	if r.Actions["none"] > 0 && len(r.Actions) == 1 {
 		fmt.Fprintf(&b, "\n  (no fault in this run: every takeover and view change in it was a false one)")
@@ -297,7 +308,7 @@ func (c *Cluster) Chaos(ctx context.Context, o ChaosOptions) (ChaosReport, error
 		go func() {
 			defer loadWG.Done()
 			for round := 1; lctx.Err() == nil; round++ {
-				c.Publish(lctx, Load{Hosts: []int{h}, PerHost: 200, Size: 64, Window: 16, Round: round, OnAck: onAck, Tolerant: true})
+				c.Publish(lctx, Load{Hosts: []int{h}, PerHost: 200, Size: 64, Window: cmp.Or(o.LoadWindow, 16), Round: round, OnAck: onAck, Tolerant: true})
 				if lctx.Err() == nil && m.isDead(h) {
 					time.Sleep(50 * time.Millisecond)
 				}
@@ -323,6 +334,7 @@ func (c *Cluster) Chaos(ctx context.Context, o ChaosOptions) (ChaosReport, error
 		}
 	}
 	countFrom := time.Now()
+	cpu0, cpuErr := readCPUTimes("/proc/stat")
 
 	faulty := false
 	wipes := o.Wipes
@@ -472,6 +484,11 @@ func (c *Cluster) Chaos(ctx context.Context, o ChaosOptions) (ChaosReport, error
 	rep.Counters = TakeoverCounts{Seconds: time.Since(countFrom).Seconds(), Takeovers: counted.takeovers - min(counted.takeovers, counted0.takeovers),
 		ViewChanges: counted.viewChanges - min(counted.viewChanges, counted0.viewChanges),
 		Fsyncs:      counted.fsyncs - min(counted.fsyncs, counted0.fsyncs)}
+	if cpu1, err := readCPUTimes("/proc/stat"); err == nil && cpuErr == nil {
+		if sh, ok := cpu0.share(cpu1); ok {
+			rep.Machine = &sh
+		}
+	}
 	if counted.hasFalse {
 		f := counted.falseTakeovers - min(counted.falseTakeovers, counted0.falseTakeovers)
 		rep.Counters.FalseTakeovers = &f

@@ -34,8 +34,11 @@ type ChaosRun struct {
 	// FetchWindow, when positive, sets every daemon's fetch_window: the
 	// batches a catch-up keeps in flight (0: the daemon's default).
 	FetchWindow int
+	// GoneTicks, when not 0, sets every daemon's gone_ticks (-1: gone
+	// notices ignored).
+	GoneTicks int
 	// Fsync, when set, is every daemon's fsync policy ("batch", the
-	// default, or "entry": also after every batch received).
+	// default, "entry": also after every batch received, or "none").
 	Fsync string
 	// Chaos configures the nemesis; its Log receives the actions.
 	Chaos ChaosOptions
@@ -80,6 +83,9 @@ func RunChaos(ctx context.Context, r ChaosRun) (rep ChaosReport, dir string, err
 			}
 			if r.Fsync != "" {
 				c.Fsync = r.Fsync
+			}
+			if r.GoneTicks != 0 {
+				c.GoneTicks = r.GoneTicks
 			}
 		}
 		c, err := l.Start(ctx, Options{Dir: dir, CPUProfile: r.CPUProfile, Config: Hooks(Durable(dir, true), setOffload, timeout)})

@@ -128,7 +128,15 @@ type Config struct {
 	// is known to stay below it.
 	TokenTimeoutMin int `json:"token_timeout_min_ticks,omitempty"`
 	RetransmitTicks int `json:"retransmit_ticks,omitempty"`
-	IdleBackoffMax  int `json:"idle_backoff_max_ticks,omitempty"`
+	// GoneTicks is how many ticks the token holder's successor waits
+	// before it takes the token over once the holder's process is known
+	// to be gone: its OOB connection to this host ended and a dial to
+	// its OOB address was refused (its kernel closed its sockets: a
+	// kill -9, a crash of the daemon alone, a stop). 0: the default, 1
+	// tick; -1: such notices are ignored, and only the token timeout
+	// detects a dead holder (as it does a dead machine or a partition).
+	GoneTicks      int `json:"gone_ticks,omitempty"`
+	IdleBackoffMax int `json:"idle_backoff_max_ticks,omitempty"`
 	// IdleRotations is how many rotations of empty passes go at full speed
 	// before the idle back-off (default 4; in token mode 32: the kernel
 	// passes a hop in microseconds, and the rack should not go idle, and
@@ -479,14 +487,18 @@ func (c *Config) Validate() error {
 		name string
 		v    int
 	}{{"token_timeout_ticks", c.TokenTimeout}, {"token_timeout_min_ticks", c.TokenTimeoutMin}, {"retransmit_ticks", c.RetransmitTicks},
-		{"idle_backoff_max_ticks", c.IdleBackoffMax}, {"view_change_timeout_ticks", c.ViewChangeTimeout}, {"idle_rotations", c.IdleRotations}} {
-		if (t.v < 0 && !(t.name == "idle_backoff_max_ticks" && t.v == -1)) || t.v > maxTicks {
+		{"idle_backoff_max_ticks", c.IdleBackoffMax}, {"view_change_timeout_ticks", c.ViewChangeTimeout}, {"idle_rotations", c.IdleRotations},
+		{"gone_ticks", c.GoneTicks}} {
+		if (t.v < 0 && !((t.name == "idle_backoff_max_ticks" || t.name == "gone_ticks") && t.v == -1)) || t.v > maxTicks {
 			return fieldErr(t.name, "%d is outside 0..%d (0: the default)", t.v, maxTicks)
 		}
 	}
 	if hi := orDefault(c.TokenTimeout, DefaultTokenTimeout); orDefault(c.TokenTimeoutMin, hi) > hi {
 		lo := c.TokenTimeoutMin
 		return fieldErr("token_timeout_min_ticks", "%d is above token_timeout_ticks (%d): it is the floor of the adaptive timeout, that its ceiling", lo, hi)
+	}
+	if hi := orDefault(c.TokenTimeout, DefaultTokenTimeout); c.GoneTicks > hi {
+		return fieldErr("gone_ticks", "%d is above token_timeout_ticks (%d): a takeover from a holder known dead waits at most what one from a silent holder does", c.GoneTicks, hi)
 	}
 	macs := map[string]int{}
 	ids := map[int]int{}
@@ -544,14 +556,26 @@ func (c *Config) coreConfig(mtu int) exo.Config {
 	return exo.Config{
 		ID: uint8(c.ID), Hosts: c.Hosts, Group: c.Group,
 		TokenTimeout: orDefault(c.TokenTimeout, DefaultTokenTimeout), TokenTimeoutMin: orDefault(c.TokenTimeoutMin, orDefault(c.TokenTimeout, DefaultTokenTimeout)),
-		RetransmitTicks: orDefault(c.RetransmitTicks, exo.LabRetransmitTicks),
-		IdleBackoffMax:  orDefault(c.IdleBackoffMax, 256), ViewChangeTimeout: orDefault(c.ViewChangeTimeout, exo.LabViewChangeTimeout),
+		RetransmitTicks: orDefault(c.RetransmitTicks, exo.LabRetransmitTicks), GoneTicks: c.goneTicks(),
+		IdleBackoffMax: orDefault(c.IdleBackoffMax, 256), ViewChangeTimeout: orDefault(c.ViewChangeTimeout, exo.LabViewChangeTimeout),
 		IdleRotations:   c.idleRotations(),
 		TakeoverStagger: exo.LabTakeoverStagger, RejoinTicks: exo.LabRejoinTicks, FetchTicks: exo.LabFetchTicks, FetchBytes: c.FetchBytes, FetchWindow: c.FetchWindow,
 		TransferBytesPerTick: c.transferPerTick(), TransferTicks: c.transferTicks(),
 		MaxBatchBytes: min(batch, 65535), MaxPending: c.QueueLen,
 		KeyPhase: uint8(c.KeyPhase), KeyGraceTicks: keyGraceTicks(c.KeyGrace, c.Tick),
 	}
+}
+
+// goneTicks is gone_ticks as exo.Config.GoneTicks: 1 by default, 0 (off)
+// for -1.
+func (c *Config) goneTicks() int {
+	switch {
+	case c.GoneTicks < 0:
+		return 0
+	case c.GoneTicks == 0:
+		return 1
+	}
+	return c.GoneTicks
 }
 
 // frameKeyInfo is the HMAC-SHA256 message of the frame-key derivation.

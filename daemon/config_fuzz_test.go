@@ -63,6 +63,7 @@ var (
 	coreTimeoutFields = map[string]string{
 		"TokenTimeout": "token_timeout_ticks", "RetransmitTicks": "retransmit_ticks",
 		"ViewChangeTimeout": "view_change_timeout_ticks", "IdleBackoffMax": "idle_backoff_max_ticks",
+		"GoneTicks": "gone_ticks",
 	}
 )
 
@@ -243,7 +244,7 @@ func checkConfigInvariants(t *testing.T, in []byte, c *Config) {
 func FuzzConfig(f *testing.F) {
 	f.Add([]byte(goodConfigJSON))
 	f.Add([]byte(`{"id":0,"interface":"e","key_file":"k","api_socket":"s","roster":[{"id":0,"mac":"02:00:00:00:00:01","oob":"127.0.0.1:1"}]}`))
-	f.Add([]byte(`{"id":0,"interface":"e","key_file":"k","api_socket":"s","offload":"xdp","xdp_mode":"generic","data_dir":"/var/lib/exo","fsync":"entry","batch_bytes":16,"queue_len":1,"keep_entries":1024,"max_message_bytes":67108864,"tick":"1s","token_timeout_ticks":9,"idle_backoff_max_ticks":-1,"retransmit_ticks":1,"view_change_timeout_ticks":1,"join":true,"roster":[{"id":0,"mac":"02-00-00-00-00-01","oob":"[::1]:7700"}]}`))
+	f.Add([]byte(`{"id":0,"interface":"e","key_file":"k","api_socket":"s","offload":"xdp","xdp_mode":"generic","data_dir":"/var/lib/exo","fsync":"entry","batch_bytes":16,"queue_len":1,"keep_entries":1024,"max_message_bytes":67108864,"tick":"1s","token_timeout_ticks":9,"gone_ticks":-1,"idle_backoff_max_ticks":-1,"retransmit_ticks":1,"view_change_timeout_ticks":1,"join":true,"roster":[{"id":0,"mac":"02-00-00-00-00-01","oob":"[::1]:7700"}]}`))
 	for _, edit := range [][2]string{
 		{`"id": 2,`, `"id": 5,`},
 		{`"id": 2,`, `"id": -1,`},
@@ -346,5 +347,30 @@ func TestConfigTrailingData(t *testing.T) {
 	in := goodConfigJSON + `{"id": 3}`
 	if c, err := ParseConfig([]byte(in)); err == nil {
 		t.Fatalf("trailing data accepted (id %d)", c.ID)
+	}
+}
+
+// TestGoneTicksConfig: gone_ticks' default (1), -1 (off) and its bounds.
+func TestGoneTicksConfig(t *testing.T) {
+	base := `{"id":0,"interface":"e","key_file":"k","api_socket":"s","roster":[{"id":0,"mac":"02:00:00:00:00:01","oob":"127.0.0.1:7700"}]`
+	for _, c := range []struct {
+		field string
+		want  int // exo.Config.GoneTicks; -2: refused
+	}{{"", 1}, {`,"gone_ticks":0`, 1}, {`,"gone_ticks":-1`, 0}, {`,"gone_ticks":3`, 3},
+		{`,"gone_ticks":-2`, -2}, {`,"gone_ticks":41`, -2}, {`,"gone_ticks":41,"token_timeout_ticks":80`, 41}} {
+		cfg, err := ParseConfig([]byte(base + c.field + "}"))
+		if c.want == -2 {
+			if err == nil || !strings.Contains(err.Error(), "gone_ticks") {
+				t.Errorf("%s: error %v, want one naming gone_ticks", c.field, err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%s: %v", c.field, err)
+			continue
+		}
+		if got := cfg.coreConfig(1500).GoneTicks; got != c.want {
+			t.Errorf("%s: GoneTicks %d, want %d", c.field, got, c.want)
+		}
 	}
 }

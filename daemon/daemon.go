@@ -539,6 +539,9 @@ func (d *Daemon) oobLoop(ctx context.Context) {
 				continue
 			}
 			d.countFetched(&m)
+			if m.Type == exo.MsgGone {
+				d.metrics.goneNotices.Inc()
+			}
 			d.core.Lock()
 			d.catchUpClock(time.Now(), false)
 			d.quiesce("oob")
@@ -1196,12 +1199,17 @@ type DetectorStatus struct {
 	// FalseTakeovers counts the takeovers that passed this host over while
 	// it was running (with no fault, every one was false).
 	FalseTakeovers uint64 `json:"false_takeovers"`
+	// GoneTicks is the takeover wait on a holder whose process is known
+	// gone (gone_ticks; 0: such notices ignored); Gone lists the members
+	// known gone now.
+	GoneTicks int   `json:"gone_ticks"`
+	Gone      []int `json:"gone,omitempty"`
 }
 
 func detectorStatus(x exo.Detector, tick time.Duration) DetectorStatus {
 	return DetectorStatus{TimeoutTicks: x.Timeout, TimeoutMs: float64(time.Duration(x.Timeout)*tick) / 1e6,
 		StaggerTicks: x.Stagger, SRTTTicks: x.SRTT, RTTVarTicks: x.RTTVar, Samples: x.Samples,
-		MinTicks: x.Min, MaxTicks: x.Max, FalseTakeovers: x.SkippedAlive}
+		MinTicks: x.Min, MaxTicks: x.Max, FalseTakeovers: x.SkippedAlive, GoneTicks: x.GoneTicks, Gone: ints(x.Gone)}
 }
 
 // RecoveryStatus is what the host does to get back in step with the rack

@@ -45,6 +45,9 @@ func WriteStatusText(out io.Writer, raw []byte) error {
 	if ds, ok := st["detector"].(map[string]any); ok {
 		fmt.Fprintf(out, "%-20s %v ms (%v ticks, between %v and %v; smoothed gap %.2f ticks, deviation %.2f, %v samples); false takeovers %v\n",
 			"token_timeout", ds["timeout_ms"], ds["timeout_ticks"], ds["min_ticks"], ds["max_ticks"], ds["srtt_ticks"], ds["rttvar_ticks"], ds["samples"], ds["false_takeovers"])
+		if g, ok := ds["gone"].([]any); ok && len(g) > 0 {
+			fmt.Fprintf(out, "%-20s members %v (their daemon's sockets closed: the token is taken over from them after %v ticks)\n", "gone", g, ds["gone_ticks"])
+		}
 	}
 	if cs, ok := st["counters"].(map[string]any); ok {
 		var parts []string

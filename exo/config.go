@@ -50,6 +50,12 @@ type Config struct {
 	// TakeoverStagger separates the takeover deadlines of successive hosts so
 	// that two hosts rarely take over at once.
 	TakeoverStagger int
+	// GoneTicks is how many ticks without an append a host waits before it
+	// takes the token over from a holder whose process is known to be
+	// gone (MsgGone, detector.go), instead of the back-off and the token
+	// timeout; hosts ranked before it whose process is gone are not
+	// waited for either. 0: gone notices are ignored.
+	GoneTicks int
 	// RetransmitTicks is how long the sender of the newest entry waits for a
 	// successor frame before it broadcasts its frame again (lost frames).
 	RetransmitTicks int
@@ -222,6 +228,8 @@ func (c Config) Validate() error {
 		return configErr("IdleRotations", "%d must be at least 1", c.IdleRotations)
 	case c.PassDelay < 0:
 		return configErr("PassDelay", "%d must not be negative", c.PassDelay)
+	case c.GoneTicks < 0 || c.GoneTicks > c.TokenTimeout:
+		return configErr("GoneTicks", "%d is outside 0..TokenTimeout (%d): a takeover from a holder known dead waits at most what one from a silent holder does", c.GoneTicks, c.TokenTimeout)
 	case c.TakeoverStagger < 1:
 		return configErr("TakeoverStagger", "%d must be at least 1", c.TakeoverStagger)
 	case c.RetransmitTicks < 1:

@@ -117,7 +117,7 @@ func (nd *Node) NextTick() int {
 		at(nd.cfg.TokenTimeout + nd.n*nd.cfg.TakeoverStagger + nd.cfg.ViewChangeTimeout - nd.idle)
 	default:
 		if static {
-			at(max(sendFrom, nd.takeoverAfter(nd.rank(holder))-nd.idle))
+			at(max(sendFrom, nd.takeoverWait(holder)-nd.idle))
 		}
 	}
 	return d

@@ -1,5 +1,7 @@
 package exo
 
+import "slices"
+
 // The token's failure detector (docs/protocol.md section 5): how long a
 // host waits, without an append, before it takes the token over from a
 // silent holder. A fixed timeout is either slow (a dead holder stalls the
@@ -96,6 +98,11 @@ type Detector struct {
 	// SkippedAlive counts the times a takeover passed this host over
 	// while it was running (false takeovers, seen by their victim).
 	SkippedAlive uint64
+	// GoneTicks is Config.GoneTicks (0: gone notices ignored); Gone lists
+	// the members whose process is known gone now (MsgGone, not heard
+	// since).
+	GoneTicks int
+	Gone      []uint8
 }
 
 // Detector returns the failure detector's state.
@@ -106,5 +113,85 @@ func (nd *Node) Detector() Detector {
 	}
 	return Detector{Timeout: nd.tokenTimeout(), Stagger: nd.takeoverStagger(),
 		SRTT: float64(nd.det.srtt) / detFrac, RTTVar: float64(nd.det.rttvar) / detFrac, Samples: nd.det.samples,
-		Min: lo, Max: nd.cfg.TokenTimeout, SkippedAlive: nd.skippedAlive}
+		Min: lo, Max: nd.cfg.TokenTimeout, SkippedAlive: nd.skippedAlive, GoneTicks: nd.cfg.GoneTicks, Gone: nd.goneList()}
+}
+
+// goneList is the members whose process is known gone, in roster order.
+func (nd *Node) goneList() []uint8 {
+	var g []uint8
+	for _, u := range nd.ms.roster {
+		if nd.gone[u] {
+			g = append(g, u)
+		}
+	}
+	return g
+}
+
+// A process that dies (kill -9, a crash of the daemon alone, a stop) has
+// its sockets closed by its kernel: the members it had OOB connections to
+// see them end, and a dial to its OOB address is refused. The embedder
+// steps that as MsgGone (never sent on the wire). A host then takes the
+// token over from a holder whose process is gone after GoneTicks, without
+// the holder's back-off and the token timeout, and waits for no host
+// ranked before it whose process is gone: a killed daemon stalls the rack
+// for a round trip and a tick, not for a token timeout. A notice is a hint
+// only: any frame or message of the member clears it, and a wrong one
+// costs what a false timeout costs (a takeover, a fork, a view change),
+// never safety (the explorer delivers notices about live hosts at any
+// time). A machine that dies, or a partition, closes nothing: the token
+// timeout remains the detector for those.
+
+// stepGone marks member u's process gone (MsgGone).
+func (nd *Node) stepGone(u uint8) {
+	if nd.cfg.GoneTicks <= 0 || u == nd.uid || int(u) >= MaxHosts || !slices.Contains(nd.ms.roster, u) {
+		return
+	}
+	nd.gone[u] = true
+}
+
+// alive clears member u's gone mark: it was heard.
+func (nd *Node) alive(u uint8) {
+	if int(u) < MaxHosts {
+		nd.gone[u] = false
+	}
+}
+
+// goneAt reports whether the process of the member at position pos is
+// known to be gone.
+func (nd *Node) goneAt(pos uint8) bool {
+	return nd.cfg.GoneTicks > 0 && int(pos) < len(nd.ms.roster) && nd.gone[nd.ms.roster[pos]]
+}
+
+// takeoverWait is how many ticks without an append this host waits before
+// it takes the token over from holder: takeoverAfter of its rank, less
+// the hosts ranked before it whose process is gone, and, when the
+// holder's own process is gone, GoneTicks in place of the back-off, the
+// token timeout and an epoch's install allowance.
+func (nd *Node) takeoverWait(holder uint8) int {
+	rank := nd.rank(holder)
+	if nd.cfg.GoneTicks <= 0 {
+		return nd.takeoverAfter(rank)
+	}
+	// The hosts ranked before this one, in rank's order.
+	ahead := 0
+	for pass := 0; pass < 2; pass++ {
+		for i := 1; i < nd.n; i++ {
+			y := uint8((int(holder) + i) % nd.n)
+			if nd.skipped[y] != (pass == 1) {
+				continue
+			}
+			if y == nd.id {
+				pass = 2
+				break
+			}
+			if nd.goneAt(y) {
+				ahead++
+			}
+		}
+	}
+	rank = max(1, rank-ahead)
+	if nd.goneAt(holder) {
+		return nd.cfg.GoneTicks + (rank-1)*nd.takeoverStagger()
+	}
+	return nd.takeoverAfter(rank)
 }

@@ -31,3 +31,40 @@ func TestDetectorEstimator(t *testing.T) {
 		t.Fatalf("gaps of 0: rto %d, want 1", z.rto())
 	}
 }
+
+// TestTakeoverWaitGone: a host does not wait for the silence of a holder
+// whose process is gone, nor for the turn of a host ranked before it whose
+// process is gone; any message of a member clears its mark; GoneTicks 0
+// ignores the notices.
+func TestTakeoverWaitGone(t *testing.T) {
+	for _, goneTicks := range []int{1, 0} {
+		r := newRack(t, 5, func(c *Config) { c.TokenTimeout, c.TakeoverStagger, c.GoneTicks = 40, 20, goneTicks })
+		d := r.nodes[3] // D: rank 3 after A (B 1, C 2)
+		gone := func(u uint8) { d.Step(Message{Type: MsgGone, From: u, To: 3}) }
+		want := func(what string, on, off int) {
+			t.Helper()
+			w := on
+			if goneTicks == 0 {
+				w = off
+			}
+			if got := d.takeoverWait(0); got != w {
+				t.Errorf("gone_ticks %d, %s: D waits %d ticks on A, want %d", goneTicks, what, got, w)
+			}
+		}
+		want("nobody gone", 80, 80)
+		gone(3) // itself: ignored
+		gone(9) // not a member: ignored
+		want("notices about itself and a non-member", 80, 80)
+		gone(1)
+		want("B gone", 60, 80)
+		gone(0)
+		want("A and B gone", 1+20, 80)
+		gone(2)
+		want("A, B and C gone", 1, 80)
+		d.Step(Message{Type: MsgHeld, From: 2, To: 3})
+		want("C heard from again", 1+20, 80)
+		if g := d.Detector().Gone; goneTicks > 0 && (len(g) != 2 || g[0] != 0 || g[1] != 1) {
+			t.Errorf("Detector().Gone = %v, want [0 1]", g)
+		}
+	}
+}

@@ -45,9 +45,17 @@ const (
 	// agreement pointer (Node.AnnounceHeld; the rack's floor, RackFloor).
 	// It changes nothing in the protocol.
 	MsgHeld
+	// MsgGone is never sent: the embedder steps it when it learns that
+	// the process of member From is gone (its OOB connection to this
+	// host ended and a dial to its OOB address was refused: its kernel
+	// closed its sockets). The token is then taken over from it after
+	// Config.GoneTicks instead of the token timeout (detector.go). A
+	// hint only: any frame or message of From's clears it, and a wrong
+	// one costs a takeover.
+	MsgGone
 )
 
-var msgNames = [...]string{"?", "Fetch", "FetchResp", "Prepare", "Promise", "Nack", "Install", "Rejoin", "Wake", "Held"}
+var msgNames = [...]string{"?", "Fetch", "FetchResp", "Prepare", "Promise", "Nack", "Install", "Rejoin", "Wake", "Held", "Gone"}
 
 func (t MsgType) String() string {
 	if int(t) < len(msgNames) {

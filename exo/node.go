@@ -213,6 +213,7 @@ type Node struct {
 	delivered uint64
 	skipped   [MaxHosts]bool
 	readmit   [MaxHosts]bool // skipped hosts that asked to be re-admitted
+	gone      [MaxHosts]bool // by member id: its process is gone (MsgGone, detector.go)
 	emptyRun  int            // consecutive token passes at the end of the log
 
 	pending  [][]byte // proposals not yet broadcast (FIFO)
@@ -704,6 +705,9 @@ func (nd *Node) StepFrame(f *Frame) Reason {
 	}
 	nd.sawPhase(f.Sender, KeyPhaseOf(f.Flags))
 	nd.heard(f)
+	if int(f.Sender) < len(nd.ms.roster) {
+		nd.alive(nd.ms.roster[f.Sender]) // (a frame of another roster may clear another member's mark: a slower takeover only)
+	}
 	return nd.step(f)
 }
 
@@ -1426,8 +1430,7 @@ func (nd *Node) Tick() {
 		// to one epoch, once every takeover had its turn.
 		nd.startViewChange(CauseEpochNeverBegan)
 	default:
-		rank := nd.rank(holder)
-		if nd.idle >= nd.takeoverAfter(rank) && nd.canSend() {
+		if nd.idle >= nd.takeoverWait(holder) && nd.canSend() {
 			nd.event(EventTakeover, nd.p.Epoch, nd.p.Append, holder)
 			nd.maybeSend(true)
 		}

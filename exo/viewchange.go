@@ -272,6 +272,11 @@ func (nd *Node) tickHalted() {
 
 // Step applies one OOB message addressed to this host.
 func (nd *Node) Step(m Message) {
+	if m.Type == MsgGone {
+		nd.stepGone(m.From)
+		return
+	}
+	nd.alive(m.From)
 	switch m.Type {
 	case MsgPrepare, MsgPromise, MsgNack, MsgInstall:
 		nd.vcHeardAt = nd.clock

@@ -33,7 +33,8 @@ import (
 //	                                token-timeout-min, takeover-stagger, retransmit, pass-delay,
 //	                                backoff (IdleBackoffMax), view-change-timeout, rejoin,
 //	                                fetch (FetchTicks), fetch-entries (MaxFetchEntries),
-//	                                fetch-window (FetchWindow), key-grace (KeyGraceTicks). key=K: the frame key is
+//	                                fetch-window (FetchWindow), key-grace (KeyGraceTicks),
+//	                                gone-ticks (GoneTicks). key=K: the frame key is
 //	                                key K (16 bytes: K, then zeros). trace: what commands print
 //	                                of what the hosts do (all: every frame and delivery;
 //	                                events: protocol events only; none)
@@ -51,8 +52,10 @@ import (
 //	cut from=A,B to=C [frames|oob]  one way: what A and B send to C is lost (frames, OOB
 //	                                messages, or both)
 //	heal [cuts]                     undo partitions and cuts (cuts: the one-way cuts only)
-//	crash X|holder                  host X (holder: the token holder) stops; what is in flight
-//	                                to it is lost
+//	crash X|holder [notify]         host X (holder: the token holder) stops; what is in flight
+//	                                to it is lost; notify: its daemon alone died, and every
+//	                                other host up is told its process is gone (MsgGone)
+//	gone X|holder                   every other host up is told X's process is gone, wrongly
 //	restart X [amnesiac]            X starts again from its durable state, or without it
 //	config X add=Y|remove=Y         X proposes a roster change
 //	stage-key X ... key=K           the hosts stage key K (a key rotation)
@@ -273,6 +276,20 @@ func (s *scenario) handle(d *datadriven.TestData) string {
 		}
 		s.r.crash(i)
 		s.printf("%s crashes\n", hostName(i))
+		if d.HasArg("notify") {
+			// The daemon alone died: its kernel closed its sockets, and
+			// every other host's OOB transport reports it gone (MsgGone).
+			s.gone(i)
+		}
+	case "gone":
+		// A notice about a host that runs (a wrong one).
+		i := 0
+		if x := d.CmdArgs[0].Key; x == "holder" {
+			i = s.holder()
+		} else {
+			i = s.id(x)
+		}
+		s.gone(i)
 	case "restart":
 		i := s.id(d.CmdArgs[0].Key)
 		amnesiac := d.HasArg("amnesiac")
@@ -383,7 +400,7 @@ func (s *scenario) newRack(d *datadriven.TestData) {
 		"token-timeout": &c.TokenTimeout, "token-timeout-min": &c.TokenTimeoutMin, "takeover-stagger": &c.TakeoverStagger,
 		"retransmit": &c.RetransmitTicks, "pass-delay": &c.PassDelay, "backoff": &c.IdleBackoffMax,
 		"view-change-timeout": &c.ViewChangeTimeout, "rejoin": &c.RejoinTicks, "fetch": &c.FetchTicks,
-		"fetch-entries": &c.MaxFetchEntries, "fetch-window": &c.FetchWindow, "key-grace": &c.KeyGraceTicks,
+		"fetch-entries": &c.MaxFetchEntries, "fetch-window": &c.FetchWindow, "key-grace": &c.KeyGraceTicks, "gone-ticks": &c.GoneTicks,
 	} {
 		*f = s.intArg(d, k, *f)
 	}
@@ -519,6 +536,19 @@ func (s *scenario) config(d *datadriven.TestData) {
 		s.printf("%s: proposes %s %s\n", hostName(i), op, who)
 	}
 	s.r.collect(i)
+}
+
+// gone steps a MsgGone about host i at every other live host, as their
+// OOB transports do when i's process dies.
+func (s *scenario) gone(i int) {
+	u := s.r.nodes[i].MemberID()
+	for j, nd := range s.r.nodes {
+		if j != i && !s.r.down[j] {
+			nd.Step(Message{Type: MsgGone, From: u, To: nd.MemberID()})
+			s.r.collect(j)
+		}
+	}
+	s.printf("the others are told %s's process is gone\n", hostName(i))
 }
 
 func (s *scenario) tick(d *datadriven.TestData) {

@@ -83,9 +83,9 @@ type Config struct {
 }
 
 // Stats counts what a Transport did. Resets counts the connections
-// Reachable closed.
+// Reachable closed; Gone the peers it reported gone (exo.MsgGone).
 type Stats struct {
-	Sent, Received, Dropped, Refused, Dials, BytesOut, BytesIn, Resets uint64
+	Sent, Received, Dropped, Refused, Dials, BytesOut, BytesIn, Resets, Gone uint64
 }
 
 // Transport sends and receives OOB messages.
@@ -96,8 +96,8 @@ type Transport struct {
 	peers map[uint8]*peer
 	log   *slog.Logger
 
-	sent, received, dropped, refused, dials, bytesOut, bytesIn, resets atomic.Uint64
-	rtoNoted                                                           atomic.Bool // the kernel's RTO bounds kept, logged
+	sent, received, dropped, refused, dials, bytesOut, bytesIn, resets, gone atomic.Uint64
+	rtoNoted                                                                 atomic.Bool // the kernel's RTO bounds kept, logged
 
 	// keys are the group keys: keys[0] is the one this host proves, every
 	// one is accepted in a peer's proof (two during a key rotation).
@@ -313,7 +313,7 @@ func (t *Transport) Send(m exo.Message) {
 func (t *Transport) Stats() Stats {
 	return Stats{Sent: t.sent.Load(), Received: t.received.Load(), Dropped: t.dropped.Load(),
 		Refused: t.refused.Load(), Dials: t.dials.Load(), BytesOut: t.bytesOut.Load(), BytesIn: t.bytesIn.Load(),
-		Resets: t.resets.Load()}
+		Resets: t.resets.Load(), Gone: t.gone.Load()}
 }
 
 // reachableEvery bounds how often Reachable looks at one peer's
@@ -511,7 +511,14 @@ func (t *Transport) serve(ctx context.Context, c net.Conn) error {
 	for {
 		var m exo.Message
 		if err := t.readFrame(r, c, &m); err != nil {
+			if ctx.Err() == nil && (errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET)) {
+				t.probeGone(ctx, h.ID)
+			}
 			return err
+		}
+		if m.Type == exo.MsgGone {
+			t.refused.Add(1)
+			return fmt.Errorf("peer %d sent a Gone notice, which only this host's transport makes", h.ID)
 		}
 		if m.From != h.ID || m.To != t.cfg.ID {
 			t.refused.Add(1)
@@ -525,6 +532,54 @@ func (t *Transport) serve(ctx context.Context, c net.Conn) error {
 		}
 	}
 }
+
+// probeGone tells whether peer id's process is gone, once a connection
+// from it ended (its end closed or reset): it dials the peer's OOB
+// address, and a dial refused (nothing listens there: the peer's kernel
+// closed its sockets, a kill -9 or a stop) is reported to the core as
+// exo.MsgGone from the peer, for the token to be taken over from it at
+// once (exo.Config.GoneTicks). A dial that connects (the peer runs: it
+// closed a connection it found stuck) or times out (a partition, a
+// machine down: the token timeout's case) reports nothing; the peer
+// counts such a probe, which says nothing, as a refused connection.
+func (t *Transport) probeGone(ctx context.Context, id uint8) {
+	p, ok := t.peers[id]
+	if !ok {
+		return
+	}
+	d := net.Dialer{Timeout: t.cfg.DialTimeout}
+	var err error
+	for try := 0; ; try++ {
+		var c net.Conn
+		if c, err = d.DialContext(ctx, "tcp", p.addr); err != nil {
+			break
+		}
+		c.Close()
+		if try == 1 {
+			return // it listens: it runs
+		}
+		// A process that stops may close its connections before its
+		// listener: look again a moment later.
+		select {
+		case <-time.After(goneRecheck):
+		case <-ctx.Done():
+			return
+		}
+	}
+	if !errors.Is(err, syscall.ECONNREFUSED) {
+		return
+	}
+	t.gone.Add(1)
+	t.log.Info("oob: a peer's process is gone (its connection ended, a dial to it refused)", "peer", id, "addr", p.addr)
+	select {
+	case t.in <- exo.Message{Type: exo.MsgGone, From: id, To: t.cfg.ID}:
+	case <-ctx.Done():
+	}
+}
+
+// goneRecheck is how long probeGone waits before it dials a peer that
+// answered its first dial again.
+const goneRecheck = 5 * time.Millisecond
 
 // ErrTooLarge is returned for a frame above Config.MaxMessage.
 var ErrTooLarge = errors.New("oob: message too large")

@@ -354,6 +354,9 @@ func FuzzOOBMessage(f *testing.F) {
 				spoofed = true
 				break
 			}
+			if m.Type == exo.MsgGone {
+				break // a notice from the wire: the peer is cut off
+			}
 			want = append(want, m)
 			rest = next
 		}
@@ -390,6 +393,18 @@ func FuzzOOBMessage(f *testing.F) {
 		}
 		for len(r.a.Recv()) > 0 {
 			got = append(got, <-r.a.Recv())
+		}
+		// A stream the peer ended (EOF) with nothing listening at its
+		// address (127.0.0.1:9) reports the peer gone: one notice, after
+		// its messages, made by the transport (never read off the wire:
+		// decodeFirst's messages of that type are cut off).
+		if k := len(got) - 1; k >= 0 && got[k].Type == exo.MsgGone {
+			if g := got[k]; g.From != fakeID || g.To != 0 || !reflect.DeepEqual(g, exo.Message{Type: exo.MsgGone, From: fakeID, To: 0}) {
+				t.Fatalf("gone notice %v, want one from %d to 0 and nothing else", g, fakeID)
+			}
+			if got = got[:k]; len(got) == 0 {
+				got = nil
+			}
 		}
 		if alloc := allocated() - before; alloc > uint64(2*len(data))+fuzzMax+uint64(decodes)*gobUpFront+allocSlack {
 			t.Fatalf("a %d-byte stream made the transport allocate %d bytes", len(data), alloc)

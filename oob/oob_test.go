@@ -299,3 +299,86 @@ func TestRTOBounds(t *testing.T) {
 		}
 	}
 }
+
+// TestGoneNotice: when a peer's process goes away (its connections end,
+// its listener with them), the transport reports it gone (exo.MsgGone
+// from it); when a live peer only closes a connection, it does not.
+func TestGoneNotice(t *testing.T) {
+	a, err := New(Config{ID: 0, Group: 1, Listen: "127.0.0.1:0", Peers: map[uint8]string{}, Key: testKey})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := New(Config{ID: 1, Group: 1, Listen: "127.0.0.1:0", Peers: map[uint8]string{0: a.Addr().String()}, Key: testKey})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.peers[1] = newPeer(1, b.Addr().String(), 16)
+	ctxA, cancelA := context.WithCancel(context.Background())
+	ctxB, cancelB := context.WithCancel(context.Background())
+	doneA, doneB := make(chan struct{}), make(chan struct{})
+	go func() { a.Run(ctxA); close(doneA) }()
+	go func() { b.Run(ctxB); close(doneB) }()
+	t.Cleanup(func() { cancelA(); cancelB(); <-doneA; <-doneB })
+	recv := func(what string) exo.Message {
+		t.Helper()
+		select {
+		case m := <-a.Recv():
+			return m
+		case <-time.After(5 * time.Second):
+			t.Fatalf("%s: nothing arrived", what)
+		}
+		return exo.Message{}
+	}
+	quiet := func(what string) {
+		t.Helper()
+		select {
+		case m := <-a.Recv():
+			t.Fatalf("%s: got %v", what, m)
+		case <-time.After(300 * time.Millisecond):
+		}
+	}
+
+	// B runs and closes its connection to A (as Reachable does with a
+	// stuck one): A's probe finds B listening, and says nothing.
+	b.Send(exo.Message{Type: exo.MsgFetch, From: 1, To: 0, Lo: 1})
+	if m := recv("B's first message"); m.Type != exo.MsgFetch {
+		t.Fatalf("got %v", m)
+	}
+	b.peers[0].conn.Load().Close()
+	quiet("a live peer's connection closed")
+	if st := a.Stats(); st.Gone != 0 {
+		t.Fatalf("a live peer reported gone: %+v", st)
+	}
+	if st := b.Stats(); st.Refused != 2 {
+		t.Fatalf("B counted %d refused connections, want A's 2 probes: %+v", st.Refused, st)
+	}
+
+	// B sends again (a new connection), then stops: A is told B is gone.
+	b.Send(exo.Message{Type: exo.MsgFetch, From: 1, To: 0, Lo: 2})
+	if m := recv("B's second message"); m.Type != exo.MsgFetch || m.Lo != 2 {
+		t.Fatalf("got %v", m)
+	}
+	cancelB()
+	<-doneB
+	if m := recv("B stopped"); m.Type != exo.MsgGone || m.From != 1 || m.To != 0 {
+		t.Fatalf("B stopped: got %v, want Gone from 1 to 0", m)
+	}
+	if st := a.Stats(); st.Gone != 1 {
+		t.Fatalf("Stats().Gone = %d, want 1", st.Gone)
+	}
+}
+
+// TestGoneFromTheWireRefused: a Gone notice is made by the receiving
+// transport only; a peer that sends one is cut off.
+func TestGoneFromTheWireRefused(t *testing.T) {
+	a, b := pair(t, 1)
+	b.Send(exo.Message{Type: exo.MsgGone, From: 1, To: 0})
+	select {
+	case m := <-a.Recv():
+		t.Fatalf("took %v from the wire", m)
+	case <-time.After(300 * time.Millisecond):
+	}
+	if a.Stats().Refused == 0 {
+		t.Fatal("refusal not counted")
+	}
+}

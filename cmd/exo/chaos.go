@@ -3,7 +3,6 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"github.com/exo-rack/exo/exo"
 	"os"
 	"strings"
 	"time"
@@ -11,11 +10,13 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/exo-rack/exo/cluster"
+	"github.com/exo-rack/exo/daemon"
+	"github.com/exo-rack/exo/exo"
 	"github.com/exo-rack/exo/lab"
 )
 
 func newChaosCmd() *cobra.Command {
-	var hosts, wipes, count, timeoutMin, fetchWindow int
+	var hosts, wipes, count, timeoutMin, fetchWindow, goneTicks, loadWindow int
 	var fsync string
 	var dur, every, catchUp, spacing time.Duration
 	var only []string
@@ -102,8 +103,14 @@ and profiles stay. Needs root.`,
 			if timeoutMin < 0 {
 				return &exitError{code: 2, err: fmt.Errorf("--token-timeout-min: %d must not be negative (0: the daemons' default)", timeoutMin)}
 			}
-			if fsync != "" && fsync != "batch" && fsync != "entry" {
-				return &exitError{code: 2, err: fmt.Errorf("--fsync: %q is neither batch nor entry", fsync)}
+			if goneTicks < -1 || goneTicks > daemon.DefaultTokenTimeout {
+				return &exitError{code: 2, err: fmt.Errorf("--gone-ticks: %d is outside -1..%d (-1: gone notices ignored; 0: the daemons' default, 1)", goneTicks, daemon.DefaultTokenTimeout)}
+			}
+			if loadWindow < 1 || loadWindow > 4096 {
+				return &exitError{code: 2, err: fmt.Errorf("--load-window: %d is outside 1..4096", loadWindow)}
+			}
+			if fsync != "" && fsync != "batch" && fsync != "entry" && fsync != "none" {
+				return &exitError{code: 2, err: fmt.Errorf("--fsync: %q is neither batch, entry nor none", fsync)}
 			}
 			if fetchWindow < 0 || fetchWindow > exo.MaxFetchWindow {
 				return &exitError{code: 2, err: fmt.Errorf("--fetch-window: %d is outside 1..%d (0: the daemons' default, %d)", fetchWindow, exo.MaxFetchWindow, exo.DefaultFetchWindow)}
@@ -112,7 +119,7 @@ and profiles stay. Needs root.`,
 				return &exitError{code: 2, err: fmt.Errorf("--every and --catch-up must be positive")}
 			}
 			copts := cluster.ChaosOptions{Duration: dur, Seed: seed, Every: every, Wipes: wipes, CatchUp: catchUp,
-				Only: only, Count: count, Spacing: spacing}
+				Only: only, Count: count, Spacing: spacing, LoadWindow: loadWindow}
 			if err := cluster.CheckChaosOptions(copts); err != nil {
 				return &exitError{code: 2, err: err}
 			}
@@ -126,7 +133,7 @@ and profiles stay. Needs root.`,
 			copts.Log = func(s string) { fmt.Fprintln(logw, "  "+s) }
 			rep, dir, err := cluster.RunChaos(cmd.Context(), cluster.ChaosRun{
 				Lab:     cluster.LabOptions{Prefix: prefix, Hosts: hosts},
-				Offload: offload, CPUProfile: cpuProfile, KeepData: keepData, TokenTimeoutMin: timeoutMin, FetchWindow: fetchWindow, Fsync: fsync, Chaos: copts,
+				Offload: offload, CPUProfile: cpuProfile, KeepData: keepData, TokenTimeoutMin: timeoutMin, FetchWindow: fetchWindow, GoneTicks: goneTicks, Fsync: fsync, Chaos: copts,
 				Say: func(s string) { fmt.Fprintln(logw, s) },
 			})
 			if err != nil {
@@ -162,8 +169,10 @@ and profiles stay. Needs root.`,
 	cmd.Flags().StringVar(&offload, "offload", "software", "the daemons' fast path: "+strings.Join(cluster.OffloadModes, ", "))
 	cmd.Flags().StringVar(&out, "out", "", "write the JSON report here")
 	cmd.Flags().BoolVar(&jsonOut, "json", false, "print the report as JSON (the actions go to stderr)")
-	cmd.Flags().StringVar(&fsync, "fsync", "", "every daemon's fsync policy: batch (the default: before anything that depends on the log is sent) or entry (also after every batch of entries received: the policy before batch became lazy)")
+	cmd.Flags().StringVar(&fsync, "fsync", "", "every daemon's fsync policy: batch (the default: before anything that depends on the log is sent) entry (also after every batch of entries received: the policy before batch became lazy) or none (never: a crash of the machine may lose what the host vouched for; to tell the fsyncs' share of a figure)")
 	cmd.Flags().IntVar(&fetchWindow, "fetch-window", 0, "every daemon's fetch_window: the batches a host catching up keeps in flight (0: the daemons' default, 4; 1: one at a time)")
+	cmd.Flags().IntVar(&goneTicks, "gone-ticks", 0, "every daemon's gone_ticks: how long a takeover waits on a holder whose daemon is known dead (its OOB connections ended, a dial refused); -1: such notices ignored (0: the daemons' default, 1 tick)")
+	cmd.Flags().IntVar(&loadWindow, "load-window", 16, "messages each host's client keeps in flight (publishes awaiting agreement): 16 saturates the CPUs of a small machine; 1 is a light load")
 	cmd.Flags().IntVar(&timeoutMin, "token-timeout-min", 0, "every daemon's token_timeout_min_ticks, the adaptive token timeout's floor in ticks of 250µs (0: the daemons' default, a fixed timeout of token_timeout_ticks)")
 	cmd.Flags().BoolVar(&keepData, "keep-data", false, "keep the daemons' durable logs after a run without violations (removed by default: 1-2 GB a 5-minute run; the daemons' logs stay)")
 	cmd.Flags().BoolVar(&cpuProfile, "cpuprofile", false, "every daemon writes a CPU profile to <daemon log dir>/<host>.cpu.pprof (a killed daemon's run leaves none)")

@@ -123,6 +123,7 @@ rejected BAD_TAG.
 	f.IntVar(&o.Base.Config.IdleBackoffMax, "idle-backoff", def.Config.IdleBackoffMax, "cap of the idle back-off in ticks (the daemon's idle_backoff_max_ticks; -1: none)")
 	f.BoolVar(&o.Base.Token, "token", false, "every host's token is in a fast path in front of its core (xdp_token; see below)")
 	f.IntVar(&o.Base.TokenLag, "token-lag", def.TokenLag, "with --token: network steps the control plane may read its fast path's records late")
+	f.IntVar(&o.Base.Config.GoneTicks, "gone-ticks", def.Config.GoneTicks, "ticks a takeover waits on a holder whose daemon is known dead (the daemon's gone_ticks; half the crashes are a daemon's alone, whose peers are told; 0: no notices)")
 	f.IntVar(&o.Base.Config.TokenTimeoutMin, "token-timeout-min", def.Config.TokenTimeoutMin, "the adaptive token timeout's floor in ticks (token_timeout_min_ticks; 0 or 16: fixed)")
 	f.IntVar(&o.Base.Config.IdleRotations, "idle-rotations", def.Config.IdleRotations, "rotations of empty passes at full speed before the idle back-off (the daemon's idle_rotations: 4, 32 in token mode)")
 	f.IntVar(&o.Workers, "workers", runtime.GOMAXPROCS(0), "seeds run in parallel")
@@ -159,6 +160,8 @@ func (o *simOptions) validate() error {
 		return fmt.Errorf("--retain: %d must be 0, or positive with --keep-entries (it keeps what compaction cuts)", b.Retain)
 	case o.Workers < 1:
 		return fmt.Errorf("--workers: %d must be at least 1", o.Workers)
+	case b.Config.GoneTicks < 0 || b.Config.GoneTicks > exo.DefaultTokenTimeout:
+		return fmt.Errorf("--gone-ticks: %d is outside 0..%d (the token timeout)", b.Config.GoneTicks, exo.DefaultTokenTimeout)
 	case b.Config.TokenTimeoutMin < 0 || b.Config.TokenTimeoutMin > exo.DefaultTokenTimeout:
 		return fmt.Errorf("--token-timeout-min: %d is outside 0..%d (the token timeout)", b.Config.TokenTimeoutMin, exo.DefaultTokenTimeout)
 	case b.Config.IdleRotations < 1:

@@ -51,6 +51,10 @@ type Options struct {
 	// Compacts is how many times on one path a host may compact its log up
 	// to what every host has delivered (Node.Compact).
 	Compacts int
+	// Gones is how many times on one path a host may be reported gone to
+	// the others (MsgGone, OpGone), rightly or not; it needs
+	// Config.GoneTicks.
+	Gones int
 	// MaxInFlight prunes states with more items in flight (after their
 	// invariants are checked): the bound that keeps broadcasts finite.
 	MaxInFlight int
@@ -84,6 +88,7 @@ type Options struct {
 func SmallConfig() exo.Config {
 	return exo.Config{
 		TokenTimeout:      2,
+		GoneTicks:         1, // used only with Options.Gones
 		TakeoverStagger:   1,
 		RetransmitTicks:   2,
 		IdleBackoffMax:    -1, // no idle back-off: an idle token still moves
@@ -172,7 +177,7 @@ func Explore(opt Options) (Result, error) {
 	case opt.Proposals < 0 || opt.Proposals > 64:
 		return Result{}, fmt.Errorf("explore: Proposals %d outside 0..64", opt.Proposals)
 	}
-	for _, b := range []int{opt.Drops, opt.Dups, opt.Restarts, opt.Amnesia, opt.Broadcasts, opt.Compacts} {
+	for _, b := range []int{opt.Drops, opt.Dups, opt.Restarts, opt.Amnesia, opt.Broadcasts, opt.Compacts, opt.Gones} {
 		if b < 0 || b > 250 {
 			return Result{}, fmt.Errorf("explore: budget %d outside 0..250", b)
 		}
@@ -265,6 +270,9 @@ func (x *explorer) actions(s *state) []action {
 		}
 		if int(s.used[OpAmnesia]) < o.Amnesia {
 			acts = append(acts, action{kind: OpAmnesia, host: i})
+		}
+		if int(s.used[OpGone]) < o.Gones {
+			acts = append(acts, action{kind: OpGone, host: i})
 		}
 	}
 	if x.rng != nil {

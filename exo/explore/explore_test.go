@@ -81,6 +81,20 @@ func TestExploreFaults(t *testing.T) {
 	wantEvents(t, r, exo.EventViewChange, exo.EventInstalled)
 }
 
+// TestExploreGone delivers gone notices (MsgGone) about a host, rightly
+// (after its crash) or wrongly (it runs): a takeover they set off early
+// must never break agreement.
+func TestExploreGone(t *testing.T) {
+	o := Defaults(3)
+	o.MaxDepth = 8
+	o.Gones, o.Restarts = 1, 1
+	r := explore(t, o)
+	if !r.Complete {
+		t.Errorf("search incomplete (MaxStates %d)", o.MaxStates)
+	}
+	wantEvents(t, r, exo.EventTakeover, exo.EventViewChange, exo.EventInstalled)
+}
+
 // TestExploreExported runs with the exported-API fingerprint: it merges
 // states that differ in hidden fields, so it explores fewer of them.
 func TestExploreExported(t *testing.T) {

@@ -95,10 +95,15 @@ const (
 	OpAmnesia                 // crash a host and restart it without any state
 	OpBroadcast               // Broadcast() at a host: it sends now, as a takeover
 	OpCompact                 // Compact(d) at a host, d = least Delivered() of all hosts
+	// OpGone reports a host's process gone to every other host: a
+	// MsgGone from it to each goes in flight (to be delivered, dropped or
+	// reordered like any message). The host itself runs on: a wrong
+	// notice, the worst case; after a restart, a late one.
+	OpGone
 	numOps
 )
 
-var opNames = [...]string{"?", "deliver", "drop", "dup", "tick", "propose", "restart", "amnesia", "broadcast", "compact"}
+var opNames = [...]string{"?", "deliver", "drop", "dup", "tick", "propose", "restart", "amnesia", "broadcast", "compact", "gone"}
 
 func (k Op) String() string {
 	if int(k) < len(opNames) {
@@ -218,6 +223,16 @@ func (m *machine) apply(s *state, a action) (*state, *Violation) {
 		// A new incarnation delivers again from its log's first entry
 		// (entries below were compacted: delivered everywhere already).
 		c.next[i] = nd.LogBase()
+	case OpGone:
+		fl := slices.Clone(s.flight)
+		for b := 0; b < m.n; b++ {
+			if b != i {
+				fl = append(fl, newMsgItem(uint8(i), &exo.Message{Type: exo.MsgGone, From: uint8(i), To: uint8(b)}))
+			}
+		}
+		sortItems(fl)
+		c.flight = fl
+		return c, nil
 	default:
 		nd = old.Clone()
 		switch a.kind {
@@ -421,18 +436,23 @@ func (m *machine) drain(c *state, i int) *Violation {
 			msg := rd.Messages[k]
 			fl = append(fl, newMsgItem(uint8(i), &msg))
 		}
-		slices.SortFunc(fl, func(x, y item) int {
-			switch {
-			case x.fp.less(y.fp):
-				return -1
-			case y.fp.less(x.fp):
-				return 1
-			}
-			return 0
-		})
+		sortItems(fl)
 		c.flight = fl
 	}
 	return nil
+}
+
+// sortItems puts items in their canonical order (by fingerprint).
+func sortItems(fl []item) {
+	slices.SortFunc(fl, func(x, y item) int {
+		switch {
+		case x.fp.less(y.fp):
+			return -1
+		case y.fp.less(x.fp):
+			return 1
+		}
+		return 0
+	})
 }
 
 // check verifies the invariants that host i's change can break: its log

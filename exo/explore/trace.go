@@ -154,9 +154,9 @@ func ParseTrace(text string) (*Trace, error) {
 		case "deliver", "drop", "dup":
 			op := map[string]Op{"deliver": OpDeliver, "drop": OpDrop, "dup": OpDup}[word]
 			t.Steps = append(t.Steps, Step{Op: op, Item: rest})
-		case "tick", "propose", "restart", "amnesia", "broadcast", "compact":
+		case "tick", "propose", "restart", "amnesia", "broadcast", "compact", "gone":
 			op := map[string]Op{"tick": OpTick, "propose": OpPropose, "restart": OpRestart, "amnesia": OpAmnesia,
-				"broadcast": OpBroadcast, "compact": OpCompact}[word]
+				"broadcast": OpBroadcast, "compact": OpCompact, "gone": OpGone}[word]
 			h, err := strconv.Atoi(strings.Fields(rest + " x")[0])
 			if err != nil {
 				return nil, bad(err)
@@ -242,7 +242,7 @@ func resolveStep(s *state, st Step, n int, key [exo.TagKeyLen]byte) (action, err
 			in = append(in, "\n\t"+describeItem(&s.flight[k], key))
 		}
 		return action{}, fmt.Errorf("no such item in flight; in flight:%s", strings.Join(in, ""))
-	case OpTick, OpPropose, OpRestart, OpAmnesia, OpBroadcast, OpCompact:
+	case OpTick, OpPropose, OpRestart, OpAmnesia, OpBroadcast, OpCompact, OpGone:
 		if st.Host < 0 || st.Host >= n {
 			return action{}, fmt.Errorf("host %d outside the roster", st.Host)
 		}

@@ -142,7 +142,7 @@ func DefaultOptions(hosts int, seed uint64) Options {
 	// --token-timeout-min makes it adapt (detector.go).
 	// Odd seeds size fetch answers by bytes as well, as the daemon does
 	// (fetch_bytes): 4 entries, and more while they fit in 300 bytes.
-	cfg := exo.Config{SeqWindow: 24, MaxHeld: 8, MaxFetchEntries: 4}
+	cfg := exo.Config{SeqWindow: 24, MaxHeld: 8, MaxFetchEntries: 4, GoneTicks: 1}
 	if seed%2 == 1 {
 		cfg.FetchBytes = 300
 	}
@@ -308,6 +308,7 @@ type Stats struct {
 	FencedRestarts uint64
 	Compactions    uint64 // log compactions (Options.KeepEntries)
 	UnsyncedLost   uint64 // log entries written and not fsynced that crashes lost (host.synced)
+	GoneNotices    uint64 // MsgGone sent: at crashes of a daemon alone, and wrong ones at heals
 	ArchiveAnswers uint64 // fetch answers filled from an archive (Options.Retain)
 	ArchiveMisses  uint64 // fetch answers dropped: the archive no longer held their start
 	PastFloor      uint64 // hosts that fell behind every member's log and became amnesiac
@@ -734,9 +735,10 @@ func (s *Sim) step() {
 				s.Stats.SilentTicks++
 			}
 			s.Stats.Ticks++
-			if s.opt.Retain > 0 && s.tick%64 == i%64 {
+			if (s.opt.Retain > 0 || s.opt.Config.GoneTicks > 0) && s.tick%64 == i%64 {
 				// What it serves, to the others, as the daemon announces
-				// it every second (it informs only: MsgHeld).
+				// it every second (it informs only: MsgHeld; it clears
+				// a wrong gone notice about this host).
 				h.node.AnnounceHeld()
 				s.sync(i)
 			}
@@ -1248,6 +1250,18 @@ func (s *Sim) faults() {
 		}
 	} else if s.rng.Float64() < 0.02/k {
 		s.heal()
+		if s.rng.Float64() < 0.3 && s.opt.Config.GoneTicks > 0 {
+			// A wrong gone notice: a connection that a host closed as
+			// stuck during the partition ends at its peer at the heal,
+			// and the probe that would find the host alive is not
+			// trusted here (the worst case).
+			a, b := s.rng.IntN(n), s.rng.IntN(n)
+			if a != b {
+				s.Stats.GoneNotices++
+				s.send(a, b, nil, &exo.Message{Type: exo.MsgGone, From: uint8(a), To: uint8(b)}, 0)
+				s.tracef("wrong gone notice about host %d to host %d", a, b)
+			}
+		}
 	}
 	if s.opt.RosterChanges > 0 && s.rng.Float64() < s.opt.RosterChanges {
 		s.rosterChange()
@@ -1386,6 +1400,17 @@ func (s *Sim) crash(i int) {
 		h.keepFP = true
 	}
 	s.tracef("crash host %d (fast path kept: %v)", i, h.keepFP)
+	if s.rng.Float64() < 0.5 && s.opt.Config.GoneTicks > 0 { // (drawn either way: runs with and without notices differ by them alone)
+		// The daemon alone died: its kernel closed its sockets, and
+		// every host that reaches it learns that its process is gone
+		// (its connection ended, a dial refused: exo.MsgGone).
+		for j, o := range s.hosts {
+			if j != i && o.up {
+				s.Stats.GoneNotices++
+				s.send(i, j, nil, &exo.Message{Type: exo.MsgGone, From: uint8(i), To: uint8(j)}, 0)
+			}
+		}
+	}
 }
 
 func (s *Sim) restart(i int) {
@@ -1446,6 +1471,12 @@ func (s *Sim) restart(i int) {
 	if h.staged {
 		h.staged = false
 		s.stage(i) // the staged key is in its configuration (next_key_file)
+	}
+	if s.opt.Config.GoneTicks > 0 || s.opt.Retain > 0 {
+		// The daemon announces what it holds as it starts (its first
+		// loop): the others hear it again (a gone notice about it is
+		// cleared).
+		h.node.AnnounceHeld()
 	}
 	s.sync(i)
 }

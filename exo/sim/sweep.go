@@ -27,7 +27,7 @@ type Sweep struct {
 	// Partitions, Crashes, Amnesia, KeepEntries, Retain, AcceptLoss, Forge,
 	// RosterChanges, KeyRotations, ProposeP, OOBEntriesPerStep, Token,
 	// TokenLag, FaultTicks, LabTiming, DiskTicks, and Config's TransferBytesPerTick, MaxFetchEntries,
-	// IdleBackoffMax, IdleRotations and TokenTimeoutMin. Its other fields
+	// IdleBackoffMax, IdleRotations, TokenTimeoutMin, FetchWindow and GoneTicks. Its other fields
 	// are not used: DefaultOptions sizes the rest by seed.
 	Base Options
 	// NoFaults says the faults were switched off as a whole (Base has no
@@ -61,6 +61,8 @@ func (s *Sweep) Options(hosts int, seed uint64) Options {
 	o.Token, o.TokenLag = b.Token, b.TokenLag
 	o.Config.IdleRotations = b.Config.IdleRotations
 	o.Config.TokenTimeoutMin = b.Config.TokenTimeoutMin
+	o.Config.FetchWindow = b.Config.FetchWindow
+	o.Config.GoneTicks = b.Config.GoneTicks
 	o.FaultTicks, o.LabTiming, o.DiskTicks = b.FaultTicks, b.LabTiming, b.DiskTicks
 	return o
 }
@@ -111,6 +113,7 @@ func (s *Sweep) Replay(hosts int, seed uint64) string {
 	add(b.Token, "--token")
 	add(b.Config.IdleRotations != def.Config.IdleRotations, fmt.Sprintf("--idle-rotations %d", b.Config.IdleRotations))
 	add(b.Config.TokenTimeoutMin != def.Config.TokenTimeoutMin, fmt.Sprintf("--token-timeout-min %d", b.Config.TokenTimeoutMin))
+	add(b.Config.GoneTicks != def.Config.GoneTicks, fmt.Sprintf("--gone-ticks %d", b.Config.GoneTicks))
 	add(b.Token && b.TokenLag != def.TokenLag, fmt.Sprintf("--token-lag %d", b.TokenLag))
 	add(b.FaultTicks != 0, fmt.Sprintf("--fault-ticks %d", b.FaultTicks))
 	add(b.LabTiming, "--lab-timing")
@@ -142,6 +145,7 @@ type Report struct {
 	Dropped        uint64       `json:"dropped_reported"`
 	Compactions    uint64       `json:"compactions,omitempty"`
 	UnsyncedLost   uint64       `json:"unsynced_lost_entries"`
+	GoneNotices    uint64       `json:"gone_notices"`
 	ArchiveAnswers uint64       `json:"archive_answers,omitempty"`
 	ArchiveMisses  uint64       `json:"archive_misses,omitempty"`
 	PastFloor      uint64       `json:"past_floor,omitempty"`
@@ -324,6 +328,7 @@ func (rep *Report) add(r seedResult) {
 	rep.Partitions += st.Partitions
 	rep.Compactions += st.Compactions
 	rep.UnsyncedLost += st.UnsyncedLost
+	rep.GoneNotices += st.GoneNotices
 	rep.ArchiveAnswers += st.ArchiveAnswers
 	rep.ArchiveMisses += st.ArchiveMisses
 	rep.PastFloor += st.PastFloor
@@ -396,8 +401,8 @@ func (rep *Report) Summary() string {
 		fmt.Fprintf(&w, "  token: records=%d fast-steps=%d sent-by-fast-path=%d batches=%d handoffs=%d self-halts=%d quiesces=%d arms=%d arm-misses=%d desyncs=%d unlogged-sends=%d (fenced %d) fenced-restarts=%d (taken over %d, fence lifted %d) stalled-with-fenced=%d\n",
 			t.Records, t.FastSteps, t.Sent, t.Popped, t.Handoffs, t.Halts, t.Quiesces, t.Arms, t.ArmMisses, t.Desyncs, t.Unlogged, t.Fenced, t.FencedRestarts, t.Recovered, t.Unfenced, rep.StalledFenced)
 	}
-	fmt.Fprintf(&w, "  view-changes=%d takeovers=%d crashes=%d (unsynced entries lost %d) partitions=%d converge-ticks p50=%d max=%d majority-stall-ticks p50=%d p99=%d max=%d (seed %d)\n",
-		rep.ViewChanges, rep.Takeovers, rep.Crashes, rep.UnsyncedLost, rep.Partitions, rep.ConvergeP50, rep.ConvergeMax,
+	fmt.Fprintf(&w, "  view-changes=%d takeovers=%d crashes=%d (unsynced entries lost %d, gone notices %d) partitions=%d converge-ticks p50=%d max=%d majority-stall-ticks p50=%d p99=%d max=%d (seed %d)\n",
+		rep.ViewChanges, rep.Takeovers, rep.Crashes, rep.UnsyncedLost, rep.GoneNotices, rep.Partitions, rep.ConvergeP50, rep.ConvergeMax,
 		rep.MajorityStallP50, rep.MajorityStallP99, rep.MajorityStallMax, rep.MajorityStallSeed)
 	fmt.Fprintf(&w, "  %.1fs, %.0f simulated frames/s\n", rep.Seconds, rep.FramesPerSec)
 	if rep.Violations > 0 {
