@@ -148,11 +148,15 @@ type ChaosReport struct {
 	// installed, each once; EpochsInstalled counts the installs the
 	// watcher saw, UnheldViewChanges those that overlapped no stall of
 	// 1 ms or more.
-	ViewChangeHolds   Figures        `json:"view_change_holds"`
-	EpochsInstalled   int            `json:"epochs_installed"`
-	UnheldViewChanges int            `json:"view_changes_without_a_stall"`
-	Resolution        Resolution     `json:"resolution"`
-	Counters          TakeoverCounts `json:"counters"`
+	ViewChangeHolds Figures `json:"view_change_holds"`
+	// ViewChangeHoldsMajority: of each of those holds, the time during
+	// which a connected majority of live hosts existed (the rest waits
+	// for one: no protocol moves without it), in ms.
+	ViewChangeHoldsMajority Figures        `json:"view_change_holds_with_majority"`
+	EpochsInstalled         int            `json:"epochs_installed"`
+	UnheldViewChanges       int            `json:"view_changes_without_a_stall"`
+	Resolution              Resolution     `json:"resolution"`
+	Counters                TakeoverCounts `json:"counters"`
 	// Machine is how the machine's CPUs spent the time the counters
 	// cover (/proc/stat; nil where it cannot be read).
 	Machine *MachineShare `json:"machine,omitempty"`
@@ -196,6 +200,7 @@ func (r ChaosReport) Summary() string {
 	fmt.Fprintf(&b, "\nrecovery: action (once in effect) -> agreement moving again at every host that must move (ms):\n%s", recoveryTable(r.Recovery))
 	fmt.Fprintf(&b, "\nview-change holds of the rack's agreement pointer (ms): %s (%d epochs installed, %d without a stall over 1 ms)",
 		r.ViewChangeHolds, r.EpochsInstalled, r.UnheldViewChanges)
+	fmt.Fprintf(&b, "\n  of each, the time a connected majority of live hosts existed (ms): %s", r.ViewChangeHoldsMajority)
 	ct := r.Counters
 	fals := "n/a (the daemons do not report it)"
 	if ct.FalseTakeovers != nil {
@@ -533,8 +538,10 @@ func (c *Cluster) Chaos(ctx context.Context, o ChaosOptions) (ChaosReport, error
 		rep.HealToMoveMs = h.Moving.Samples
 	}
 	var vc []float64
-	vc, rep.UnheldViewChanges = viewChangeHolds(m.tr.gaps, m.installs)
+	vc, vcMajority, unheld := viewChangeHolds(m.tr.gaps, m.installs, m.spans)
+	rep.UnheldViewChanges = unheld
 	rep.ViewChangeHolds, rep.EpochsInstalled = FiguresOf(vc), len(m.installs)
+	rep.ViewChangeHoldsMajority = FiguresOf(vcMajority)
 	m.mu.Unlock()
 	return rep, nil
 }

@@ -528,9 +528,11 @@ func (t *tracker) resolution() Resolution {
 // of that host was at installs[i][0]) with the longest stall of the rack's
 // agreement pointer (the streams' gaps, at ms resolution) that overlaps
 // that window: the hold of that view change. Stalls held by several view
-// changes (duels) count once. It returns the holds in ms and how many
-// installs overlapped no stall of gapMin or more.
-func viewChangeHolds(gaps, installs [][2]time.Duration) ([]float64, int) {
+// changes (duels) count once. It returns the holds in ms, the part of
+// each during which a connected majority of live hosts existed (spans:
+// what a hold without one waits for, no protocol can shorten), in ms, and
+// how many installs overlapped no stall of gapMin or more.
+func viewChangeHolds(gaps, installs [][2]time.Duration, spans []faultSpan) ([]float64, []float64, int) {
 	used := map[int]bool{}
 	unheld := 0
 	const slack = 5 * time.Millisecond
@@ -549,7 +551,7 @@ func viewChangeHolds(gaps, installs [][2]time.Duration) ([]float64, int) {
 		}
 		used[best] = true
 	}
-	var out []float64
+	var out, withMajority []float64
 	for _, i := range slices.Sorted(func(yield func(int) bool) {
 		for i := range used {
 			if !yield(i) {
@@ -558,8 +560,10 @@ func viewChangeHolds(gaps, installs [][2]time.Duration) ([]float64, int) {
 		}
 	}) {
 		out = append(out, ms(gaps[i][1]-gaps[i][0]))
+		maj, _ := majorityTime(spans, gaps[i][0], gaps[i][1])
+		withMajority = append(withMajority, maj*1000)
 	}
-	return out, unheld
+	return out, withMajority, unheld
 }
 
 // recoveryKinds is the order the summary lists the kinds in.

@@ -64,9 +64,15 @@ func TestViewChangeHolds(t *testing.T) {
 		{ms(990), ms(1010)},  // a short one
 		{ms(5000), ms(5020)}, // no stall
 	}
-	holds, unheld := viewChangeHolds(gaps, installs)
+	// A partition without a majority from 150 ms to 300 ms, a connected
+	// majority before and after it.
+	spans := []faultSpan{{from: 0, majority: true, what: "start"}, {from: ms(150), what: "partition"}, {from: ms(300), majority: true, what: "heal"}}
+	holds, withMajority, unheld := viewChangeHolds(gaps, installs, spans)
 	if !slices.Equal(holds, []float64{290, 3}) || unheld != 1 {
 		t.Fatalf("holds %v, unheld %d", holds, unheld)
+	}
+	if !slices.Equal(withMajority, []float64{140, 3}) {
+		t.Fatalf("with a majority: %v, want [140 3] (290 less the 150 without one)", withMajority)
 	}
 }
 
