@@ -202,6 +202,14 @@ func (nd *Node) Removed() bool { return nd.leaving || nd.notMember }
 // the rack's first roster).
 func (nd *Node) ConfigSwitch() uint64 { return nd.ms.from }
 
+// RosterAtBase reports whether the roster in force is the one this host's
+// log begins with (from RestartNode, a state transfer, or a compaction
+// that kept no switch after it): ConfigSwitch then tells where that
+// roster is known to apply from, not a switch that this host's log made.
+func (nd *Node) RosterAtBase() bool {
+	return nd.ms.from == nd.baseMS.from && slices.Equal(nd.ms.roster, nd.baseMS.roster)
+}
+
 // ChangeInFlight reports whether a membership change is queued here, sits
 // in the log without having taken effect (or been voided), or is this
 // host's and waits for its fate: voided or cut by a view change, it is
