@@ -43,7 +43,7 @@ func (nd *Node) NextTick() int {
 		case nd.vc != nil:
 			at(nd.vcTimeout() - nd.vc.ticks)
 		default:
-			at(nd.vcTimeout()/2 + int(nd.id)*nd.cfg.TakeoverStagger/2 + 1 - nd.haltedTicks)
+			at(nd.promiseWait() - nd.haltedTicks)
 		}
 		if nd.catchup != nil && nd.fetching {
 			at(nd.fetchRTO() - nd.fetchTicks)

@@ -182,6 +182,30 @@ func (nd *Node) ViewChangeAmbiguous() bool { return nd.vc != nil && nd.vc.ambigu
 // this host that timed out (up to 4x): when promises are large (an initiator
 // far behind) or several hosts compete, later attempts get the time to
 // finish instead of preempting each other forever.
+// promiseWait is how long a halted host without a view change of its own
+// (a promise whose install never came, or an amnesiac host) waits before
+// it starts one: half a view-change timeout, staggered by id so that hosts
+// rarely duel. A host that knows the rack to be far ahead of it
+// (behindRack) waits a view-change timeout more: the install it waits for
+// carries what it lacks (on the lab rack, a host 5,900 entries behind
+// timed out on it and preempted the view changes of hosts up to date,
+// nine in 1.6 s with a connected majority), and a host up to date leads
+// for less.
+func (nd *Node) promiseWait() int {
+	wait := nd.vcTimeout()/2 + int(nd.id)*nd.cfg.TakeoverStagger/2 + 1
+	if nd.behindRack() && !nd.amnesiac { // (an amnesiac host's own view change is its way back)
+		wait += nd.vcTimeout()
+	}
+	return wait
+}
+
+// behindRack reports whether frames this host heard show the rack
+// further ahead of its log than it can hold (SeqWindow), or in a later
+// epoch.
+func (nd *Node) behindRack() bool {
+	return nd.rackEpoch > nd.p.Epoch || nd.rackEpoch == nd.p.Epoch && nd.rackSeq > nd.p.Append+nd.cfg.SeqWindow
+}
+
 func (nd *Node) vcTimeout() int {
 	return nd.cfg.ViewChangeTimeout << min(nd.vcFailures, 2)
 }
@@ -260,8 +284,8 @@ func (nd *Node) tickHalted() {
 		return
 	}
 	// A promise whose install never came, or an amnesiac host: start a view
-	// change, staggered by id so that hosts rarely duel.
-	if nd.haltedTicks >= nd.vcTimeout()/2+int(nd.id)*nd.cfg.TakeoverStagger/2+1 {
+	// change (promiseWait).
+	if nd.haltedTicks >= nd.promiseWait() {
 		cause := CausePromiseTimeout
 		if nd.amnesiac {
 			cause = CauseAmnesiac
