@@ -168,28 +168,10 @@ func (nd *Node) goneAt(pos uint8) bool {
 // holder's own process is gone, GoneTicks in place of the back-off, the
 // token timeout and an epoch's install allowance.
 func (nd *Node) takeoverWait(holder uint8) int {
-	rank := nd.rank(holder)
 	if nd.cfg.GoneTicks <= 0 {
-		return nd.takeoverAfter(rank)
+		return nd.takeoverAfter(nd.rank(holder))
 	}
-	// The hosts ranked before this one, in rank's order.
-	ahead := 0
-	for pass := 0; pass < 2; pass++ {
-		for i := 1; i < nd.n; i++ {
-			y := uint8((int(holder) + i) % nd.n)
-			if nd.skipped[y] != (pass == 1) {
-				continue
-			}
-			if y == nd.id {
-				pass = 2
-				break
-			}
-			if nd.goneAt(y) {
-				ahead++
-			}
-		}
-	}
-	rank = max(1, rank-ahead)
+	rank := nd.rankCounting(holder, func(pos uint8) bool { return !nd.goneAt(pos) })
 	if nd.goneAt(holder) {
 		return nd.cfg.GoneTicks + (rank-1)*nd.takeoverStagger()
 	}

@@ -1565,7 +1565,11 @@ func (nd *Node) installAllowance() int {
 
 // rank is this host's place in the takeover order after holder: live hosts
 // first, in token order, then skipped ones.
-func (nd *Node) rank(holder uint8) int {
+func (nd *Node) rank(holder uint8) int { return nd.rankCounting(holder, nil) }
+
+// rankCounting is rank with only the hosts ranked before this one for
+// which counts holds counted (nil: all of them).
+func (nd *Node) rankCounting(holder uint8, counts func(pos uint8) bool) int {
 	r := 0
 	for pass := 0; pass < 2; pass++ {
 		for i := 1; i < nd.n; i++ {
@@ -1573,9 +1577,11 @@ func (nd *Node) rank(holder uint8) int {
 			if nd.skipped[y] != (pass == 1) {
 				continue
 			}
-			r++
 			if y == nd.id {
-				return r
+				return r + 1
+			}
+			if counts == nil || counts(y) {
+				r++
 			}
 		}
 	}
