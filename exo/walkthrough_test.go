@@ -268,12 +268,7 @@ func (s *scenario) handle(d *datadriven.TestData) string {
 		clear(s.r.side)
 		s.printf("healed\n")
 	case "crash":
-		i := 0
-		if x := d.CmdArgs[0].Key; x == "holder" {
-			i = s.holder()
-		} else {
-			i = s.id(x)
-		}
+		i := s.hostOrHolder(d)
 		s.r.crash(i)
 		s.printf("%s crashes\n", hostName(i))
 		if d.HasArg("notify") {
@@ -282,14 +277,7 @@ func (s *scenario) handle(d *datadriven.TestData) string {
 			s.gone(i)
 		}
 	case "gone":
-		// A notice about a host that runs (a wrong one).
-		i := 0
-		if x := d.CmdArgs[0].Key; x == "holder" {
-			i = s.holder()
-		} else {
-			i = s.id(x)
-		}
-		s.gone(i)
+		s.gone(s.hostOrHolder(d)) // a notice about a host that runs (a wrong one)
 	case "restart":
 		i := s.id(d.CmdArgs[0].Key)
 		amnesiac := d.HasArg("amnesiac")
@@ -536,6 +524,15 @@ func (s *scenario) config(d *datadriven.TestData) {
 		s.printf("%s: proposes %s %s\n", hostName(i), op, who)
 	}
 	s.r.collect(i)
+}
+
+// hostOrHolder is the host the command's first argument names: a host's
+// name, or holder (the token holder).
+func (s *scenario) hostOrHolder(d *datadriven.TestData) int {
+	if x := d.CmdArgs[0].Key; x != "holder" {
+		return s.id(x)
+	}
+	return s.holder()
 }
 
 // gone steps a MsgGone about host i at every other live host, as their
