@@ -73,6 +73,9 @@ func CheckChaosOptions(o ChaosOptions) error {
 	if o.Duration <= 0 && o.Count <= 0 {
 		return fmt.Errorf("chaos: neither a duration nor a count of actions")
 	}
+	if o.LoadWindow < 0 {
+		return fmt.Errorf("chaos: load window %d is negative (0: the default, 16)", o.LoadWindow)
+	}
 	_, err := chaosActions(o)
 	return err
 }

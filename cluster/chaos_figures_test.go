@@ -91,6 +91,7 @@ func TestChaosActions(t *testing.T) {
 		{Duration: time.Second, Only: []string{"nap"}},
 		{Duration: time.Second, Only: []string{"wipe"}},
 		{Count: 1, Only: []string{"heal"}, Spacing: time.Second},
+		{Duration: time.Second, LoadWindow: -1},
 		{},
 	} {
 		if err := CheckChaosOptions(o); err == nil {

@@ -182,6 +182,10 @@ func (nd *Node) ViewChangeAmbiguous() bool { return nd.vc != nil && nd.vc.ambigu
 // this host that timed out (up to 4x): when promises are large (an initiator
 // far behind) or several hosts compete, later attempts get the time to
 // finish instead of preempting each other forever.
+func (nd *Node) vcTimeout() int {
+	return nd.cfg.ViewChangeTimeout << min(nd.vcFailures, 2)
+}
+
 // promiseWait is how long a halted host without a view change of its own
 // (a promise whose install never came, or an amnesiac host) waits before
 // it starts one: half a view-change timeout, staggered by id so that hosts
@@ -204,10 +208,6 @@ func (nd *Node) promiseWait() int {
 // epoch.
 func (nd *Node) behindRack() bool {
 	return nd.rackEpoch > nd.p.Epoch || nd.rackEpoch == nd.p.Epoch && nd.rackSeq > nd.p.Append+nd.cfg.SeqWindow
-}
-
-func (nd *Node) vcTimeout() int {
-	return nd.cfg.ViewChangeTimeout << min(nd.vcFailures, 2)
 }
 
 // leftOutAfter is how long a host must have been halted before a frame of

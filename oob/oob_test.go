@@ -19,6 +19,16 @@ func pair(t *testing.T, group2 uint16) (*Transport, *Transport) {
 
 func pairKeys(t *testing.T, group2 uint16, key2 []byte) (*Transport, *Transport) {
 	t.Helper()
+	a, b := newPair(t, group2, key2)
+	run(t, a)
+	run(t, b)
+	return a, b
+}
+
+// newPair returns transports 0 and 1, each with the other's address, not
+// running.
+func newPair(t *testing.T, group2 uint16, key2 []byte) (*Transport, *Transport) {
+	t.Helper()
 	a, err := New(Config{ID: 0, Group: 1, Listen: "127.0.0.1:0", Peers: map[uint8]string{}, Key: testKey})
 	if err != nil {
 		t.Fatal(err)
@@ -28,12 +38,18 @@ func pairKeys(t *testing.T, group2 uint16, key2 []byte) (*Transport, *Transport)
 		t.Fatal(err)
 	}
 	a.peers[1] = newPeer(1, b.Addr().String(), 16)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{}, 2)
-	go func() { a.Run(ctx); done <- struct{}{} }()
-	go func() { b.Run(ctx); done <- struct{}{} }()
-	t.Cleanup(func() { cancel(); <-done; <-done })
 	return a, b
+}
+
+// run runs tr until the returned stop is called (or the test ends) and
+// stop returns once Run did.
+func run(t *testing.T, tr *Transport) (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { tr.Run(ctx); close(done) }()
+	stop = func() { cancel(); <-done }
+	t.Cleanup(stop)
+	return stop
 }
 
 // TestRoundTrip: messages with entries cross in both directions, in order.
@@ -304,21 +320,9 @@ func TestRTOBounds(t *testing.T) {
 // its listener with them), the transport reports it gone (exo.MsgGone
 // from it); when a live peer only closes a connection, it does not.
 func TestGoneNotice(t *testing.T) {
-	a, err := New(Config{ID: 0, Group: 1, Listen: "127.0.0.1:0", Peers: map[uint8]string{}, Key: testKey})
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := New(Config{ID: 1, Group: 1, Listen: "127.0.0.1:0", Peers: map[uint8]string{0: a.Addr().String()}, Key: testKey})
-	if err != nil {
-		t.Fatal(err)
-	}
-	a.peers[1] = newPeer(1, b.Addr().String(), 16)
-	ctxA, cancelA := context.WithCancel(context.Background())
-	ctxB, cancelB := context.WithCancel(context.Background())
-	doneA, doneB := make(chan struct{}), make(chan struct{})
-	go func() { a.Run(ctxA); close(doneA) }()
-	go func() { b.Run(ctxB); close(doneB) }()
-	t.Cleanup(func() { cancelA(); cancelB(); <-doneA; <-doneB })
+	a, b := newPair(t, 1, testKey)
+	run(t, a)
+	stopB := run(t, b)
 	recv := func(what string) exo.Message {
 		t.Helper()
 		select {
@@ -358,8 +362,7 @@ func TestGoneNotice(t *testing.T) {
 	if m := recv("B's second message"); m.Type != exo.MsgFetch || m.Lo != 2 {
 		t.Fatalf("got %v", m)
 	}
-	cancelB()
-	<-doneB
+	stopB()
 	if m := recv("B stopped"); m.Type != exo.MsgGone || m.From != 1 || m.To != 0 {
 		t.Fatalf("B stopped: got %v, want Gone from 1 to 0", m)
 	}
