@@ -1,6 +1,9 @@
 package exo
 
-import "slices"
+import (
+	"maps"
+	"slices"
+)
 
 // A catch-up brings a host whose epoch is behind the rack's to the later
 // epoch: it fetches that epoch's log from its agreement pointer and adopts
@@ -44,6 +47,14 @@ type catchUp struct {
 	turn  int
 	asked uint64
 	hi    uint64
+	// roster is the epoch's roster, as its responders reported it: the
+	// senders of its frames are positions in it, not in this host's
+	// (older) roster. (Read in this host's roster, a frame's sender named
+	// this host itself, which then sent its pipelined fetches to itself
+	// and answered them from its own old log: the simulator, seed 8212 of
+	// --hosts 3 --amnesia 0.2 --roster-changes 0.02, a host left behind
+	// for the whole quiet phase.)
+	roster []uint8
 }
 
 // batchAsk is one batch of a pipelined catch-up in flight: [lo, hi) asked
@@ -77,7 +88,7 @@ func (c *catchUp) awaits(lo uint64) bool {
 // addPeer takes member u, which answered in the epoch gathered, into the
 // turn of the members asked.
 func (c *catchUp) addPeer(u uint8) {
-	if !slices.Contains(c.peers, u) {
+	if u != HistoryNone && !slices.Contains(c.peers, u) {
 		c.peers = append(c.peers, u)
 	}
 }
@@ -94,14 +105,19 @@ func (c *catchUp) dropPeer(u uint8) {
 // last answer it used (or last).
 func (c *catchUp) drain(last *Message) *Message {
 	for !c.done(last.Hi) {
+		// The kept answers in order of position (not the map's order:
+		// which answer is used last decides the next asks, and a seed
+		// must replay exactly).
 		var next *Message
-		for s, a := range c.ahead {
-			if s <= c.end() {
-				delete(c.ahead, s)
-				if a.Start+uint64(len(a.Entries)) > c.end() {
-					next = &a
-					break
-				}
+		for _, s := range slices.Sorted(maps.Keys(c.ahead)) {
+			if s > c.end() {
+				break
+			}
+			a := c.ahead[s]
+			delete(c.ahead, s)
+			if a.Start+uint64(len(a.Entries)) > c.end() {
+				next = &a
+				break
 			}
 		}
 		if next == nil {
@@ -188,6 +204,7 @@ func (nd *Node) stepCatchUp(m Message) {
 		}
 		c.ahead[m.Start] = m
 		c.agreed, c.hi = max(c.agreed, m.Agreed), max(c.hi, m.Hi)
+		c.roster = m.Roster
 		if switched {
 			nd.gatherNext(c, &m) // what was gathered past the agreed part is asked again
 		}
@@ -224,6 +241,7 @@ func (nd *Node) stepCatchUp(m Message) {
 		return
 	}
 	c.agreed, c.hi = max(c.agreed, m.Agreed), max(c.hi, m.Hi)
+	c.roster = m.Roster
 	if end < m.Hi && len(m.Entries) > 0 {
 		c.span = max(c.span, uint64(len(m.Entries))) // the most a batch held: the answer limit, once one was cut at it
 	}
@@ -318,6 +336,15 @@ func (c *catchUp) askHead(peer uint8, now uint64) uint64 {
 	c.sent = slices.Insert(c.sent, 0, batchAsk{lo: c.end(), hi: hi, peer: peer, at: now})
 	c.asked = max(c.asked, hi)
 	return hi
+}
+
+// senderID returns the member id of a frame's sender (a position) in the
+// epoch gathered, if its roster is known; HistoryNone otherwise.
+func (c *catchUp) senderID(pos uint8) uint8 {
+	if int(pos) < len(c.roster) {
+		return c.roster[pos]
+	}
+	return HistoryNone
 }
 
 // answered takes the batch asked from lo off the batches in flight.

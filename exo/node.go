@@ -252,6 +252,12 @@ type Node struct {
 	// promisedFar: the promise held went to an initiator far behind
 	// this host (behind).
 	promisedFar bool
+	// promisedAmnesiac: the promise held went to an initiator that lost
+	// its state. lostQuorum: a view change of this host found every
+	// member answering and too few of them with their state
+	// (ErrLostQuorum) since it last installed an epoch: only the
+	// operator moves such a rack on (promiseWait).
+	promisedAmnesiac, lostQuorum bool
 
 	held       map[uint64]Entry   // frames beyond a gap, by seq
 	orphans    map[uint64][]Entry // own entries view changes removed, by seq: their fate is known when the seq is agreed
@@ -957,8 +963,10 @@ func (nd *Node) fetchElsewhere(sender uint8) bool {
 // host, on a rack that changed epochs every second or so under load, fetch
 // its 100,000-entry gap three and a half times (308 MB).
 func (nd *Node) catchUpTo(f *Frame) {
-	if c := nd.catchup; c != nil && c.peers != nil && f.Epoch == c.epoch && f.Sender < uint8(nd.n) {
-		c.addPeer(nd.uidOf(f.Sender)) // a member in the epoch gathered: asked in turn
+	if c := nd.catchup; c != nil && c.peers != nil && f.Epoch == c.epoch {
+		if u := c.senderID(f.Sender); u != nd.uid {
+			c.addPeer(u) // a member in the epoch gathered: asked in turn
+		}
 	}
 	if nd.fetching && nd.fetchTicks < nd.fetchRTO() && !nd.fetchElsewhere(f.Sender) {
 		return

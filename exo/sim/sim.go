@@ -1181,6 +1181,7 @@ func (s *Sim) acceptLoss() bool {
 		s.tracef("host %d: the operator accepts the loss of seq %d..%d (%d entries held on other branches)", i, d.From, d.To-1, len(d.Lost))
 		s.chk.Doubted(d)
 		s.Stats.AcceptedLosses++
+		h.silent = 0 // an input: what NextTick said before no longer holds (seed 7174)
 		s.sync(i)
 		return true
 	}
