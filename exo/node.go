@@ -1609,7 +1609,8 @@ func (nd *Node) Clone() *Node {
 	c.memberHeld = maps.Clone(nd.memberHeld)
 	c.archRoster = slices.Clone(nd.archRoster)
 	c.orphans = maps.Clone(nd.orphans)
-	c.floorFrom = slices.Clone(nd.floorFrom) // appended to in place (pastFloor)
+	c.floorFrom = slices.Clone(nd.floorFrom)         // appended to in place (pastFloor)
+	c.transfer.slow = slices.Clone(nd.transfer.slow) // appended to, deleted from in place
 	if nd.voided != nil {
 		v := *nd.voided
 		c.voided = &v

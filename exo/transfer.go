@@ -40,6 +40,9 @@ type transferState struct {
 	// is below that again (the rack's log grew faster than the pace), so
 	// that the least gap shrinks and the transfer ends.
 	gap uint64
+	// slow: the members that did not answer in time since they were last
+	// asked; the turn passes them by while others answer.
+	slow []uint8
 }
 
 // transferPeers returns the members a transfer asks: the roster a member
@@ -79,18 +82,36 @@ func (nd *Node) restartTransfer(from uint8, roster []uint8) {
 // or one that nobody answers).
 func (nd *Node) transferTries() int { return 2 * nd.n }
 
-// transferFetch asks the next member for the agreed log from this host's
-// end.
+// transferFetch asks the next member in turn for the agreed log from
+// this host's end: of the members that answered in time since they were
+// last asked, and that, by what they last announced (MsgHeld), serve this
+// host's end (a member whose retained log starts past it would answer
+// from its base: a floor jump another member would have spared); any
+// other member when there is none.
 func (nd *Node) transferFetch() {
 	t := &nd.transfer
 	peers := nd.transferPeers()
+	fallback := -1
 	for k := range peers {
 		i := (t.next + k) % len(peers)
-		if peers[i] == nd.uid {
+		u := peers[i]
+		if u == nd.uid {
+			continue
+		}
+		if slices.Contains(t.slow, u) || !nd.serves(u, nd.p.Append) {
+			if fallback < 0 {
+				fallback = i
+			}
 			continue
 		}
 		t.next = i + 1
-		nd.transferFetchFrom(peers[i])
+		nd.transferFetchFrom(u)
+		return
+	}
+	if fallback >= 0 {
+		t.slow = t.slow[:0] // every member was late: each has its time again
+		t.next = fallback + 1
+		nd.transferFetchFrom(peers[fallback])
 		return
 	}
 	// No other member to ask (a roster of one, this host's): the hosts
@@ -128,13 +149,22 @@ func (nd *Node) spareToAsk() (uint8, bool) {
 	return hosts[nd.transfer.tries%len(hosts)], true
 }
 
-// transferFetchOn asks for the next batch from u, which sent the last
-// one: a member (the members after it are asked only on a timeout), or a
+// serves reports whether member u, by what it last announced, holds
+// agreed entries from seq on (true when it announced nothing).
+func (nd *Node) serves(u uint8, seq uint64) bool {
+	h, ok := nd.memberHeld[u]
+	return !ok || (h.Lo <= seq && h.Agreed > seq)
+}
+
+// transferFetchOn asks for the next batch after u sent the last one: of
+// a member, the member after u in turn, so that the members share the
+// transfer's reads and sends batch by batch (the whole transfer went to
+// one member before, the others asked only when it was late); of a
 // witness out of the roster that was asked because it held more (a spare
-// that followed the log).
+// that followed the log), u again.
 func (nd *Node) transferFetchOn(u uint8) {
 	if i := slices.Index(nd.transferPeers(), u); i >= 0 {
-		nd.transfer.next = i
+		nd.transfer.next = i + 1
 		nd.transferFetch()
 		return
 	}
@@ -179,8 +209,12 @@ func (nd *Node) tickTransfer() bool {
 	if nd.fetching {
 		// A late answer: the next fetch waits longer (fetchRTO doubles per
 		// retry; a 4 MiB batch of a busy member may take longer than the
-		// estimate, and asking again only doubles the work).
+		// estimate, and asking again only doubles the work), and the late
+		// member is left out of the turn until it answers.
 		nd.fetchTries++
+		if !slices.Contains(t.slow, nd.fetchPeer) {
+			t.slow = append(t.slow, nd.fetchPeer)
+		}
 	}
 	nd.transferFetch()
 	return true
@@ -201,6 +235,7 @@ func (nd *Node) stepTransfer(m *Message) {
 	// transfer on (the fetch in flight otherwise goes on).
 	current := m.From == nd.fetchPeer
 	t.seen = max(t.seen, m.Agreed)
+	t.slow = slices.DeleteFunc(t.slow, func(u uint8) bool { return u == m.From })
 	took := nd.fetchTicks
 	if current {
 		nd.answered(m)
@@ -269,9 +304,8 @@ func (nd *Node) stepTransfer(m *Message) {
 		t.peers = slices.Clone(m.Roster)
 	}
 	if m.Agreed > nd.p.Append+uint64(nd.cfg.MaxFetchEntries) && nd.p.Append > from {
-		// More to come: the next batch from the same member (one that
-		// does not answer costs a fetch timeout; the next member is asked
-		// only then), paced (Config.TransferBytesPerTick) while the
+		// More to come: the next batch from the next member in turn
+		// (transferFetchOn), paced (Config.TransferBytesPerTick) while the
 		// transfer gains on the rack: a pace below the rack's log growth
 		// would never end it, so batches follow at once until the gap is
 		// below the least one seen.
