@@ -560,7 +560,7 @@ func (c *Config) coreConfig(mtu int) exo.Config {
 		IdleBackoffMax: orDefault(c.IdleBackoffMax, 256), ViewChangeTimeout: orDefault(c.ViewChangeTimeout, exo.LabViewChangeTimeout),
 		IdleRotations:   c.idleRotations(),
 		TakeoverStagger: exo.LabTakeoverStagger, RejoinTicks: exo.LabRejoinTicks, FetchTicks: exo.LabFetchTicks, FetchBytes: c.FetchBytes, FetchWindow: c.FetchWindow,
-		TransferBytesPerTick: c.transferPerTick(), TransferTicks: c.transferTicks(),
+		TransferBytesPerTick: c.transferPerTick(), TransferTicks: c.transferTicks(), TransferTurnBytes: int(c.segmentBytes()),
 		MaxBatchBytes: min(batch, 65535), MaxPending: c.QueueLen,
 		KeyPhase: uint8(c.KeyPhase), KeyGraceTicks: keyGraceTicks(c.KeyGrace, c.Tick),
 	}

@@ -118,6 +118,15 @@ type Config struct {
 	// further ahead than the least it was after a batch: the pace never
 	// keeps a transfer from ending.
 	TransferBytesPerTick int
+	// TransferTurnBytes is how much of a state transfer one member serves
+	// before the next member in turn is asked (transfer.go): the members
+	// share the transfer's reads and sends, and each reads its stretch of
+	// the retained log in order (the daemon sets its segment size, so that
+	// a member reads each segment it serves once; a turn of one batch made
+	// every member read every segment, four times the reading over a rack
+	// of five, and the rack agreed less during lab joins). 0: a turn is
+	// one batch.
+	TransferTurnBytes int
 	// TransferTicks is the least time a state transfer or a catch-up to a
 	// later epoch waits for an answer before it asks another member (0:
 	// FetchTicks, as any fetch): an answer of FetchBytes takes longer than
@@ -252,6 +261,8 @@ func (c Config) Validate() error {
 		return configErr("KeyPhase", "%d is neither 0 nor 1", c.KeyPhase)
 	case c.FetchBytes < 0:
 		return configErr("FetchBytes", "%d must not be negative", c.FetchBytes)
+	case c.TransferTurnBytes < 0:
+		return configErr("TransferTurnBytes", "%d must not be negative", c.TransferTurnBytes)
 	case c.MaxFetchEntries < 1:
 		return configErr("MaxFetchEntries", "%d must be at least 1", c.MaxFetchEntries)
 	case c.FetchWindow < 1 || c.FetchWindow > MaxFetchWindow:

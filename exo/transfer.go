@@ -41,8 +41,10 @@ type transferState struct {
 	// that the least gap shrinks and the transfer ends.
 	gap uint64
 	// slow: the members that did not answer in time since they were last
-	// asked; the turn passes them by while others answer.
+	// asked; the turn passes them by while others answer. turn: the bytes
+	// the member asked last served in its turn (Config.TransferTurnBytes).
 	slow []uint8
+	turn int
 }
 
 // transferPeers returns the members a transfer asks: the roster a member
@@ -157,14 +159,18 @@ func (nd *Node) serves(u uint8, seq uint64) bool {
 }
 
 // transferFetchOn asks for the next batch after u sent the last one: of
-// a member, the member after u in turn, so that the members share the
-// transfer's reads and sends batch by batch (the whole transfer went to
-// one member before, the others asked only when it was late); of a
-// witness out of the roster that was asked because it held more (a spare
-// that followed the log), u again.
+// a member, u again until it served Config.TransferTurnBytes in its turn,
+// then the member after it, so that the members share the transfer's
+// reads and sends (the whole transfer went to one member before, the
+// others asked only when it was late); of a witness out of the roster that
+// was asked because it held more (a spare that followed the log), u again.
 func (nd *Node) transferFetchOn(u uint8) {
+	t := &nd.transfer
 	if i := slices.Index(nd.transferPeers(), u); i >= 0 {
-		nd.transfer.next = i + 1
+		t.next = i
+		if t.turn >= nd.cfg.TransferTurnBytes {
+			t.next, t.turn = i+1, 0
+		}
 		nd.transferFetch()
 		return
 	}
@@ -173,6 +179,9 @@ func (nd *Node) transferFetchOn(u uint8) {
 
 // transferFetchFrom asks member u for the agreed log from this host's end.
 func (nd *Node) transferFetchFrom(u uint8) {
+	if u != nd.fetchPeer {
+		nd.transfer.turn = 0 // another member's turn
+	}
 	nd.transfer.tries++
 	nd.fetching = true
 	nd.fetchTicks = 0
@@ -235,6 +244,11 @@ func (nd *Node) stepTransfer(m *Message) {
 	// transfer on (the fetch in flight otherwise goes on).
 	current := m.From == nd.fetchPeer
 	t.seen = max(t.seen, m.Agreed)
+	if current {
+		for i := range m.Entries {
+			t.turn += m.Entries[i].BinarySize()
+		}
+	}
 	t.slow = slices.DeleteFunc(t.slow, func(u uint8) bool { return u == m.From })
 	took := nd.fetchTicks
 	if current {
