@@ -419,6 +419,7 @@ func (s *scenario) join(d *datadriven.TestData) {
 	var err error
 	if d.HasArg("amnesiac") {
 		cfg.TransferBytesPerTick = s.intArg(d, "transfer-pace", 0)
+		cfg.TransferTurnBytes = s.intArg(d, "transfer-turn", 0)
 		nd, err = NewAmnesiacNode(cfg)
 		s.printf("%s joins without state, outside the roster\n", hostName(u))
 	} else {
