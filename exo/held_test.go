@@ -137,7 +137,10 @@ func TestTwoFloorJumpsInOneReady(t *testing.T) {
 		return Message{Type: MsgFetchResp, From: x.fetchPeer, To: 2, LogEpoch: src.Pointers().Epoch,
 			Agreed: src.Pointers().Agreed, Start: start, Hi: src.Pointers().Append, Entries: es, StartRoster: []uint8{0, 1, 2}}
 	}
-	// The first batch of the transfer, from 0: the durable log starts there.
+	// The transfer's first fetch (at its first tick), then its answer from
+	// 0: the durable log starts there.
+	x.Tick()
+	x.Advance()
 	x.Step(answer(0))
 	x.Advance()
 	x.Step(answer(10)) // a jump past 4

@@ -972,7 +972,21 @@ func (nd *Node) catchUpTo(f *Frame) {
 		return
 	}
 	again := nd.fetching
-	nd.fetch(nd.catchUpPeer(f.Sender), nd.catchUpLo(f.Epoch), 0)
+	peer := nd.catchUpPeer(f.Sender)
+	lo, hi := nd.catchUpLo(f.Epoch), uint64(0)
+	if c := nd.catchup; c != nil && f.Epoch == c.epoch {
+		if u := c.senderID(f.Sender); u != HistoryNone && u != nd.uid {
+			peer = u // the frame's sender, read in the epoch's roster
+		}
+		if again && c.pipelined() && lo == c.end() {
+			// The batch at the end had its time: asked again up to the
+			// next batch in flight, as fetchAgain does; unbounded, it
+			// overlapped every batch of the pipeline (a restarted lab
+			// host fetched two to three times the log it lacked).
+			hi = c.againAt(nd.fetchPeer, peer, nd.clock)
+		}
+	}
+	nd.fetch(peer, lo, hi)
 	nd.fetchEpoch = f.Epoch
 	if again {
 		nd.fetchTries++

@@ -502,6 +502,25 @@ func TestStateTransferSeeds(t *testing.T) {
 	}
 }
 
+// TestTransferTurnSeeds: once a state transfer's batches went to the
+// members in turn, the turn came back to one member (the others late), a
+// late answer of that member was taken for the answer to the fetch under
+// way, and each such answer sent the same fetch again: the host asked for
+// each batch eight times and was still in its transfer at the quiet
+// phase's end (fix: only the answer from where the fetch under way asked
+// moves the transfer on).
+func TestTransferTurnSeeds(t *testing.T) {
+	o := DefaultOptions(5, 358)
+	o.Amnesia = 0.2
+	s, err := New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Run(); err != nil {
+		t.Errorf("hosts=5 seed=358 --amnesia 0.2: %v", err)
+	}
+}
+
 // TestStateTransferStalls: with compacted logs (KeepEntries 16, hosts
 // losing their disk at a fifth of restarts), runs that stall on anything
 // other than an ambiguous fork stay rare. Such stalls are not violations
