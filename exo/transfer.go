@@ -88,21 +88,29 @@ func (nd *Node) transferTries() int { return 2 * nd.n }
 // this host's end: of the members that answered in time since they were
 // last asked, and that, by what they last announced (MsgHeld), serve this
 // host's end (a member whose retained log starts past it would answer
-// from its base: a floor jump another member would have spared); any
-// other member when there is none.
+// from its base: a floor jump another member would have spared). When
+// there is none, a member passed by for what it announced, else one that
+// was late (and every late member has its time again).
 func (nd *Node) transferFetch() {
 	t := &nd.transfer
 	peers := nd.transferPeers()
-	fallback := -1
+	announced, late := -1, -1 // the first member passed by for what it announced, for being late
 	for k := range peers {
 		i := (t.next + k) % len(peers)
 		u := peers[i]
-		if u == nd.uid {
+		switch {
+		case u == nd.uid:
 			continue
-		}
-		if slices.Contains(t.slow, u) || !nd.serves(u, nd.p.Append) {
-			if fallback < 0 {
-				fallback = i
+		case slices.Contains(t.slow, u):
+			if late < 0 {
+				late = i
+			}
+			continue
+		case !nd.serves(u, nd.p.Append):
+			// (What it announced may be a second old: near the rack's
+			// end every member may seem not to serve it.)
+			if announced < 0 {
+				announced = i
 			}
 			continue
 		}
@@ -110,10 +118,15 @@ func (nd *Node) transferFetch() {
 		nd.transferFetchFrom(u)
 		return
 	}
-	if fallback >= 0 {
+	if announced >= 0 {
+		t.next = announced + 1
+		nd.transferFetchFrom(peers[announced])
+		return
+	}
+	if late >= 0 {
 		t.slow = t.slow[:0] // every member was late: each has its time again
-		t.next = fallback + 1
-		nd.transferFetchFrom(peers[fallback])
+		t.next = late + 1
+		nd.transferFetchFrom(peers[late])
 		return
 	}
 	// No other member to ask (a roster of one, this host's): the hosts
