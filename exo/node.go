@@ -972,19 +972,14 @@ func (nd *Node) catchUpTo(f *Frame) {
 		return
 	}
 	again := nd.fetching
-	peer := nd.catchUpPeer(f.Sender)
+	peer := nd.catchUpPeer(f.Sender, f.Epoch)
 	lo, hi := nd.catchUpLo(f.Epoch), uint64(0)
-	if c := nd.catchup; c != nil && f.Epoch == c.epoch {
-		if u := c.senderID(f.Sender); u != HistoryNone && u != nd.uid {
-			peer = u // the frame's sender, read in the epoch's roster
-		}
-		if again && c.pipelined() && lo == c.end() {
-			// The batch at the end had its time: asked again up to the
-			// next batch in flight, as fetchAgain does; unbounded, it
-			// overlapped every batch of the pipeline (a restarted lab
-			// host fetched two to three times the log it lacked).
-			hi = c.againAt(nd.fetchPeer, peer, nd.clock)
-		}
+	if c := nd.catchup; again && c != nil && f.Epoch == c.epoch && c.pipelined() && lo == c.end() {
+		// The batch at the end had its time: asked again up to the next
+		// batch in flight, as fetchAgain does; unbounded, it overlapped
+		// every batch of the pipeline (a restarted lab host fetched two
+		// to three times the log it lacked).
+		hi = c.againAt(nd.fetchPeer, peer, nd.clock)
 	}
 	nd.fetch(peer, lo, hi)
 	nd.fetchEpoch = f.Epoch
@@ -1656,16 +1651,21 @@ func (nd *Node) Clone() *Node {
 func (nd *Node) Delivered() uint64 { return nd.delivered }
 
 // catchUpPeer returns the member to fetch a later epoch from, after a frame
-// of that epoch from position pos: the host at pos in this host's roster for
-// the first tries (the frame's sender when the roster did not change), then
-// the other members in turn (after a roster change, positions of a later
-// epoch may name other hosts, or this one).
-func (nd *Node) catchUpPeer(pos uint8) uint8 {
+// of that epoch from position pos: the host at pos for the first tries (the
+// frame's sender), then the other members in turn. Positions are read in
+// the epoch's roster once a catch-up to it learnt it from an answer, else
+// in this host's (after a roster change, positions of a later epoch may
+// name other hosts there, or this one).
+func (nd *Node) catchUpPeer(pos uint8, epoch uint32) uint8 {
+	roster := nd.ms.roster
+	if c := nd.catchup; c != nil && c.epoch == epoch && c.roster != nil {
+		roster = c.roster
+	}
 	nd.futureTries++
 	k := max(nd.futureTries-3, 0)
-	n := len(nd.ms.roster)
+	n := len(roster)
 	for i := 0; i < n; i++ {
-		if u := nd.ms.roster[(int(pos)+k+i)%n]; u != nd.uid {
+		if u := roster[(int(pos)+k+i)%n]; u != nd.uid {
 			return u
 		}
 	}

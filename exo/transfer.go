@@ -263,10 +263,12 @@ func (nd *Node) stepTransfer(m *Message) {
 	// quiet phase ended (seed 358 of --hosts 5 --amnesia 0.2).
 	current := nd.fetching && m.From == nd.fetchPeer && m.Start >= nd.fetchLo
 	t.seen = max(t.seen, m.Agreed)
+	size := 0 // the batch's bytes: its member's turn, the pace
+	for i := range m.Entries {
+		size += m.Entries[i].BinarySize()
+	}
 	if current {
-		for i := range m.Entries {
-			t.turn += m.Entries[i].BinarySize()
-		}
+		t.turn += size
 	}
 	t.slow = slices.DeleteFunc(t.slow, func(u uint8) bool { return u == m.From })
 	took := nd.fetchTicks
@@ -348,10 +350,6 @@ func (nd *Node) stepTransfer(m *Message) {
 			t.gap = gap
 		}
 		if r := nd.cfg.TransferBytesPerTick; r > 0 && gaining {
-			size := 0
-			for i := range m.Entries {
-				size += m.Entries[i].BinarySize()
-			}
 			if t.wait = (size+r-1)/r - took; t.wait > 0 {
 				t.from = m.From
 				return // tickTransfer asks when the wait is over

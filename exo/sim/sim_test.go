@@ -512,13 +512,7 @@ func TestStateTransferSeeds(t *testing.T) {
 func TestTransferTurnSeeds(t *testing.T) {
 	o := DefaultOptions(5, 358)
 	o.Amnesia = 0.2
-	s, err := New(o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Run(); err != nil {
-		t.Errorf("hosts=5 seed=358 --amnesia 0.2: %v", err)
-	}
+	runClean(t, o)
 }
 
 // TestStateTransferStalls: with compacted logs (KeepEntries 16, hosts
