@@ -22,7 +22,8 @@ import (
 // then under a steady load at A..D (a) E's disk is wiped and E restarts
 // with --join, (b) F starts with --join, follows the log as a spare, and
 // `exo roster add 5` makes it a member. Reported: each transfer's time and rate, the rack's agreed
-// msgs/s at A before and during it, every daemon's peak RSS; checked: E's
+// msgs/s at A over the 10 s before it and during it (and after both), every daemon's peak RSS (and with
+// EXO_JOIN_PROFILE=<dir>, every daemon's CPU profile there); checked: E's
 // and F's durable logs hold the same entries as A's from seq 0 (a hash of
 // every entry), and a new round is at its positions in all six streams.
 func TestRackJoinLarge(t *testing.T) {
@@ -34,13 +35,16 @@ func TestRackJoinLarge(t *testing.T) {
 	r := rack(t, 6)
 	dir := t.TempDir()
 	pace := os.Getenv("EXO_JOIN_PACE") // transfer_rate, e.g. 50MB
-	c := startWith(t, r, func(cfg *daemon.Config) {
+	// EXO_JOIN_PROFILE=<dir>: every daemon writes a CPU profile there
+	// (<host>.cpu.pprof, with the daemons' configs and logs).
+	profile := os.Getenv("EXO_JOIN_PROFILE")
+	c := startOpts(t, r, Options{Dir: profile, CPUProfile: profile != "", Config: func(cfg *daemon.Config) {
 		Durable(dir, false)(cfg)
 		cfg.Hosts = 5
 		cfg.KeepEntries = 4096 // the history holds as many messages: 64 MiB of 16 KiB ones
 		cfg.Retain = daemon.Retain{Entries: 1 << 40}
 		cfg.TransferRateText = pace
-	})
+	}})
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Hour)
 	defer cancel()
 	const spare = 5
@@ -79,10 +83,13 @@ func TestRackJoinLarge(t *testing.T) {
 		b, _ := c.Status(ctx, 0)
 		return float64(b.Delivered-a.Delivered) / d.Seconds()
 	}
+	// Each join's "before" is the 10 s just before it (3 s windows swung
+	// by half on this shared machine), and the 10 s after the last join
+	// are reported beside them: a ratio is as good as its baseline.
 	time.Sleep(time.Second)
-	before := rate(3 * time.Second)
 	join := func(name string, i int, add bool) {
 		t.Helper()
+		before := rate(10 * time.Second)
 		a0, _ := c.Status(ctx, 0)
 		start := time.Now()
 		if err := c.StartHost(ctx, i, true); err != nil {
@@ -133,6 +140,8 @@ func TestRackJoinLarge(t *testing.T) {
 	wipe(t, c, 4)
 	join("E (wiped, --join)", 4, false)
 	join("F (new, roster add)", spare, true)
+	time.Sleep(time.Second)
+	t.Logf("after the joins: A delivered %.0f msgs/s over 10 s", rate(10*time.Second))
 	stop()
 	stop = nil
 	for i := range r.Hosts {

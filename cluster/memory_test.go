@@ -104,17 +104,30 @@ func TestRackMemoryBounded(t *testing.T) {
 // startWith is start with a config hook (Options.Config).
 func startWith(t *testing.T, r *lab.Rack, config func(*daemon.Config)) *Cluster {
 	t.Helper()
+	return startOpts(t, r, Options{Config: config})
+}
+
+// startOpts starts a cluster with opt (Dir defaults to a test directory,
+// Bin to the binary the config's offload needs) and stops it at the
+// test's end.
+func startOpts(t *testing.T, r *lab.Rack, opt Options) *Cluster {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	bin := exoBin
 	var probe daemon.Config
-	if config != nil {
-		config(&probe)
+	if opt.Config != nil {
+		opt.Config(&probe)
 	}
-	if probe.Offload == "fpga-sim" {
-		bin = exoFPGABin
+	if opt.Bin == "" {
+		opt.Bin = exoBin
+		if probe.Offload == "fpga-sim" {
+			opt.Bin = exoFPGABin
+		}
 	}
-	c, err := Start(ctx, r, Options{Bin: bin, Dir: t.TempDir(), Config: config})
+	if opt.Dir == "" {
+		opt.Dir = t.TempDir()
+	}
+	c, err := Start(ctx, r, opt)
 	if err != nil {
 		t.Fatal(err)
 	}

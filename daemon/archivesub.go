@@ -23,8 +23,8 @@ const archiveBatch = 4 << 20
 // subscriber history, from the retained durable log (retain): it decodes
 // the entries from a retained base on (where the roster is known) with a
 // decoder of its own, as the delivery did, and sends the messages from
-// seq from on. It reads with a wal.Reader of its own (one segment cached),
-// apart from the protocol loop and the fetch answers.
+// seq from on. It reads with a wal.Reader of its own (which goes on from
+// its last read), apart from the protocol loop and the fetch answers.
 type archiveStream struct {
 	d    *Daemon
 	from uint64

@@ -1,7 +1,9 @@
 package wal
 
 import (
+	"runtime"
 	"testing"
+	"time"
 
 	"github.com/exo-rack/exo/exo"
 )
@@ -36,4 +38,61 @@ func BenchmarkAppendBatch(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// BenchmarkReaderTransfer reads a log of two 64 MiB segments of 1.4 KB
+// entries in order, in answers of 4 MiB (a state transfer's fetches),
+// with a fresh Reader (a member asked for its first batch), beside 256 MiB
+// of live heap (a daemon's, which paces its collector): first_ms is
+// the first answer's time, the one a joiner's fetch timeout must allow;
+// the bytes are the whole read's.
+//
+//	go test ./wal -run '^$' -bench ReaderTransfer
+func BenchmarkReaderTransfer(b *testing.B) {
+	dir := b.TempDir()
+	l, _, err := Open(dir, SyncNone)
+	if err != nil {
+		b.Fatal(err)
+	}
+	e := exo.Entry{Epoch: 1, History: []uint8{1, 2}, Count: 1, Payload: make([]byte, 1400)}
+	per := e.BinarySize()
+	n := uint64(2 * DefaultSegmentBytes / int64(per+8))
+	es := make([]exo.Entry, 0, 4096)
+	for s := uint64(0); s < n; s++ {
+		e.Seq, e.Sender = s, uint8(s%5)
+		es = append(es, e)
+		if len(es) == cap(es) || s == n-1 {
+			if err := l.Append(es); err != nil {
+				b.Fatal(err)
+			}
+			es = es[:0]
+		}
+	}
+	l.Close()
+	b.SetBytes(int64(n) * int64(per))
+	lim := exo.FetchLimit{Entries: 1, Bytes: 4 << 20}
+	var first time.Duration
+	// A daemon's heap (its in-memory log, the subscribers' history):
+	// the collector's pace follows it.
+	heap := make([]byte, 256<<20)
+	for i := range heap {
+		heap[i] = byte(i)
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		r := NewReader(dir)
+		for lo := uint64(0); lo < n; {
+			t0 := time.Now()
+			got, err := r.Read(lo, n, lim)
+			if err != nil || len(got) == 0 {
+				b.Fatalf("read at %d: %d entries, %v", lo, len(got), err)
+			}
+			if lo == 0 {
+				first += time.Since(t0)
+			}
+			lo += uint64(len(got))
+		}
+	}
+	b.ReportMetric(float64(first.Microseconds())/1e3/float64(b.N), "first_ms")
+	runtime.KeepAlive(heap)
 }

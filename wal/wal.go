@@ -711,17 +711,37 @@ func syncDir(dir string) error {
 // Reader reads ranges of the retained log from the segment files, apart
 // from the Log that writes them and safe for concurrent use: a daemon
 // answers fetches from below its in-memory log with it (the archive,
-// exo.Node.SetArchive) outside its core's lock. It keeps the last segment
-// it read (at most one segment's bytes), so a transfer reading the log
-// in order reads each segment once.
+// exo.Node.SetArchive) outside its core's lock. A read costs what it
+// returns: it reads the records asked for, from where the last read of
+// the same segment ended (a transfer reads the log in order) or from the
+// nearest of the positions it noted while skipping through that segment,
+// and decodes only them. (It read and decoded a whole segment, 64 MiB by
+// default, at the first read in it: the first answer of each member's
+// turn in a state transfer took ten times the others', past the
+// joiner's fetch timeout, and the same batch was then asked of another
+// member, which read a whole segment too: 7 % of a 256 MB transfer was
+// fetched twice on the lab rack; docs/recovery.md.)
 type Reader struct {
 	dir string
 	mu  sync.Mutex
-	// the segment last read: its path, size on disk when read, entries
-	seg  string
-	size int64
-	es   []exo.Entry
+	// The segment read last (seg, the file it was), where the record
+	// after the last one read starts (next, nextOff), and a position
+	// every readMark records skipped or read (marks, in order).
+	seg     segment
+	fi      os.FileInfo
+	next    uint64
+	nextOff int64
+	marks   []readMark
 }
+
+// readMark is a record's position in a segment: seq starts at off.
+type readMark struct {
+	seq uint64
+	off int64
+}
+
+// readMarkEvery is how many records apart a Reader notes positions.
+const readMarkEvery = 512
 
 // NewReader returns a Reader of the log in dir.
 func NewReader(dir string) *Reader { return &Reader{dir: dir} }
@@ -732,64 +752,190 @@ var ErrNotRetained = errors.New("wal: position not retained")
 
 // Read returns the entries from lo on, below hi, as many as lim allows
 // (one segment at most: a shorter answer is still an answer). It fails
-// with ErrNotRetained when no segment holds lo.
+// with ErrNotRetained when no segment holds lo. The entries alias a
+// buffer of their own (the caller may keep them).
 func (r *Reader) Read(lo, hi uint64, lim exo.FetchLimit) ([]exo.Entry, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if lo >= hi {
 		return nil, nil
 	}
-	if !r.holds(lo, hi) {
-		names, err := filepath.Glob(filepath.Join(r.dir, "seg-*.log"))
+	seg, err := r.segmentOf(lo)
+	if err != nil {
+		return nil, err
+	}
+	f, err := os.Open(seg.path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("%w: seq %d (its segment was removed)", ErrNotRetained, lo)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("wal: read: %w", err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("wal: read: %w", err)
+	}
+	if r.fi == nil || seg != r.seg || !os.SameFile(fi, r.fi) {
+		r.seg, r.fi, r.next, r.nextOff, r.marks = seg, fi, seg.first, 0, r.marks[:0]
+	}
+	seq, off := r.from(lo)
+	off, err = r.skip(f, fi.Size(), seq, off, lo)
+	if err != nil {
+		return nil, err
+	}
+	return r.collect(f, fi.Size(), lo, hi, off, lim)
+}
+
+// segmentOf returns the segment that holds lo, if any: the one with the
+// highest first position at or below it.
+func (r *Reader) segmentOf(lo uint64) (segment, error) {
+	names, err := filepath.Glob(filepath.Join(r.dir, "seg-*.log"))
+	if err != nil {
+		return segment{}, fmt.Errorf("wal: read: %w", err)
+	}
+	var s segment
+	for _, n := range names {
+		f, err := strconv.ParseUint(strings.TrimSuffix(strings.TrimPrefix(filepath.Base(n), "seg-"), ".log"), 10, 64)
+		if err == nil && f <= lo && (s.path == "" || f > s.first) {
+			s = segment{first: f, path: n}
+		}
+	}
+	if s.path == "" {
+		return segment{}, fmt.Errorf("%w: seq %d (the oldest segment starts later)", ErrNotRetained, lo)
+	}
+	return s, nil
+}
+
+// from returns the known record position nearest below or at lo in the
+// segment read last: the end of the last read, a noted position, or the
+// segment's start.
+func (r *Reader) from(lo uint64) (uint64, int64) {
+	seq, off := r.seg.first, int64(0)
+	if r.next <= lo {
+		seq, off = r.next, r.nextOff
+	}
+	i := sort.Search(len(r.marks), func(i int) bool { return r.marks[i].seq > lo })
+	if i > 0 && r.marks[i-1].seq > seq {
+		seq, off = r.marks[i-1].seq, r.marks[i-1].off
+	}
+	return seq, off
+}
+
+// note records that seq starts at off (every readMarkEvery records).
+func (r *Reader) note(seq uint64, off int64) {
+	if (seq-r.seg.first)%readMarkEvery == 0 && (len(r.marks) == 0 || r.marks[len(r.marks)-1].seq < seq) {
+		r.marks = append(r.marks, readMark{seq, off})
+	}
+}
+
+// skip walks the record headers from seq at off to lo's record and
+// returns where it starts; the bodies are neither read whole nor checked
+// (collect checks those it returns).
+func (r *Reader) skip(f *os.File, size int64, seq uint64, off int64, lo uint64) (int64, error) {
+	var buf []byte
+	bufOff := int64(0)
+	for seq < lo {
+		if off+8 > size {
+			return 0, fmt.Errorf("%w: seq %d (segment %s ends at %d)", ErrNotRetained, lo, filepath.Base(r.seg.path), seq)
+		}
+		if off < bufOff || off+8 > bufOff+int64(len(buf)) {
+			if buf == nil {
+				buf = make([]byte, 1<<20)
+			}
+			n, err := f.ReadAt(buf[:cap(buf)], off)
+			if n < 8 && err != nil {
+				return 0, fmt.Errorf("wal: read %s: %w", r.seg.path, err)
+			}
+			buf, bufOff = buf[:n], off
+		}
+		ln := binary.BigEndian.Uint32(buf[off-bufOff:])
+		if ln > maxRecord {
+			return 0, fmt.Errorf("wal: read %s: record length %d at offset %d", r.seg.path, ln, off)
+		}
+		off += 8 + int64(ln)
+		seq++
+		r.note(seq, off)
+	}
+	return off, nil
+}
+
+// collect reads and checks the records from lo's (at off) on, below hi,
+// as many as lim allows, up to the segment's end (a torn record at the end
+// of the segment being written ends the answer there).
+func (r *Reader) collect(f *os.File, size int64, lo, hi uint64, off int64, lim exo.FetchLimit) ([]exo.Entry, error) {
+	var es []exo.Entry
+	chunk := int64(1 << 20)
+	if lim.Bytes > 0 {
+		chunk = max(chunk, int64(lim.Bytes)+int64(lim.Bytes)/8+64<<10)
+	}
+	want, total := lo, 0
+	var buf []byte
+	bufOff := off
+	whole := func() bool { // the record at off is whole in buf
+		end := bufOff + int64(len(buf))
+		return off+8 <= end && off+8+int64(binary.BigEndian.Uint32(buf[off-bufOff:])) <= end
+	}
+	for want < hi && off < size {
+		if !whole() {
+			// Read on from the record into a new buffer (the entries
+			// returned alias the old one): a chunk, or the record whole
+			// when it is longer.
+			read := func(n int64) {
+				buf, bufOff = make([]byte, n), off
+				got, _ := f.ReadAt(buf, off)
+				buf = buf[:got]
+			}
+			read(min(chunk, size-off))
+			if len(buf) >= 8 && !whole() {
+				if need := 8 + int64(binary.BigEndian.Uint32(buf)); need <= maxRecord+8 && off+need <= size {
+					read(need)
+				}
+			}
+			if len(buf) < 8 {
+				break // a torn tail: the segment being written
+			}
+		}
+		rest := buf[off-bufOff:]
+		ln := binary.BigEndian.Uint32(rest)
+		if ln > maxRecord {
+			return r.tail(es, lo, fmt.Errorf("record length %d at offset %d", ln, off))
+		}
+		if !whole() {
+			break // a torn tail: the segment being written
+		}
+		body := rest[8 : 8+ln : 8+ln]
+		if crc32.Checksum(body, castagnoli) != binary.BigEndian.Uint32(rest[4:]) {
+			return r.tail(es, lo, fmt.Errorf("checksum mismatch at offset %d", off))
+		}
+		e, err := decodeEntry(body)
 		if err != nil {
-			return nil, fmt.Errorf("wal: read: %w", err)
+			return r.tail(es, lo, err)
 		}
-		path, first := "", uint64(0)
-		for _, n := range names {
-			f, err := strconv.ParseUint(strings.TrimSuffix(strings.TrimPrefix(filepath.Base(n), "seg-"), ".log"), 10, 64)
-			if err == nil && f <= lo && (path == "" || f > first) {
-				path, first = n, f
-			}
+		if e.Seq != want {
+			return r.tail(es, lo, fmt.Errorf("record seq %d at offset %d, want %d", e.Seq, off, want))
 		}
-		if path == "" {
-			return nil, fmt.Errorf("%w: seq %d (the oldest segment starts later)", ErrNotRetained, lo)
+		if !lim.More(len(es), total, e.BinarySize()) {
+			return es, nil // as many as lim allows (none: an empty answer)
 		}
-		es, _, good, err := readSegment(segment{first: first, path: path})
-		if err != nil && (len(es) == 0 || es[len(es)-1].Seq+1 < hi) {
-			// A torn tail past what is asked is the segment being
-			// written; anything else is damage.
-			if errors.Is(err, os.ErrNotExist) {
-				return nil, fmt.Errorf("%w: seq %d (its segment was removed)", ErrNotRetained, lo)
-			}
-			if len(es) == 0 || es[len(es)-1].Seq < lo {
-				return nil, fmt.Errorf("wal: read %s: %w", path, err)
-			}
-		}
-		r.seg, r.size, r.es = path, good, es
-		if !r.has(lo) {
-			return nil, fmt.Errorf("%w: seq %d (segment %s ends before it)", ErrNotRetained, lo, filepath.Base(path))
-		}
+		es = append(es, e)
+		total += e.BinarySize()
+		off += 8 + int64(ln)
+		want++
+		r.next, r.nextOff = want, off
+		r.note(want, off)
 	}
-	i := int(lo - r.es[0].Seq)
-	n := lim.Take(r.es[i:], hi)
-	return r.es[i : i+n : i+n], nil
+	if len(es) == 0 {
+		return nil, fmt.Errorf("%w: seq %d (segment %s ends before it)", ErrNotRetained, lo, filepath.Base(r.seg.path))
+	}
+	return es, nil
 }
 
-// has reports whether the segment read last holds lo.
-func (r *Reader) has(lo uint64) bool {
-	return len(r.es) > 0 && r.es[0].Seq <= lo && lo <= r.es[len(r.es)-1].Seq
-}
-
-// holds reports whether the segment read last holds lo and, unless it
-// ends first, everything up to hi (the segment being written may have
-// grown since).
-func (r *Reader) holds(lo, hi uint64) bool {
-	if !r.has(lo) {
-		return false
+// tail ends a read at damage: the entries before it are an answer; with
+// none, the damage is the error.
+func (r *Reader) tail(es []exo.Entry, lo uint64, err error) ([]exo.Entry, error) {
+	if len(es) > 0 {
+		return es, nil
 	}
-	if r.es[len(r.es)-1].Seq+1 >= hi {
-		return true
-	}
-	fi, err := os.Stat(r.seg)
-	return err == nil && fi.Size() == r.size
+	return nil, fmt.Errorf("wal: read %s at seq %d: %w", r.seg.path, lo, err)
 }

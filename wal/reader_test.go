@@ -1,0 +1,229 @@
+package wal
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/exo-rack/exo/exo"
+)
+
+// readerLog is a log of entries with payloads of random sizes (a few
+// longer than a Reader's read chunk), appended in batches of random
+// lengths, and the entries it holds.
+func readerLog(t *testing.T, rng *rand.Rand, dir string, n int, segBytes int64) (*Log, []exo.Entry) {
+	t.Helper()
+	l, _, err := OpenWith(dir, SyncNone, Options{SegmentBytes: segBytes})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var all []exo.Entry
+	for len(all) < n {
+		k := 1 + rng.IntN(50)
+		es := make([]exo.Entry, k)
+		for i := range es {
+			size := rng.IntN(3000)
+			if rng.IntN(40) == 0 {
+				size = (1 << 20) - 24 - rng.IntN(8) // a record (body and header) past the 1 MiB read chunk
+			}
+			p := make([]byte, size)
+			for j := range p {
+				p[j] = byte(rng.Uint32())
+			}
+			es[i] = exo.Entry{Seq: uint64(len(all) + i), Epoch: 3, Sender: uint8(rng.IntN(5)), History: []uint8{1, 2}, Count: 1, Payload: p}
+		}
+		if err := l.Append(es); err != nil {
+			t.Fatal(err)
+		}
+		all = append(all, es...)
+	}
+	return l, all
+}
+
+// segmentFirsts returns the first positions of dir's segments, in order.
+func segmentFirsts(t *testing.T, dir string) []uint64 {
+	t.Helper()
+	names, _ := filepath.Glob(filepath.Join(dir, "seg-*.log"))
+	var out []uint64
+	for _, n := range names {
+		f, err := strconv.ParseUint(strings.TrimSuffix(strings.TrimPrefix(filepath.Base(n), "seg-"), ".log"), 10, 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, f)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+	return out
+}
+
+// wantRead is what Reader.Read(lo, hi, lim) must return of a log holding
+// all, in segments starting at firsts: from lo to its segment's end, below
+// hi, as lim takes them (FetchLimit.Take, the core's own rule).
+func wantRead(all []exo.Entry, firsts []uint64, lo, hi uint64, lim exo.FetchLimit) []exo.Entry {
+	end := uint64(len(all))
+	for _, f := range firsts {
+		if f > lo {
+			end = f
+			break
+		}
+	}
+	es := all[lo:end]
+	return es[:lim.Take(es, hi)]
+}
+
+// TestReaderMatchesTake: reads in order (as a transfer does), jumps back
+// and forth, across segments and records longer than a read chunk, with
+// limits by entries and by bytes, return exactly what the core's
+// FetchLimit.Take takes of the entries written; a read of a removed
+// segment says ErrNotRetained; the segment being written is read as it
+// grows.
+func TestReaderMatchesTake(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 11))
+	dir := t.TempDir()
+	l, all := readerLog(t, rng, dir, 3000, 2<<20)
+	firsts := segmentFirsts(t, dir)
+	if len(firsts) < 4 {
+		t.Fatalf("%d segments: the test wants several", len(firsts))
+	}
+	limit := func() exo.FetchLimit {
+		switch rng.IntN(3) {
+		case 0:
+			return exo.FetchLimit{Entries: rng.IntN(200)}
+		case 1:
+			return exo.FetchLimit{Entries: rng.IntN(3), Bytes: rng.IntN(4 << 20)}
+		}
+		return exo.FetchLimit{Entries: 1 << 16, Bytes: 4 << 20}
+	}
+	check := func(r *Reader, lo, hi uint64, lim exo.FetchLimit) []exo.Entry {
+		t.Helper()
+		got, err := r.Read(lo, hi, lim)
+		if err != nil {
+			t.Fatalf("read [%d, %d) %+v: %v", lo, hi, lim, err)
+		}
+		want := wantRead(all, firsts, lo, hi, lim)
+		if len(got) != len(want) {
+			t.Fatalf("read [%d, %d) %+v: %d entries, want %d", lo, hi, lim, len(got), len(want))
+		}
+		equal(t, got, want)
+		return got
+	}
+	r := NewReader(dir)
+	end := uint64(len(all))
+	// In order, as a transfer reads.
+	for lo := uint64(0); lo < end; {
+		got := check(r, lo, end, limit())
+		lo += uint64(max(len(got), 1))
+	}
+	// Anywhere, with a kept answer checked again after later reads (the
+	// entries alias buffers of their own).
+	var kept []exo.Entry
+	var keptLo uint64
+	for range 400 {
+		lo := uint64(rng.IntN(int(end)))
+		hi := lo + 1 + uint64(rng.IntN(int(end-lo)))
+		got := check(r, lo, hi, limit())
+		if kept == nil && len(got) > 0 {
+			kept, keptLo = got, lo
+		}
+	}
+	equal(t, kept, all[keptLo:keptLo+uint64(len(kept))])
+	// The segment being written grows under a reader.
+	last := firsts[len(firsts)-1]
+	check(r, last, end, exo.FetchLimit{Entries: 1 << 20})
+	more := make([]exo.Entry, 20)
+	for i := range more {
+		more[i] = exo.Entry{Seq: end + uint64(i), Epoch: 3, History: []uint8{1, 2}, Count: 1, Payload: []byte("more")}
+	}
+	if err := l.Append(more); err != nil {
+		t.Fatal(err)
+	}
+	all = append(all, more...)
+	if fs := segmentFirsts(t, dir); fs[len(fs)-1] != last {
+		t.Fatalf("the append rolled a segment (%v): the test wants it to grow %d's", fs, last)
+	}
+	check(r, end-1, end+20, exo.FetchLimit{Entries: 100})
+	if _, err := r.Read(end+20, end+30, exo.FetchLimit{Entries: 1}); !errors.Is(err, ErrNotRetained) {
+		t.Fatalf("read past the log's end: %v, want ErrNotRetained", err)
+	}
+	// A removed segment.
+	if err := os.Remove(filepath.Join(dir, segName(firsts[0]))); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Read(firsts[0]+1, end, exo.FetchLimit{Entries: 1}); !errors.Is(err, ErrNotRetained) {
+		t.Fatalf("read of a removed segment: %v, want ErrNotRetained", err)
+	}
+	check(r, firsts[1], end, exo.FetchLimit{Entries: 5})
+}
+
+// TestReaderTornTail: a record cut short at the end of the segment being
+// written ends an answer before it; a read from it says ErrNotRetained.
+func TestReaderTornTail(t *testing.T) {
+	dir := t.TempDir()
+	l, _, err := OpenWith(dir, SyncNone, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Append(entries(0, 100)); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, segName(0))
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, b[:len(b)-5], 0o640); err != nil {
+		t.Fatal(err)
+	}
+	r := NewReader(dir)
+	got, err := r.Read(90, 200, exo.FetchLimit{Entries: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	equal(t, got, entries(90, 99))
+	if _, err := r.Read(99, 200, exo.FetchLimit{Entries: 1}); !errors.Is(err, ErrNotRetained) {
+		t.Fatalf("read of the torn record: %v, want ErrNotRetained", err)
+	}
+}
+
+// TestReaderDamage: a damaged record in the middle of a segment ends an
+// answer before it; a read from it fails with the damage (not
+// ErrNotRetained); a read past it, which skips its body, succeeds.
+func TestReaderDamage(t *testing.T) {
+	dir := t.TempDir()
+	l, _, err := OpenWith(dir, SyncNone, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Append(entries(0, 100)); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, segName(0))
+	b, _ := os.ReadFile(path)
+	off := l.offs[50]
+	b[off+20] ^= 0xff // in record 50's body
+	if err := os.WriteFile(path, b, 0o640); err != nil {
+		t.Fatal(err)
+	}
+	r := NewReader(dir)
+	got, err := r.Read(40, 100, exo.FetchLimit{Entries: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	equal(t, got, entries(40, 50))
+	if _, err := r.Read(50, 100, exo.FetchLimit{Entries: 1}); err == nil || errors.Is(err, ErrNotRetained) {
+		t.Fatalf("read of the damaged record: %v, want the damage", err)
+	}
+	got, err = r.Read(51, 100, exo.FetchLimit{Entries: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	equal(t, got, entries(51, 100))
+}
+
+func segName(first uint64) string { return fmt.Sprintf("seg-%020d.log", first) }
