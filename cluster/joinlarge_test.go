@@ -70,7 +70,7 @@ func TestRackJoinLarge(t *testing.T) {
 	t.Logf("transfer_rate %q", pace)
 	t.Logf("A's durable log: %d bytes, %d entries (in memory from %d), after %v of load", st0.LogBytes, st0.Agreed, st0.LogBase, time.Since(t0).Round(time.Second))
 	// The rack's rate: A..D publish 64-byte messages; A's delivered
-	// msgs/s over 3 s before, then from a join's start to its end.
+	// msgs/s over 10 s before a join, then from its start to its end.
 	stop := backgroundLoad(ctx, c, Load{Hosts: members[:4], PerHost: 500, Size: 64, Window: 8, Round: 100000})
 	defer func() {
 		if stop != nil {
@@ -83,13 +83,50 @@ func TestRackJoinLarge(t *testing.T) {
 		b, _ := c.Status(ctx, 0)
 		return float64(b.Delivered-a.Delivered) / d.Seconds()
 	}
+	// Where the machine's CPUs went over a window: /proc/stat, and the
+	// members' (A..D) and a joiner's daemons, in CPUs.
+	type cpuSnap struct {
+		at      time.Time
+		machine cpuTimes
+		ok      bool
+		daemons [6]time.Duration
+	}
+	snap := func() cpuSnap {
+		s := cpuSnap{at: time.Now()}
+		var err error
+		s.machine, err = readCPUTimes("/proc/stat")
+		s.ok = err == nil
+		for i := range r.Hosts {
+			if u, err := c.Usage(i); err == nil {
+				s.daemons[i] = u.CPU
+			}
+		}
+		return s
+	}
+	cpus := func(a, b cpuSnap, joiner int) string {
+		secs := b.at.Sub(a.at).Seconds()
+		var members time.Duration
+		for i := range 4 {
+			members += b.daemons[i] - a.daemons[i]
+		}
+		out := fmt.Sprintf("members' daemons %.2f CPUs", members.Seconds()/secs)
+		if joiner >= 0 {
+			out += fmt.Sprintf(", the joiner's %.2f", (b.daemons[joiner]-min(a.daemons[joiner], b.daemons[joiner])).Seconds()/secs)
+		}
+		if sh, ok := a.machine.share(b.machine); ok && a.ok && b.ok {
+			out += "; the machine: " + sh.String()
+		}
+		return out
+	}
 	// Each join's "before" is the 10 s just before it (3 s windows swung
 	// by half on this shared machine), and the 10 s after the last join
 	// are reported beside them: a ratio is as good as its baseline.
 	time.Sleep(time.Second)
 	join := func(name string, i int, add bool) {
 		t.Helper()
+		c0 := snap()
 		before := rate(10 * time.Second)
+		c1 := snap()
 		a0, _ := c.Status(ctx, 0)
 		start := time.Now()
 		if err := c.StartHost(ctx, i, true); err != nil {
@@ -128,11 +165,13 @@ func TestRackJoinLarge(t *testing.T) {
 			time.Sleep(50 * time.Millisecond)
 		}
 		took := time.Since(start)
+		c2 := snap()
 		a1, _ := c.Status(ctx, 0)
 		during := float64(a1.Delivered-a0.Delivered) / took.Seconds()
 		mb := float64(st.Counters["fetched_bytes"]) / 1e6
 		t.Logf("%s: caught up with A's %d entries in %v: fetched %d entries, %.0f MB (%.1f MB/s); A delivered %.0f msgs/s during it, %.2f of the %.0f before; floor jumps %d",
 			name, a0.Agreed, took.Round(time.Millisecond), st.Counters["fetched_entries"], mb, mb/took.Seconds(), during, during/before, before, st.Counters["floor_jumps"])
+		t.Logf("%s: before it: %s; during it: %s", name, cpus(c0, c1, -1), cpus(c1, c2, i))
 		if st.Counters["floor_jumps"] != 0 || st.Counters["past_floor"] != 0 {
 			t.Errorf("%s started at a member's base: the retained logs should have served it from seq 0", name)
 		}
