@@ -161,9 +161,10 @@ func TestReaderMatchesTake(t *testing.T) {
 	check(r, firsts[1], end, exo.FetchLimit{Entries: 5})
 }
 
-// TestReaderTornTail: a record cut short at the end of the segment being
-// written ends an answer before it; a read from it says ErrNotRetained.
-func TestReaderTornTail(t *testing.T) {
+// damagedLog writes entries 0..99 in one segment, rewrites its file with
+// damage (given the file and each record's offset) and returns a Reader.
+func damagedLog(t *testing.T, damage func(b []byte, offs []int64) []byte) *Reader {
+	t.Helper()
 	dir := t.TempDir()
 	l, _, err := OpenWith(dir, SyncNone, Options{})
 	if err != nil {
@@ -177,10 +178,16 @@ func TestReaderTornTail(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(path, b[:len(b)-5], 0o640); err != nil {
+	if err := os.WriteFile(path, damage(b, l.offs), 0o640); err != nil {
 		t.Fatal(err)
 	}
-	r := NewReader(dir)
+	return NewReader(dir)
+}
+
+// TestReaderTornTail: a record cut short at the end of the segment being
+// written ends an answer before it; a read from it says ErrNotRetained.
+func TestReaderTornTail(t *testing.T) {
+	r := damagedLog(t, func(b []byte, _ []int64) []byte { return b[:len(b)-5] })
 	got, err := r.Read(90, 200, exo.FetchLimit{Entries: 100})
 	if err != nil {
 		t.Fatal(err)
@@ -195,22 +202,10 @@ func TestReaderTornTail(t *testing.T) {
 // answer before it; a read from it fails with the damage (not
 // ErrNotRetained); a read past it, which skips its body, succeeds.
 func TestReaderDamage(t *testing.T) {
-	dir := t.TempDir()
-	l, _, err := OpenWith(dir, SyncNone, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := l.Append(entries(0, 100)); err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(dir, segName(0))
-	b, _ := os.ReadFile(path)
-	off := l.offs[50]
-	b[off+20] ^= 0xff // in record 50's body
-	if err := os.WriteFile(path, b, 0o640); err != nil {
-		t.Fatal(err)
-	}
-	r := NewReader(dir)
+	r := damagedLog(t, func(b []byte, offs []int64) []byte {
+		b[offs[50]+20] ^= 0xff // in record 50's body
+		return b
+	})
 	got, err := r.Read(40, 100, exo.FetchLimit{Entries: 100})
 	if err != nil {
 		t.Fatal(err)
