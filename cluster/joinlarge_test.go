@@ -50,25 +50,8 @@ func TestRackJoinLarge(t *testing.T) {
 	const spare = 5
 	wipe(t, c, spare) // a brand-new host: it never held the log
 	members := []int{0, 1, 2, 3, 4}
-	t0 := time.Now()
-	var st0 daemon.Status
-	for round := 1; ; round++ {
-		if _, err := c.Publish(ctx, Load{Hosts: members, PerHost: 500, Size: msg, Window: 16, Round: round}); err != nil {
-			t.Fatal(err)
-		}
-		var err error
-		if st0, err = c.Status(ctx, 0); err != nil {
-			t.Fatal(err)
-		}
-		if round%20 == 0 {
-			t.Logf("loaded %d MB of log in %v (agreed %d)", st0.LogBytes>>20, time.Since(t0).Round(time.Second), st0.Agreed)
-		}
-		if st0.LogBytes >= target {
-			break
-		}
-	}
+	st0 := loadLog(ctx, t, c, members, msg, target)
 	t.Logf("transfer_rate %q", pace)
-	t.Logf("A's durable log: %d bytes, %d entries (in memory from %d), after %v of load", st0.LogBytes, st0.Agreed, st0.LogBase, time.Since(t0).Round(time.Second))
 	// The rack's rate: A..D publish 64-byte messages; A's delivered
 	// msgs/s over 10 s before a join, then from its start to its end.
 	stop := backgroundLoad(ctx, c, Load{Hosts: members[:4], PerHost: 500, Size: 64, Window: 8, Round: 100000})
@@ -229,4 +212,27 @@ func logHash(t *testing.T, c *Cluster, i int, upTo uint64) [32]byte {
 	var out [32]byte
 	copy(out[:], h.Sum(nil))
 	return out
+}
+
+// loadLog publishes rounds of msg-byte messages at members until A's
+// durable log holds target bytes, and returns A's status then.
+func loadLog(ctx context.Context, t *testing.T, c *Cluster, members []int, msg int, target int64) daemon.Status {
+	t.Helper()
+	t0 := time.Now()
+	for round := 1; ; round++ {
+		if _, err := c.Publish(ctx, Load{Hosts: members, PerHost: 500, Size: msg, Window: 16, Round: round}); err != nil {
+			t.Fatal(err)
+		}
+		st, err := c.Status(ctx, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if round%20 == 0 {
+			t.Logf("loaded %d MB of log in %v (agreed %d)", st.LogBytes>>20, time.Since(t0).Round(time.Second), st.Agreed)
+		}
+		if st.LogBytes >= target {
+			t.Logf("A's durable log: %d bytes, %d entries (in memory from %d), after %v of load", st.LogBytes, st.Agreed, st.LogBase, time.Since(t0).Round(time.Second))
+			return st
+		}
+	}
 }
