@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -222,3 +223,56 @@ func TestReaderDamage(t *testing.T) {
 }
 
 func segName(first uint64) string { return fmt.Sprintf("seg-%020d.log", first) }
+
+// TestReaderTwoTransfers: two transfers at once, reading in order through
+// one Reader (a daemon's, for every fetch it answers), from different
+// segments and at times from the same one, each go on from their own last
+// read: no read skips a record.
+func TestReaderTwoTransfers(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 5))
+	dir := t.TempDir()
+	_, all := readerLog(t, rng, dir, 3000, 2<<20)
+	firsts := segmentFirsts(t, dir)
+	if len(firsts) < 3 {
+		t.Fatalf("%d segments: the test wants several", len(firsts))
+	}
+	r := NewReader(dir)
+	los := []uint64{0, firsts[2]}
+	lim := exo.FetchLimit{Entries: 7}
+	for range 40 {
+		for k := range los {
+			lo := los[k]
+			if lo >= uint64(len(all)) {
+				continue
+			}
+			seq, off := uint64(0), int64(-1)
+			if c := r.cursorOf(lo); c != nil {
+				seq, off = c.from(lo)
+			}
+			got, err := r.Read(lo, uint64(len(all)), lim)
+			if err != nil {
+				t.Fatal(err)
+			}
+			equal(t, got, wantRead(all, firsts, lo, uint64(len(all)), lim))
+			if !slices.Contains(firsts, lo) && (seq != lo || off < 0) {
+				// (Not a segment's first read: its last read ended at lo.)
+				t.Fatalf("read at %d started from %d (offset %d): the cursor of its segment was lost", lo, seq, off)
+			}
+			los[k] += uint64(len(got))
+		}
+	}
+}
+
+// cursorOf returns r's cursor of the segment that holds lo, if it has one.
+func (r *Reader) cursorOf(lo uint64) *segCursor {
+	seg, err := r.segmentOf(lo)
+	if err != nil {
+		return nil
+	}
+	for _, c := range r.cursors {
+		if c.seg == seg {
+			return c
+		}
+	}
+	return nil
+}

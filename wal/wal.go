@@ -724,15 +724,29 @@ func syncDir(dir string) error {
 type Reader struct {
 	dir string
 	mu  sync.Mutex
-	// The segment read last (seg, the file it was), where the record
-	// after the last one read starts (next, nextOff), and a position
-	// every readMark records skipped or read (marks, in order).
-	seg     segment
-	fi      os.FileInfo
-	next    uint64
-	nextOff int64
-	marks   []readMark
+	// what it knows of the segments it read last, the latest last
+	// (readCursors at most: two transfers at once, in different
+	// segments, each go on from their own last read)
+	cursors []*segCursor
 }
+
+// segCursor is what a Reader knows of a segment: which file it was (seg,
+// fi), where its recent reads ended (ends, the latest last: readEnds at
+// most, so that two transfers reading in order in one segment each go on
+// from their own last read), and a position every readMarkEvery records
+// skipped or read (marks, in order).
+type segCursor struct {
+	seg   segment
+	fi    os.FileInfo
+	ends  []readMark
+	marks []readMark
+}
+
+// readEnds is how many read ends a segCursor keeps.
+const readEnds = 4
+
+// readCursors is how many segments a Reader keeps cursors for.
+const readCursors = 4
 
 // readMark is a record's position in a segment: seq starts at off.
 type readMark struct {
@@ -776,15 +790,35 @@ func (r *Reader) Read(lo, hi uint64, lim exo.FetchLimit) ([]exo.Entry, error) {
 	if err != nil {
 		return nil, fmt.Errorf("wal: read: %w", err)
 	}
-	if r.fi == nil || seg != r.seg || !os.SameFile(fi, r.fi) {
-		r.seg, r.fi, r.next, r.nextOff, r.marks = seg, fi, seg.first, 0, r.marks[:0]
-	}
-	seq, off := r.from(lo)
-	off, err = r.skip(f, fi.Size(), seq, off, lo)
+	c := r.cursor(seg, fi)
+	seq, off := c.from(lo)
+	off, err = c.skip(f, fi.Size(), seq, off, lo)
 	if err != nil {
 		return nil, err
 	}
-	return r.collect(f, fi.Size(), lo, hi, off, lim)
+	return c.collect(f, fi.Size(), lo, hi, off, lim)
+}
+
+// cursor returns the Reader's cursor of the segment seg, the file fi (a
+// new one if it has none, or had one of another file of that name),
+// latest in its list.
+func (r *Reader) cursor(seg segment, fi os.FileInfo) *segCursor {
+	for i, c := range r.cursors {
+		if c.seg == seg {
+			r.cursors = slices.Delete(r.cursors, i, i+1)
+			if os.SameFile(c.fi, fi) {
+				r.cursors = append(r.cursors, c)
+				return c
+			}
+			break
+		}
+	}
+	if len(r.cursors) == readCursors {
+		r.cursors = slices.Delete(r.cursors, 0, 1)
+	}
+	c := &segCursor{seg: seg, fi: fi}
+	r.cursors = append(r.cursors, c)
+	return c
 }
 
 // segmentOf returns the segment that holds lo, if any: the one with the
@@ -808,36 +842,48 @@ func (r *Reader) segmentOf(lo uint64) (segment, error) {
 }
 
 // from returns the known record position nearest below or at lo in the
-// segment read last: the end of the last read, a noted position, or the
+// segment: the end of the last read, a noted position, or the
 // segment's start.
-func (r *Reader) from(lo uint64) (uint64, int64) {
-	seq, off := r.seg.first, int64(0)
-	if r.next <= lo {
-		seq, off = r.next, r.nextOff
+func (c *segCursor) from(lo uint64) (uint64, int64) {
+	seq, off := c.seg.first, int64(0)
+	for _, e := range c.ends {
+		if e.seq <= lo && e.seq > seq {
+			seq, off = e.seq, e.off
+		}
 	}
-	i := sort.Search(len(r.marks), func(i int) bool { return r.marks[i].seq > lo })
-	if i > 0 && r.marks[i-1].seq > seq {
-		seq, off = r.marks[i-1].seq, r.marks[i-1].off
+	i := sort.Search(len(c.marks), func(i int) bool { return c.marks[i].seq > lo })
+	if i > 0 && c.marks[i-1].seq > seq {
+		seq, off = c.marks[i-1].seq, c.marks[i-1].off
 	}
 	return seq, off
 }
 
+// ended records that a read from lo ended at end: it replaces the end of
+// the read it went on from, if any.
+func (c *segCursor) ended(lo uint64, end readMark) {
+	c.ends = slices.DeleteFunc(c.ends, func(e readMark) bool { return e.seq == lo || e.seq == end.seq })
+	if len(c.ends) == readEnds {
+		c.ends = slices.Delete(c.ends, 0, 1)
+	}
+	c.ends = append(c.ends, end)
+}
+
 // note records that seq starts at off (every readMarkEvery records).
-func (r *Reader) note(seq uint64, off int64) {
-	if (seq-r.seg.first)%readMarkEvery == 0 && (len(r.marks) == 0 || r.marks[len(r.marks)-1].seq < seq) {
-		r.marks = append(r.marks, readMark{seq, off})
+func (c *segCursor) note(seq uint64, off int64) {
+	if (seq-c.seg.first)%readMarkEvery == 0 && (len(c.marks) == 0 || c.marks[len(c.marks)-1].seq < seq) {
+		c.marks = append(c.marks, readMark{seq, off})
 	}
 }
 
 // skip walks the record headers from seq at off to lo's record and
 // returns where it starts; the bodies are neither read whole nor checked
 // (collect checks those it returns).
-func (r *Reader) skip(f *os.File, size int64, seq uint64, off int64, lo uint64) (int64, error) {
+func (c *segCursor) skip(f *os.File, size int64, seq uint64, off int64, lo uint64) (int64, error) {
 	var buf []byte
 	bufOff := int64(0)
 	for seq < lo {
 		if off+8 > size {
-			return 0, fmt.Errorf("%w: seq %d (segment %s ends at %d)", ErrNotRetained, lo, filepath.Base(r.seg.path), seq)
+			return 0, fmt.Errorf("%w: seq %d (segment %s ends at %d)", ErrNotRetained, lo, filepath.Base(c.seg.path), seq)
 		}
 		if off < bufOff || off+8 > bufOff+int64(len(buf)) {
 			if buf == nil {
@@ -845,17 +891,17 @@ func (r *Reader) skip(f *os.File, size int64, seq uint64, off int64, lo uint64) 
 			}
 			n, err := f.ReadAt(buf[:cap(buf)], off)
 			if n < 8 && err != nil {
-				return 0, fmt.Errorf("wal: read %s: %w", r.seg.path, err)
+				return 0, fmt.Errorf("wal: read %s: %w", c.seg.path, err)
 			}
 			buf, bufOff = buf[:n], off
 		}
 		ln := binary.BigEndian.Uint32(buf[off-bufOff:])
 		if ln > maxRecord {
-			return 0, fmt.Errorf("wal: read %s: record length %d at offset %d", r.seg.path, ln, off)
+			return 0, fmt.Errorf("wal: read %s: record length %d at offset %d", c.seg.path, ln, off)
 		}
 		off += 8 + int64(ln)
 		seq++
-		r.note(seq, off)
+		c.note(seq, off)
 	}
 	return off, nil
 }
@@ -863,13 +909,13 @@ func (r *Reader) skip(f *os.File, size int64, seq uint64, off int64, lo uint64) 
 // collect reads and checks the records from lo's (at off) on, below hi,
 // as many as lim allows, up to the segment's end (a torn record at the end
 // of the segment being written ends the answer there).
-func (r *Reader) collect(f *os.File, size int64, lo, hi uint64, off int64, lim exo.FetchLimit) ([]exo.Entry, error) {
+func (c *segCursor) collect(f *os.File, size int64, lo, hi uint64, off int64, lim exo.FetchLimit) ([]exo.Entry, error) {
 	var es []exo.Entry
 	chunk := int64(1 << 20)
 	if lim.Bytes > 0 {
 		chunk = max(chunk, int64(lim.Bytes)+int64(lim.Bytes)/8+64<<10)
 	}
-	want, total := lo, 0
+	want, total, limited := lo, 0, false
 	var buf []byte
 	bufOff := off
 	whole := func() bool { // the record at off is whole in buf
@@ -899,43 +945,46 @@ func (r *Reader) collect(f *os.File, size int64, lo, hi uint64, off int64, lim e
 		rest := buf[off-bufOff:]
 		ln := binary.BigEndian.Uint32(rest)
 		if ln > maxRecord {
-			return r.tail(es, lo, fmt.Errorf("record length %d at offset %d", ln, off))
+			return c.tail(es, lo, fmt.Errorf("record length %d at offset %d", ln, off))
 		}
 		if !whole() {
 			break // a torn tail: the segment being written
 		}
 		body := rest[8 : 8+ln : 8+ln]
 		if crc32.Checksum(body, castagnoli) != binary.BigEndian.Uint32(rest[4:]) {
-			return r.tail(es, lo, fmt.Errorf("checksum mismatch at offset %d", off))
+			return c.tail(es, lo, fmt.Errorf("checksum mismatch at offset %d", off))
 		}
 		e, err := decodeEntry(body)
 		if err != nil {
-			return r.tail(es, lo, err)
+			return c.tail(es, lo, err)
 		}
 		if e.Seq != want {
-			return r.tail(es, lo, fmt.Errorf("record seq %d at offset %d, want %d", e.Seq, off, want))
+			return c.tail(es, lo, fmt.Errorf("record seq %d at offset %d, want %d", e.Seq, off, want))
 		}
 		if !lim.More(len(es), total, e.BinarySize()) {
-			return es, nil // as many as lim allows (none: an empty answer)
+			limited = true // as many as lim allows (none: an empty answer)
+			break
 		}
 		es = append(es, e)
 		total += e.BinarySize()
 		off += 8 + int64(ln)
 		want++
-		r.next, r.nextOff = want, off
-		r.note(want, off)
+		c.note(want, off)
 	}
-	if len(es) == 0 {
-		return nil, fmt.Errorf("%w: seq %d (segment %s ends before it)", ErrNotRetained, lo, filepath.Base(r.seg.path))
+	if len(es) > 0 {
+		c.ended(lo, readMark{want, off})
+	}
+	if len(es) == 0 && !limited {
+		return nil, fmt.Errorf("%w: seq %d (segment %s ends before it)", ErrNotRetained, lo, filepath.Base(c.seg.path))
 	}
 	return es, nil
 }
 
 // tail ends a read at damage: the entries before it are an answer; with
 // none, the damage is the error.
-func (r *Reader) tail(es []exo.Entry, lo uint64, err error) ([]exo.Entry, error) {
+func (c *segCursor) tail(es []exo.Entry, lo uint64, err error) ([]exo.Entry, error) {
 	if len(es) > 0 {
 		return es, nil
 	}
-	return nil, fmt.Errorf("wal: read %s at seq %d: %w", r.seg.path, lo, err)
+	return nil, fmt.Errorf("wal: read %s at seq %d: %w", c.seg.path, lo, err)
 }
