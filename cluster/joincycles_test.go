@@ -32,14 +32,7 @@ func TestRackJoinCycles(t *testing.T) {
 	fetchKB := envInt(t, "EXO_JOIN_FETCH_KB", daemon.DefaultFetchBytes>>10)
 	r := rack(t, 6)
 	dir := t.TempDir()
-	c := startWith(t, r, func(cfg *daemon.Config) {
-		cfg.FetchBytes = fetchKB << 10
-		Durable(dir, false)(cfg)
-		cfg.Hosts = 5
-		cfg.KeepEntries = 4096
-		cfg.Retain = daemon.Retain{Entries: 1 << 40}
-		cfg.TransferRateText = pace
-	})
+	c := startWith(t, r, Hooks(joinRackConfig(dir, pace), func(cfg *daemon.Config) { cfg.FetchBytes = fetchKB << 10 }))
 	ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
 	defer cancel()
 	const spare = 5

@@ -38,13 +38,7 @@ func TestRackJoinLarge(t *testing.T) {
 	// EXO_JOIN_PROFILE=<dir>: every daemon writes a CPU profile there
 	// (<host>.cpu.pprof, with the daemons' configs and logs).
 	profile := os.Getenv("EXO_JOIN_PROFILE")
-	c := startOpts(t, r, Options{Dir: profile, CPUProfile: profile != "", Config: func(cfg *daemon.Config) {
-		Durable(dir, false)(cfg)
-		cfg.Hosts = 5
-		cfg.KeepEntries = 4096 // the history holds as many messages: 64 MiB of 16 KiB ones
-		cfg.Retain = daemon.Retain{Entries: 1 << 40}
-		cfg.TransferRateText = pace
-	}})
+	c := startOpts(t, r, Options{Dir: profile, CPUProfile: profile != "", Config: joinRackConfig(dir, pace)})
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Hour)
 	defer cancel()
 	const spare = 5
@@ -234,5 +228,19 @@ func loadLog(ctx context.Context, t *testing.T, c *Cluster, members []int, msg i
 			t.Logf("A's durable log: %d bytes, %d entries (in memory from %d), after %v of load", st.LogBytes, st.Agreed, st.LogBase, time.Since(t0).Round(time.Second))
 			return st
 		}
+	}
+}
+
+// joinRackConfig is the config of the join runs' hosts: A..E the first
+// roster (F a spare), durable logs kept whole on disk (retain), 4,096
+// messages in the history (64 MiB of 16 KiB ones), transfers paced at
+// pace (transfer_rate).
+func joinRackConfig(dir, pace string) func(*daemon.Config) {
+	return func(cfg *daemon.Config) {
+		Durable(dir, false)(cfg)
+		cfg.Hosts = 5
+		cfg.KeepEntries = 4096
+		cfg.Retain = daemon.Retain{Entries: 1 << 40}
+		cfg.TransferRateText = pace
 	}
 }

@@ -2,14 +2,9 @@ package wal
 
 import (
 	"errors"
-	"fmt"
 	"math/rand/v2"
 	"os"
-	"path/filepath"
 	"slices"
-	"sort"
-	"strconv"
-	"strings"
 	"testing"
 
 	"github.com/exo-rack/exo/exo"
@@ -50,16 +45,14 @@ func readerLog(t *testing.T, rng *rand.Rand, dir string, n int, segBytes int64) 
 // segmentFirsts returns the first positions of dir's segments, in order.
 func segmentFirsts(t *testing.T, dir string) []uint64 {
 	t.Helper()
-	names, _ := filepath.Glob(filepath.Join(dir, "seg-*.log"))
-	var out []uint64
-	for _, n := range names {
-		f, err := strconv.ParseUint(strings.TrimSuffix(strings.TrimPrefix(filepath.Base(n), "seg-"), ".log"), 10, 64)
-		if err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, f)
+	segs, err := listSegments(dir)
+	if err != nil {
+		t.Fatal(err)
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+	var out []uint64
+	for _, s := range segs {
+		out = append(out, s.first)
+	}
 	return out
 }
 
@@ -153,7 +146,7 @@ func TestReaderMatchesTake(t *testing.T) {
 		t.Fatalf("read past the log's end: %v, want ErrNotRetained", err)
 	}
 	// A removed segment.
-	if err := os.Remove(filepath.Join(dir, segName(firsts[0]))); err != nil {
+	if err := os.Remove(segmentPath(dir, firsts[0])); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := r.Read(firsts[0]+1, end, exo.FetchLimit{Entries: 1}); !errors.Is(err, ErrNotRetained) {
@@ -174,7 +167,7 @@ func damagedLog(t *testing.T, damage func(b []byte, offs []int64) []byte) *Reade
 	if err := l.Append(entries(0, 100)); err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join(dir, segName(0))
+	path := segmentPath(dir, 0)
 	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
@@ -221,8 +214,6 @@ func TestReaderDamage(t *testing.T) {
 	}
 	equal(t, got, entries(51, 100))
 }
-
-func segName(first uint64) string { return fmt.Sprintf("seg-%020d.log", first) }
 
 // TestReaderTwoTransfers: two transfers at once, reading in order through
 // one Reader (a daemon's, for every fetch it answers), from different

@@ -179,18 +179,11 @@ func OpenWith(dir string, sync Sync, o Options) (*Log, exo.HardState, error) {
 	} else if !errors.Is(err, os.ErrNotExist) {
 		return nil, hs, fmt.Errorf("wal: %w", err)
 	}
-	names, err := filepath.Glob(filepath.Join(dir, "seg-*.log"))
+	segs, err := listSegments(dir)
 	if err != nil {
 		return nil, hs, err
 	}
-	for _, n := range names {
-		first, err := strconv.ParseUint(strings.TrimSuffix(strings.TrimPrefix(filepath.Base(n), "seg-"), ".log"), 10, 64)
-		if err != nil {
-			return nil, hs, fmt.Errorf("wal: unexpected file %s", n)
-		}
-		l.segs = append(l.segs, segment{first: first, path: n})
-	}
-	sort.Slice(l.segs, func(i, j int) bool { return l.segs[i].first < l.segs[j].first })
+	l.segs = segs
 	var entries []exo.Entry
 	for i := 0; i < len(l.segs); i++ {
 		s := l.segs[i]
@@ -282,6 +275,29 @@ func (l *Log) dropFrom(i int) {
 // readSegment reads the records of a segment; it returns the entries read,
 // their offsets, the end of the last good record and the error that
 // stopped it (nil at a clean end).
+// segmentPath is the file of the segment whose first record is first.
+func segmentPath(dir string, first uint64) string {
+	return filepath.Join(dir, fmt.Sprintf("seg-%020d.log", first))
+}
+
+// listSegments returns the segment files in dir, in order.
+func listSegments(dir string) ([]segment, error) {
+	names, err := filepath.Glob(filepath.Join(dir, "seg-*.log"))
+	if err != nil {
+		return nil, fmt.Errorf("wal: %w", err)
+	}
+	var segs []segment
+	for _, n := range names {
+		first, err := strconv.ParseUint(strings.TrimSuffix(strings.TrimPrefix(filepath.Base(n), "seg-"), ".log"), 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("wal: unexpected file %s", n)
+		}
+		segs = append(segs, segment{first: first, path: n})
+	}
+	sort.Slice(segs, func(i, j int) bool { return segs[i].first < segs[j].first })
+	return segs, nil
+}
+
 func readSegment(s segment) ([]exo.Entry, []int64, int64, error) {
 	// One read of the whole segment (at most segmentBytes plus a record):
 	// the entries alias it, so a restart allocates and copies the log
@@ -473,7 +489,7 @@ func (l *Log) roll(first uint64) error {
 		l.f.Close()
 		l.segs[len(l.segs)-1].size = l.size
 	}
-	path := filepath.Join(l.dir, fmt.Sprintf("seg-%020d.log", first))
+	path := segmentPath(l.dir, first)
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_TRUNC|os.O_APPEND, 0o640)
 	if err != nil {
 		return fmt.Errorf("wal: %w", err)
@@ -824,21 +840,15 @@ func (r *Reader) cursor(seg segment, fi os.FileInfo) *segCursor {
 // segmentOf returns the segment that holds lo, if any: the one with the
 // highest first position at or below it.
 func (r *Reader) segmentOf(lo uint64) (segment, error) {
-	names, err := filepath.Glob(filepath.Join(r.dir, "seg-*.log"))
+	segs, err := listSegments(r.dir)
 	if err != nil {
 		return segment{}, fmt.Errorf("wal: read: %w", err)
 	}
-	var s segment
-	for _, n := range names {
-		f, err := strconv.ParseUint(strings.TrimSuffix(strings.TrimPrefix(filepath.Base(n), "seg-"), ".log"), 10, 64)
-		if err == nil && f <= lo && (s.path == "" || f > s.first) {
-			s = segment{first: f, path: n}
-		}
-	}
-	if s.path == "" {
+	i := sort.Search(len(segs), func(i int) bool { return segs[i].first > lo })
+	if i == 0 {
 		return segment{}, fmt.Errorf("%w: seq %d (the oldest segment starts later)", ErrNotRetained, lo)
 	}
-	return s, nil
+	return segs[i-1], nil
 }
 
 // from returns the known record position nearest below or at lo in the
@@ -961,12 +971,13 @@ func (c *segCursor) collect(f *os.File, size int64, lo, hi uint64, off int64, li
 		if e.Seq != want {
 			return c.tail(es, lo, fmt.Errorf("record seq %d at offset %d, want %d", e.Seq, off, want))
 		}
-		if !lim.More(len(es), total, e.BinarySize()) {
+		size := e.BinarySize()
+		if !lim.More(len(es), total, size) {
 			limited = true // as many as lim allows (none: an empty answer)
 			break
 		}
 		es = append(es, e)
-		total += e.BinarySize()
+		total += size
 		off += 8 + int64(ln)
 		want++
 		c.note(want, off)
