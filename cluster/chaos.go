@@ -879,8 +879,8 @@ func (m *nemesis) bringBack(ctx context.Context, h int, measure bool) error {
 			m.rep.CatchUp = append(m.rep.CatchUp, r.Rate)
 			m.rep.Restarts = append(m.rep.Restarts, r)
 			m.mu.Unlock()
-			m.say("%s caught up: %d entries behind, replay %.0f ms, caught up %.0f ms after the restart began (%.0f entries/s; %.1f MB fetched), sent a frame again after %.0f ms",
-				r.Host, r.Behind, r.ReplayMs, r.CaughtUpMs, r.Rate, r.FetchedMB, r.RejoinedMs)
+			m.say("%s caught up: %d entries behind, replay %.0f ms, caught up %.0f ms after the restart began (%.0f entries/s; %.1f MB fetched), sent a frame again after %.0f ms; the process took %.0f ms to start, the daemon caught up at %.0f entries/s",
+				r.Host, r.Behind, r.ReplayMs, r.CaughtUpMs, r.Rate, r.FetchedMB, r.RejoinedMs, r.StartMs, r.DaemonRate)
 		}
 	}
 	if m.paced {
@@ -1073,6 +1073,14 @@ type RestartFigure struct {
 	// FetchedMB is what its fetches brought by the time it caught up
 	// (exo_fetched_bytes_total, duplicates included), in MB.
 	FetchedMB float64 `json:"fetched_mb"`
+	// StartMs is how long the process took to start, from the restart
+	// to the daemon's beginning (its status's started: before it reads
+	// its durable log): the lab's ip netns exec, the program's loading,
+	// the Go runtime, on a machine the rack keeps busy. DaemonRate is
+	// Behind over CaughtUpMs less StartMs: the daemon's own pace, its log
+	// read and replayed included.
+	StartMs    float64 `json:"start_ms"`
+	DaemonRate float64 `json:"daemon_entries_per_sec"`
 }
 
 // catchUp waits (10 s at most) until host h, restarted at t1, reaches the
@@ -1085,9 +1093,15 @@ func (c *Cluster) catchUp(ctx context.Context, h int, t1 time.Time, from, target
 			d := time.Since(t1)
 			r.CaughtUpMs = ms(d)
 			r.FetchedMB = float64(st.Counters["fetched_bytes"]) / 1e6
+			if !st.Started.IsZero() {
+				r.StartMs = max(ms(st.Started.Sub(t1)), 0)
+			}
 			if target > from {
 				r.Behind = target - from
 				r.Rate = float64(r.Behind) / d.Seconds()
+				if own := r.CaughtUpMs - r.StartMs; own > 0 {
+					r.DaemonRate = float64(r.Behind) / (own / 1000)
+				}
 			}
 		}
 		if err == nil && st.Counters["frames_out"] > 0 && r.RejoinedMs == 0 {

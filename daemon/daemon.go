@@ -64,6 +64,7 @@ type Daemon struct {
 	syncedAt time.Time
 	// restarted: the core came back from the durable log (RestartNode).
 	restarted bool
+	started   time.Time                  // when newDaemon began: before the durable log was read (Status.Started)
 	lock      *dirLock                   // data_dir's lock (lock.go), or nil
 	closed    bool                       // Run returned or Close was called: disk and lock released
 	macs      map[uint8]net.HardwareAddr // MAC of every known member, by member id
@@ -142,6 +143,7 @@ type rxBatch struct {
 
 // newDaemon is New without the data_dir lock.
 func newDaemon(cfg *Config, conn FrameConn, o OOB, log *slog.Logger) (*Daemon, error) {
+	started := time.Now()
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
@@ -191,7 +193,7 @@ func newDaemon(cfg *Config, conn FrameConn, o OOB, log *slog.Logger) (*Daemon, e
 		archive = wal.NewReader(cfg.DataDir)
 		nd.SetArchive(disk.Archive()) // the retained log below the core's (retain)
 	}
-	d := &Daemon{cfg: cfg, log: log, conn: conn, oob: o, node: nd, disk: disk, archive: archive, restarted: restarted,
+	d := &Daemon{cfg: cfg, log: log, conn: conn, oob: o, node: nd, disk: disk, archive: archive, restarted: restarted, started: started,
 		chunk: cc.MaxBatchBytes, fatal: make(chan error, 1), tickAt: time.Now(),
 		nextID: rand.Uint64() >> 16, waiters: map[uint64]func(client.Ack){},
 		subs:    map[*subscriber]struct{}{},
@@ -1139,14 +1141,18 @@ func (d *Daemon) failWaiters(err error) {
 
 // Status is the daemon's status (exo status --json).
 type Status struct {
-	ID       int    `json:"id"`
-	Hosts    int    `json:"hosts"`
-	Epoch    uint32 `json:"epoch"`
-	Promised uint32 `json:"promised"`
-	Halted   bool   `json:"halted"`
-	Append   uint64 `json:"append_pointer"`
-	Agreed   uint64 `json:"agreement_pointer"`
-	LogBase  uint64 `json:"log_base"`
+	ID int `json:"id"`
+	// Started is when the daemon began, before it read its durable log:
+	// what a restart took before it (starting the process) is the host's,
+	// not the protocol's.
+	Started  time.Time `json:"started"`
+	Hosts    int       `json:"hosts"`
+	Epoch    uint32    `json:"epoch"`
+	Promised uint32    `json:"promised"`
+	Halted   bool      `json:"halted"`
+	Append   uint64    `json:"append_pointer"`
+	Agreed   uint64    `json:"agreement_pointer"`
+	LogBase  uint64    `json:"log_base"`
 	// RetainedBase is the first seq this host serves to a fetch (a joiner,
 	// a host far behind): the retained durable log's start (retain), or
 	// log_base without one; LogBytes is the durable log's size.
@@ -1336,7 +1342,7 @@ func (d *Daemon) statusJSON() []byte {
 	nd := d.node
 	p := nd.Pointers()
 	d.mu.Lock()
-	st := Status{ID: d.cfg.ID, Hosts: len(d.roster), Epoch: p.Epoch, Promised: nd.Promised(), Halted: nd.Halted(),
+	st := Status{ID: d.cfg.ID, Started: d.started, Hosts: len(d.roster), Epoch: p.Epoch, Promised: nd.Promised(), Halted: nd.Halted(),
 		Append: p.Append, Agreed: p.Agreed, LogBase: nd.LogBase(), RetainedBase: nd.ArchiveBase(), LogBytes: d.logBytes, Holder: int(nd.Holder()), Pending: nd.Pending(),
 		Delivered: d.delivCnt, Subscribers: len(d.subs), Waiting: len(d.waiters), Skipped: []int{},
 		Counters: d.metrics.counters(), Offload: d.offloadStatusLocked(), Token: d.tokenStatusLocked(), Keys: d.keyStatus(),

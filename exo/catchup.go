@@ -190,7 +190,7 @@ func (nd *Node) stepCatchUp(m Message) {
 		// The next batch (or one that overlaps the batches gathered: every
 		// host of an epoch holds the same entries from its install, so the
 		// overlap is equal).
-		c.answered(m.Start)
+		c.answered(m.Start, m.From, nd.clock)
 		if end <= c.end() {
 			return // nothing new: a duplicate
 		}
@@ -198,7 +198,7 @@ func (nd *Node) stepCatchUp(m Message) {
 	case c != nil && c.epoch == m.LogEpoch && m.Start > c.end() && c.awaits(m.Start):
 		// A batch of the pipeline that came before the ones below it:
 		// kept until they come.
-		c.answered(m.Start)
+		c.answered(m.Start, m.From, nd.clock)
 		if c.ahead == nil {
 			c.ahead = make(map[uint64]Message)
 		}
@@ -347,9 +347,22 @@ func (c *catchUp) senderID(pos uint8) uint8 {
 	return HistoryNone
 }
 
-// answered takes the batch asked from lo off the batches in flight.
-func (c *catchUp) answered(lo uint64) {
+// answered takes the batch asked from lo off the batches in flight; peer,
+// which answered it at clock now, serves the next batch asked of it from
+// now on: that batch's time (the fetch under way's, once it is the batch
+// at the end) counts from now, not from when it was asked. A member
+// answers the batches asked of it one after the other; timed from their
+// asking, the second of four batches asked of one lab member (each some
+// 50 ms to serve) was asked of another after TransferTicks, 20 ms before
+// its answer came.
+func (c *catchUp) answered(lo uint64, peer uint8, now uint64) {
 	c.sent = slices.DeleteFunc(c.sent, func(b batchAsk) bool { return b.lo == lo })
+	for i := range c.sent {
+		if c.sent[i].peer == peer {
+			c.sent[i].at = max(c.sent[i].at, now)
+			break
+		}
+	}
 }
 
 // pipelined reports whether the gather asks for batches ahead.

@@ -613,3 +613,65 @@ func TestDrainOrder(t *testing.T) {
 		}
 	}
 }
+
+// TestFirstCatchUpFetchWaits: the first fetch towards a later epoch (no
+// batch gathered yet) is a catch-up's, whose answer is a batch of up to
+// FetchBytes: it is asked again after TransferTicks, as the later batches
+// are, not after a gap repair's FetchTicks. A lab host restarted 52,390
+// entries behind, hearing the later epoch's frames, asked its members ten
+// times for its first batch in 214 ms, before the first answer came.
+func TestFirstCatchUpFetchWaits(t *testing.T) {
+	r := loadedRack(t, 3, 4, 30)
+	x := r.nodes[2]
+	x.cfg.TransferTicks = 8 * x.cfg.FetchTicks
+	var at []int
+	for k := 0; k < x.cfg.TransferTicks+1; k++ {
+		x.catchUpTo(&Frame{Epoch: 5, Sender: uint8(k % 2), Seq: 1000 + uint64(k)})
+		x.Tick() // a retry of its own when the fetch had its time
+		if len(fetches(x.Ready())) > 0 {
+			at = append(at, k)
+		}
+		x.Advance()
+	}
+	want := []int{0, x.cfg.TransferTicks - 1} // the retry TransferTicks ticks after the first (its tick is the iteration's end)
+	if !slices.Equal(at, want) {
+		t.Fatalf("fetches at iterations %v, want %v (TransferTicks %d, FetchTicks %d)", at, want, x.cfg.TransferTicks, x.cfg.FetchTicks)
+	}
+}
+
+// TestCatchUpPipelineServedInTurn: a member asked for several batches of
+// a pipelined catch-up serves them one after the other; each batch's time
+// counts from the answer to the one before it from that member, so a
+// member that takes three quarters of the fetch timeout for each batch is
+// not passed over for the later ones (timed from their asking, the second
+// of four batches asked of one lab member was asked again of another 20
+// ms before its answer came).
+func TestCatchUpPipelineServedInTurn(t *testing.T) {
+	const batch = 4
+	r := windowRack(t, 3, batch, 30, 3)
+	x := r.nodes[2]
+	a := x.Pointers().Agreed
+	later := laterLog(x.Log()[:a], 8*batch+1, 6)
+	x.Step(answer(later, 0, a, 0, batch))
+	var asked []Message
+	asked = append(asked, fetches(x.Ready())...)
+	x.Advance()
+	for lo := a + batch; lo < a+4*batch; lo += batch {
+		for k := 0; k < 3*x.fetchRTO()/4; k++ {
+			x.Tick()
+			asked = append(asked, fetches(x.Ready())...)
+			x.Advance()
+		}
+		x.Step(answer(later, 0, lo, lo+batch, batch))
+		asked = append(asked, fetches(x.Ready())...)
+		x.Advance()
+	}
+	for _, f := range asked {
+		if f.To != 0 {
+			t.Fatalf("batch [%d, %d) was asked again of member %d while member 0 served the batches before it", f.Lo, f.Hi, f.To)
+		}
+	}
+	if got := x.Recovery().Gathered; got != 4*batch {
+		t.Fatalf("gathered %d entries, want %d", got, 4*batch)
+	}
+}

@@ -1140,11 +1140,13 @@ func (nd *Node) fetchBase() int {
 	if nd.fetchEst.samples > 0 {
 		base = min(max(nd.cfg.FetchTicks, nd.fetchEst.rto()), 16*nd.cfg.FetchTicks)
 	}
-	if nd.transfer.on || nd.catchup != nil {
+	if nd.transfer.on || nd.catchup != nil || nd.fetchEpoch > nd.p.Epoch {
 		// Batches of up to FetchBytes (a state transfer, a catch-up to a
-		// later epoch) take longer than a gap repair's: asked again
-		// sooner, they came twice or more (a lab host restarted 47,568
-		// entries behind fetched 4 times their bytes).
+		// later epoch, its first fetch included) take longer than a gap
+		// repair's: asked again sooner, they came twice or more (a lab
+		// host restarted 47,568 entries behind fetched 4 times their
+		// bytes; one restarted 52,390 behind asked ten members for its
+		// first batch in 214 ms, before the first answer came).
 		base = max(base, nd.cfg.TransferTicks)
 	}
 	return base

@@ -388,7 +388,7 @@ func (t *Transport) reset(p *peer, now int64) bool {
 			c.Close() // the sender's next write fails and it dials anew
 			t.resets.Add(1)
 			did = true
-			t.log.Info("oob connection reset: its retransmissions backed off, and the network carries frames again", "peer", p.id)
+			t.log.Info("oob connection reset: its retransmissions backed off (the network carries frames again) or its peer closed it (the peer's daemon restarted)", "peer", p.id)
 		}
 	}
 	return did
@@ -418,7 +418,8 @@ func (t *Transport) waitRedial(ctx context.Context, p *peer, backoff time.Durati
 }
 
 // retransmitting reports whether c has a segment unacknowledged through
-// two retransmission timeouts or more.
+// two retransmission timeouts or more, or its peer closed it: either way
+// nothing written to it arrives.
 func retransmitting(c *net.TCPConn) bool {
 	raw, err := c.SyscallConn()
 	if err != nil {
@@ -508,6 +509,16 @@ func (t *Transport) serve(ctx context.Context, c net.Conn) error {
 		return fmt.Errorf("peer %d failed the group-key proof: refused", h.ID)
 	}
 	c.SetReadDeadline(time.Time{})
+	// The peer dialed this host and proved the key: it runs, and TCP
+	// between the two works both ways. This host's lanes to it that wait
+	// between failed dials (it was down: a restart) dial at once, and its
+	// connections to the peer's previous process (closed at the peer's
+	// end) are closed before anything is built for them: a lab host
+	// restarted after 60 s down got the answers to its first fetches only
+	// 230 ms later, its members' lanes to it waiting up to a second, and
+	// a member built a 4 MiB answer (100 ms) for such a connection, then
+	// again for a new one.
+	t.reset(t.peers[h.ID], time.Now().UnixNano())
 	for {
 		var m exo.Message
 		if err := t.readFrame(r, c, &m); err != nil {

@@ -2,9 +2,13 @@ package oob
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"fmt"
+	"log/slog"
 	"net"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -383,4 +387,126 @@ func TestGoneNotice(t *testing.T) {
 func TestGoneFromTheWireRefused(t *testing.T) {
 	a, b := pair(t, 1)
 	wantRefused(t, a, b, exo.Message{Type: exo.MsgGone, From: 1, To: 0}, "from the wire")
+}
+
+// TestRedialOnInbound: a lane that waits between failed dials to a peer
+// that was down dials again as soon as the peer, back, connects to this
+// transport and proves the key, not after the wait (up to a second).
+func TestRedialOnInbound(t *testing.T) {
+	var logs syncBuffer
+	a, err := New(Config{ID: 0, Group: 1, Listen: "127.0.0.1:0", Peers: map[uint8]string{}, Key: testKey,
+		Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// B's address, with nothing listening there: A's dials are refused.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addrB := ln.Addr().String()
+	ln.Close()
+	a.peers[1] = newPeer(1, addrB, 16)
+	run(t, a)
+	// Messages to B, each a failed dial after a wait of 20, 40, ... 640
+	// ms: the lane then waits a second before the next.
+	deadline := time.Now().Add(10 * time.Second)
+	for a.Stats().Dials < 7 {
+		if time.Now().After(deadline) {
+			t.Fatalf("A dialed %d times in 10 s", a.Stats().Dials)
+		}
+		a.Send(exo.Message{Type: exo.MsgFetch, From: 0, To: 1, Lo: 1})
+		time.Sleep(5 * time.Millisecond)
+	}
+	b, err := New(Config{ID: 1, Group: 1, Listen: addrB, Peers: map[uint8]string{0: a.Addr().String()}, Key: testKey})
+	if err != nil {
+		t.Skipf("cannot listen on B's address again: %v", err)
+	}
+	run(t, b)
+	b.Send(exo.Message{Type: exo.MsgFetch, From: 1, To: 0, Lo: 3}) // B dials A
+	select {
+	case m := <-a.Recv():
+		if m.Lo != 3 {
+			t.Fatalf("A got %v", m)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("B's message never reached A")
+	}
+	select {
+	case <-b.Recv(): // one of A's messages queued since
+	case <-time.After(5 * time.Second):
+		t.Fatal("A's messages never reached B")
+	}
+	if !strings.Contains(logs.String(), "dial again at once") {
+		t.Fatalf("A's lane dialed B after its wait, not when B connected; A's log:\n%s", logs.String())
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for a logger's concurrent writes.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestStaleConnectionClosedOnInbound: when a peer whose daemon restarted
+// connects again, this transport closes its own connection to the peer's
+// old process (closed at the peer's end) before it sends anything on it:
+// a lab member built a 4 MiB answer for a restarted host, 100 ms of work,
+// and wrote it to such a connection (broken pipe), then built it again.
+func TestStaleConnectionClosedOnInbound(t *testing.T) {
+	a, b := newPair(t, 1, testKey)
+	run(t, a)
+	stopB := run(t, b)
+	addrB := b.Addr().String()
+	a.Send(exo.Message{Type: exo.MsgFetch, From: 0, To: 1, Lo: 1})
+	select {
+	case <-b.Recv():
+	case <-time.After(5 * time.Second):
+		t.Fatal("A's message never reached B")
+	}
+	stopB() // B's daemon ends: its end of A's connection closes
+	b2, err := New(Config{ID: 1, Group: 1, Listen: addrB, Peers: map[uint8]string{0: a.Addr().String()}, Key: testKey})
+	if err != nil {
+		t.Skipf("cannot listen on B's address again: %v", err)
+	}
+	run(t, b2)
+	b2.Send(exo.Message{Type: exo.MsgFetch, From: 1, To: 0, Lo: 2}) // B, back, dials A
+	for {
+		select {
+		case m := <-a.Recv():
+			if m.Type == exo.MsgGone {
+				continue // B's end closed: A's probe found nothing listening
+			}
+			if m.Lo != 2 {
+				t.Fatalf("A got %v", m)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatal("B's message never reached A")
+		}
+		break
+	}
+	if st := a.Stats(); st.Resets != 1 {
+		t.Fatalf("A reset %d connections when B connected again, want its one to B's old process: %+v", st.Resets, st)
+	}
+	a.Send(exo.Message{Type: exo.MsgFetch, From: 0, To: 1, Lo: 3})
+	select {
+	case m := <-b2.Recv():
+		if m.Lo != 3 {
+			t.Fatalf("B got %v", m)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("A's message never reached B back")
+	}
 }

@@ -49,8 +49,13 @@ func rtoOf(fd uintptr) (lo, hi time.Duration, err error) {
 
 // backedOff reports whether the socket fd has a segment unacknowledged
 // through two retransmission timeouts or more (TCP_INFO's backoff and
-// unacked).
+// unacked), or is no longer established (its peer closed it: the peer's
+// process ended).
 func backedOff(fd uintptr) bool {
 	info, err := unix.GetsockoptTCPInfo(int(fd), unix.IPPROTO_TCP, unix.TCP_INFO)
-	return err == nil && info.Unacked > 0 && info.Backoff >= 2
+	return err == nil && (info.Unacked > 0 && info.Backoff >= 2 || info.State != tcpEstablished)
 }
+
+// tcpEstablished is Linux's TCP_ESTABLISHED (include/net/tcp_states.h),
+// TCP_INFO's state of an open connection.
+const tcpEstablished = 1
