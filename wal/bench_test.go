@@ -96,3 +96,41 @@ func BenchmarkReaderTransfer(b *testing.B) {
 	b.ReportMetric(float64(first.Microseconds())/1e3/float64(b.N), "first_ms")
 	runtime.KeepAlive(heap)
 }
+
+// BenchmarkOpenLateBase opens a log of one 64 MiB segment of 60,000
+// entries of 11 64-byte records whose core log starts at seq 35,000 (a
+// restart after a compaction: keep_entries below what the segment holds),
+// as a restarted daemon does first; reported per open.
+//
+//	go test ./wal -run '^$' -bench OpenLateBase
+func BenchmarkOpenLateBase(b *testing.B) {
+	dir := b.TempDir()
+	l, _, err := Open(dir, SyncNone)
+	if err != nil {
+		b.Fatal(err)
+	}
+	const n, base = 60_000, 35_000
+	es := make([]exo.Entry, n)
+	for i := range es {
+		es[i] = exo.Entry{Seq: uint64(i), Epoch: 1, Sender: uint8(i % 5), History: []uint8{1, 2}, Count: 11, Payload: make([]byte, 11*68)}
+	}
+	if err := l.Append(es); err != nil {
+		b.Fatal(err)
+	}
+	l.SetMeta(Meta{Epoch: 1, Agreed: n, Roster: []uint8{0, 1, 2, 3, 4}, RosterAt: base})
+	if err := l.Commit(); err != nil {
+		b.Fatal(err)
+	}
+	l.Close()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		l, hs, err := Open(dir, SyncNone)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if len(hs.Log) != n-base {
+			b.Fatalf("%d entries in the core's log, want %d", len(hs.Log), n-base)
+		}
+		l.Close()
+	}
+}

@@ -20,6 +20,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -203,14 +204,14 @@ func OpenWith(dir string, sync Sync, o Options) (*Log, exo.HardState, error) {
 			l.end = l.segs[i+1].first
 			continue
 		}
-		es, offs, good, err := readSegment(s)
+		from := uint64(0)
+		if l.meta.Roster != nil {
+			from = l.meta.RosterAt // the core's log starts there
+		}
+		es, offs, good, next, err := readSegment(s, from)
 		l.segs[i].size = good
 		entries = append(entries, es...)
-		if len(es) > 0 {
-			l.end = es[len(es)-1].Seq + 1
-		} else {
-			l.end = s.first
-		}
+		l.end = next
 		if i == len(l.segs)-1 {
 			l.offs = offs
 			l.size = good
@@ -272,9 +273,6 @@ func (l *Log) dropFrom(i int) {
 	l.segs = l.segs[:i]
 }
 
-// readSegment reads the records of a segment; it returns the entries read,
-// their offsets, the end of the last good record and the error that
-// stopped it (nil at a clean end).
 // segmentPath is the file of the segment whose first record is first.
 func segmentPath(dir string, first uint64) string {
 	return filepath.Join(dir, fmt.Sprintf("seg-%020d.log", first))
@@ -298,14 +296,22 @@ func listSegments(dir string) ([]segment, error) {
 	return segs, nil
 }
 
-func readSegment(s segment) ([]exo.Entry, []int64, int64, error) {
+// readSegment reads the records of a segment: those from seq from on are
+// checked and decoded; those below it (archive: below the core's log, in
+// the segment where that log starts) are only walked, their headers'
+// lengths followed (a Reader checks them when it reads them). It returns
+// the entries decoded, the offsets of all the records, the end of the
+// last good record, the seq after it, and the error that stopped it (nil
+// at a clean end). A restart whose log started late in a 64 MiB segment
+// decoded and checked the whole segment, then dropped the part below.
+func readSegment(s segment, from uint64) ([]exo.Entry, []int64, int64, uint64, error) {
 	// One read of the whole segment (at most segmentBytes plus a record):
 	// the entries alias it, so a restart allocates and copies the log
 	// once here (the core copies it again into its own memory), instead
 	// of a buffer per record and a copy of each history and payload.
 	buf, err := os.ReadFile(s.path)
 	if err != nil {
-		return nil, nil, 0, err
+		return nil, nil, 0, s.first, err
 	}
 	var es []exo.Entry
 	var offs []int64
@@ -314,30 +320,32 @@ func readSegment(s segment) ([]exo.Entry, []int64, int64, error) {
 	for {
 		rest := buf[off:]
 		if len(rest) == 0 {
-			return es, offs, off, nil
+			return es, offs, off, want, nil
 		}
 		if len(rest) < 8 {
-			return es, offs, off, fmt.Errorf("torn record header (%d bytes)", len(rest))
+			return es, offs, off, want, fmt.Errorf("torn record header (%d bytes)", len(rest))
 		}
 		ln := binary.BigEndian.Uint32(rest)
 		if ln > maxRecord {
-			return es, offs, off, fmt.Errorf("record length %d", ln)
+			return es, offs, off, want, fmt.Errorf("record length %d", ln)
 		}
 		if uint64(len(rest)-8) < uint64(ln) {
-			return es, offs, off, errors.New("torn record body")
+			return es, offs, off, want, errors.New("torn record body")
 		}
-		body := rest[8 : 8+ln : 8+ln]
-		if crc32.Checksum(body, castagnoli) != binary.BigEndian.Uint32(rest[4:]) {
-			return es, offs, off, errors.New("checksum mismatch")
+		if want >= from {
+			body := rest[8 : 8+ln : 8+ln]
+			if crc32.Checksum(body, castagnoli) != binary.BigEndian.Uint32(rest[4:]) {
+				return es, offs, off, want, errors.New("checksum mismatch")
+			}
+			e, err := decodeEntry(body)
+			if err != nil {
+				return es, offs, off, want, err
+			}
+			if e.Seq != want {
+				return es, offs, off, want, fmt.Errorf("record seq %d, want %d", e.Seq, want)
+			}
+			es = append(es, e)
 		}
-		e, err := decodeEntry(body)
-		if err != nil {
-			return es, offs, off, err
-		}
-		if e.Seq != want {
-			return es, offs, off, fmt.Errorf("record seq %d, want %d", e.Seq, want)
-		}
-		es = append(es, e)
 		offs = append(offs, off)
 		off += 8 + int64(ln)
 		want++
@@ -380,7 +388,7 @@ func (l *Log) Truncate(seq uint64) error {
 		l.offs = nil
 		if len(l.segs) > 0 {
 			// Reload the offsets of the new last segment.
-			_, offs, good, err := readSegment(l.segs[len(l.segs)-1])
+			_, offs, good, _, err := readSegment(l.segs[len(l.segs)-1], math.MaxUint64) // the offsets only
 			if err != nil {
 				return fmt.Errorf("wal: truncate: %w", err)
 			}

@@ -338,3 +338,73 @@ func TestCommitSyncsWhatWasWritten(t *testing.T) {
 	}
 	step("one record", true, 3)
 }
+
+// TestOpenSkipsBelowBase: in the segment where the core's log starts
+// (RosterAt), Open decodes and checks only the records from there on; the
+// ones below are archive, walked by their lengths and checked when a
+// Reader reads them. A damaged record below the base leaves the log
+// whole (the Reader reports it); one above is cut as always; the log
+// goes on after either.
+func TestOpenSkipsBelowBase(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		damage  uint64 // the record whose body gets one byte flipped
+		repair  bool
+		logFrom uint64
+		logTo   uint64
+	}{
+		{"below the base", 10, false, 40, 100},
+		{"above the base", 70, true, 40, 70},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			l, _, err := Open(dir, SyncBatch)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := l.Append(entries(0, 100)); err != nil {
+				t.Fatal(err)
+			}
+			l.SetMeta(Meta{Epoch: 2, Promised: 2, Agreed: 90, Roster: []uint8{0, 1, 2}, RosterAt: 40})
+			if err := l.Commit(); err != nil {
+				t.Fatal(err)
+			}
+			off := l.offs[tc.damage]
+			l.Close()
+			path := segmentPath(dir, 0)
+			b, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b[off+8+3] ^= 0xff // inside the record's body: its checksum fails
+			if err := os.WriteFile(path, b, 0o640); err != nil {
+				t.Fatal(err)
+			}
+			l, hs, err := Open(dir, SyncBatch)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if (l.Repair != "") != tc.repair {
+				t.Fatalf("repair %q, want one: %v", l.Repair, tc.repair)
+			}
+			equal(t, hs.Log, entries(tc.logFrom, tc.logTo))
+			if err := l.Append(entries(tc.logTo, tc.logTo+5)); err != nil {
+				t.Fatal(err)
+			}
+			if err := l.Commit(); err != nil {
+				t.Fatal(err)
+			}
+			l.Close()
+			if _, hs, err = Open(dir, SyncBatch); err != nil {
+				t.Fatal(err)
+			}
+			equal(t, hs.Log, entries(tc.logFrom, tc.logTo+5))
+			if !tc.repair {
+				_, err := NewReader(dir).Read(tc.damage, tc.damage+1, exo.FetchLimit{Entries: 1})
+				if err == nil {
+					t.Fatalf("the Reader read the damaged record %d without an error", tc.damage)
+				}
+			}
+		})
+	}
+}
