@@ -183,12 +183,18 @@ func (r ChaosReport) Summary() string {
 	for _, ms := range r.FinalCatchUpMs {
 		fin = append(fin, ms)
 	}
+	var own []float64 // the same from the daemon's start (RestartFigure.DaemonRate)
+	for _, f := range r.Restarts {
+		if f.DaemonRate > 0 {
+			own = append(own, f.DaemonRate)
+		}
+	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "chaos seed %d, %d hosts, %.0fs, actions %v\n%d acknowledged, %d delivered at every host: %s; %d SAFETY events\n"+
-		"heal -> agreement moving at every host (ms): %s\ncatch-up of a restarted host (entries behind / time from its restart, replay included, until it reached the rack's agreement pointer at the restart; entries/s): %s\n"+
+		"heal -> agreement moving at every host (ms): %s\ncatch-up of a restarted host (entries behind / time from its restart, replay included, until it reached the rack's agreement pointer at the restart; entries/s): %s; from the daemon's start: %s\n"+
 		"a host halted (promised a view change; 20 ms samples) (ms): %s\nfinal heal -> every host caught up (ms): %s\nfinal epoch %d",
 		r.Seed, r.Hosts, r.Seconds, r.Actions, r.Acked, r.Delivered, verdict, r.SafetyEvents,
-		q(r.HealToMoveMs), q(r.CatchUp), q(r.HaltedMs), q(fin), r.Epoch)
+		q(r.HealToMoveMs), q(r.CatchUp), q(own), q(r.HaltedMs), q(fin), r.Epoch)
 	var majority int
 	for _, h := range r.Holds {
 		if h.Majority > 1 {
