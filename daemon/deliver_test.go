@@ -157,3 +157,65 @@ func BenchmarkReplay(b *testing.B) {
 		})
 	}
 }
+
+// TestDeliverChunks: delivered messages share chunks of memory
+// (deliverEntry); every payload and message list stays what it was while
+// later entries fill the chunks and open new ones, a message larger than
+// a chunk (reassembled from fragments in several entries) included, and a
+// subscriber's queue holds the same messages as the history.
+func TestDeliverChunks(t *testing.T) {
+	cfg := Config{ID: 0, MaxMessage: 1 << 20, KeepEntries: 1 << 20}
+	d := &Daemon{cfg: &cfg, metrics: newMetrics(), log: slog.New(slog.DiscardHandler),
+		subs: map[*subscriber]struct{}{}, waiters: map[uint64]func(client.Ack){}, dec: newDecoder(nil, 5, cfg.MaxMessage)}
+	sub := &subscriber{ch: make(chan client.Message, 1<<16)}
+	d.subs[sub] = struct{}{}
+	big := make([]byte, 3*payChunk/2)
+	for i := range big {
+		big[i] = byte(i * 7)
+	}
+	frags := split(1<<40, big, 1400)
+	var want [][]byte
+	const entries = 3000
+	for i, f := 0, 0; i < entries; i++ {
+		var payload []byte
+		count := uint16(0)
+		add := func(rec []byte) {
+			var err error
+			if payload, err = exo.AppendRecord(payload, rec); err != nil {
+				t.Fatal(err)
+			}
+			count++
+		}
+		sender := uint8(1)
+		if i%2 == 0 && i > 100 && f < len(frags) {
+			// The big message's fragments, one every other entry, each
+			// alone in an entry of another sender (a sender's fragments
+			// are consecutive in its stream).
+			sender = 2
+			add(frags[f])
+			if f++; f == len(frags) {
+				want = append(want, big)
+			}
+		} else {
+			for k := 0; k < 1+i%13; k++ {
+				msg := bytes.Repeat([]byte{byte(i), byte(k)}, 1+(i*31+k*17)%500)
+				add(split(uint64(i*100+k), msg, 1400)[0])
+				want = append(want, msg)
+			}
+		}
+		d.deliverEntry(&exo.Entry{Seq: uint64(i), Epoch: 1, Sender: sender, History: []uint8{0, 0}, Count: count, Payload: payload})
+	}
+	got := d.flatHistory()
+	if len(got) != len(want) {
+		t.Fatalf("%d messages in the history, want %d", len(got), len(want))
+	}
+	for i := range got {
+		if !bytes.Equal(got[i].Payload, want[i]) {
+			t.Fatalf("message %d (seq %d): %d bytes, not what was delivered (%d bytes)", i, got[i].Seq, len(got[i].Payload), len(want[i]))
+		}
+		q := <-sub.ch
+		if q.Position != got[i].Position || !bytes.Equal(q.Payload, want[i]) {
+			t.Fatalf("message %d in the subscriber's queue: %+v, want %+v", i, q.Position, got[i].Position)
+		}
+	}
+}
