@@ -78,15 +78,8 @@ func TestReplayKeepsNewestHistory(t *testing.T) {
 		t.Fatalf("%d fragments", len(frags))
 	}
 	for i := 0; i < entries; i++ {
-		var payload []byte
-		count := uint16(0)
-		add := func(rec []byte) {
-			var err error
-			if payload, err = exo.AppendRecord(payload, rec); err != nil {
-				t.Fatal(err)
-			}
-			count++
-		}
+		var rs records
+		add := func(rec []byte) { rs.add(t, rec) }
 		// One sender's entries 204, 208 and 212 carry the fragments of a
 		// message, around the cut (the newest 1,024 messages begin in entry
 		// 207): its records are consecutive in that sender's stream.
@@ -102,7 +95,7 @@ func TestReplayKeepsNewestHistory(t *testing.T) {
 		if i == 204 {
 			add(frags[0])
 		}
-		es = append(es, exo.Entry{Seq: uint64(i), Epoch: 1, Sender: uint8(1 + i%4), History: []uint8{0, 0}, Count: count, Payload: payload})
+		es = append(es, exo.Entry{Seq: uint64(i), Epoch: 1, Sender: uint8(1 + i%4), History: []uint8{0, 0}, Count: rs.count, Payload: rs.payload})
 	}
 	full, replay := newD(), newD()
 	full.deliverAgreed(es)
@@ -177,15 +170,8 @@ func TestDeliverChunks(t *testing.T) {
 	var want [][]byte
 	const entries = 3000
 	for i, f := 0, 0; i < entries; i++ {
-		var payload []byte
-		count := uint16(0)
-		add := func(rec []byte) {
-			var err error
-			if payload, err = exo.AppendRecord(payload, rec); err != nil {
-				t.Fatal(err)
-			}
-			count++
-		}
+		var rs records
+		add := func(rec []byte) { rs.add(t, rec) }
 		sender := uint8(1)
 		if i%2 == 0 && i > 100 && f < len(frags) {
 			// The big message's fragments, one every other entry, each
@@ -203,7 +189,7 @@ func TestDeliverChunks(t *testing.T) {
 				want = append(want, msg)
 			}
 		}
-		d.deliverEntry(&exo.Entry{Seq: uint64(i), Epoch: 1, Sender: sender, History: []uint8{0, 0}, Count: count, Payload: payload})
+		d.deliverEntry(&exo.Entry{Seq: uint64(i), Epoch: 1, Sender: sender, History: []uint8{0, 0}, Count: rs.count, Payload: rs.payload})
 	}
 	got := d.flatHistory()
 	if len(got) != len(want) {
@@ -218,4 +204,19 @@ func TestDeliverChunks(t *testing.T) {
 			t.Fatalf("message %d in the subscriber's queue: %+v, want %+v", i, q.Position, got[i].Position)
 		}
 	}
+}
+
+// records builds an entry's payload of records, and counts them.
+type records struct {
+	payload []byte
+	count   uint16
+}
+
+func (r *records) add(t *testing.T, rec []byte) {
+	t.Helper()
+	var err error
+	if r.payload, err = exo.AppendRecord(r.payload, rec); err != nil {
+		t.Fatal(err)
+	}
+	r.count++
 }
