@@ -675,3 +675,125 @@ func TestCatchUpPipelineServedInTurn(t *testing.T) {
 		t.Fatalf("gathered %d entries, want %d", got, 4*batch)
 	}
 }
+
+// TestCatchUpLearnsSlowBatches: when every batch of a catch-up takes its
+// member longer than TransferTicks to serve (here 1.5 times), the batch
+// asked again after the first such wait is answered by both members; from
+// then on the next batch waits longer from the start (the back-off is kept
+// until an answer is timed, as RFC 6298 keeps a backed-off RTO) and the
+// batches' own estimator, apart from the gap repairs', learns their time,
+// so no later batch is asked twice. (Capped at 16 x FetchTicks, below a
+// 4 MiB batch's time under the lab's load, the estimate never reached it,
+// and a timed-out batch's back-off ended with any answer: every batch was
+// asked twice, and lab hosts fetched up to twice the log they lacked.)
+func TestCatchUpLearnsSlowBatches(t *testing.T) {
+	const batch = 4
+	r := windowRack(t, 3, batch, 30, 1)
+	x := r.nodes[2]
+	x.cfg.TransferTicks = 2 * x.cfg.FetchTicks
+	serve := 3 * x.cfg.TransferTicks / 2 // ticks a member takes to answer a batch
+	a := x.Pointers().Agreed
+	later := laterLog(x.Log()[:a], 24*batch+1, 6)
+	type ask struct {
+		f  Message
+		at int
+	}
+	var queue []ask
+	asked := map[uint64]int{} // fetches by their Lo
+	take := func(now int) {
+		for _, f := range fetches(x.Ready()) {
+			queue = append(queue, ask{f, now})
+			asked[f.Lo]++
+		}
+		x.Advance()
+	}
+	x.Step(answer(later, 0, a, 0, batch))
+	take(0)
+	for now := 1; now < 200*serve && x.Pointers().Epoch != 5; now++ {
+		x.Tick()
+		take(now)
+		for len(queue) > 0 && queue[0].at+serve <= now {
+			f := queue[0].f
+			queue = queue[1:]
+			x.Step(answer(later, f.To, f.Lo, f.Hi, batch))
+			take(now)
+		}
+	}
+	if x.Pointers().Epoch != 5 {
+		t.Fatalf("the catch-up did not end: epoch %d, fetches %v", x.Pointers().Epoch, asked)
+	}
+	var twice []uint64
+	for lo, k := range asked {
+		if k > 1 && lo >= a+2*batch {
+			twice = append(twice, lo)
+		}
+	}
+	slices.Sort(twice)
+	if len(twice) > 0 {
+		total := 0
+		for _, k := range asked {
+			total += k
+		}
+		t.Fatalf("batches from %v were asked more than once after the first two (%d fetches for %d batches); TransferTicks %d, answers after %d",
+			twice, total, len(asked), x.cfg.TransferTicks, serve)
+	}
+}
+
+// TestTransferLearnsSlowBatches: the same for a state transfer: an
+// amnesiac host whose members each take 1.5 x TransferTicks to answer a
+// batch asks no batch twice after the first ones.
+func TestTransferLearnsSlowBatches(t *testing.T) {
+	const batch = 4
+	r := windowRack(t, 3, batch, 120, 1)
+	if err := r.restart(2, true); err != nil {
+		t.Fatal(err)
+	}
+	r.inflight = nil
+	x := r.nodes[2]
+	x.cfg.TransferTicks = 2 * x.cfg.FetchTicks
+	serve := 3 * x.cfg.TransferTicks / 2
+	type ask struct {
+		f  Message
+		at int
+	}
+	var queue []ask
+	asked := map[uint64]int{}
+	take := func(now int) {
+		for _, f := range fetches(x.Ready()) {
+			queue = append(queue, ask{f, now})
+			asked[f.Lo]++
+		}
+		x.Advance()
+	}
+	started := false
+	for now := 0; now < 400*serve && (!started || x.Recovery().Transferring); now++ {
+		x.Tick()
+		take(now)
+		for len(queue) > 0 && queue[0].at+serve <= now {
+			f := queue[0].f
+			queue = queue[1:]
+			m := r.nodes[f.To]
+			m.Step(f)
+			for _, a := range m.Ready().Messages {
+				if a.Type == MsgFetchResp && a.To == x.uid {
+					x.Step(a)
+				}
+			}
+			m.Advance()
+			take(now)
+		}
+		started = started || x.Recovery().Transferring
+	}
+	if !started || x.Recovery().Transferring || len(asked) < 20 {
+		t.Fatalf("the transfer did not run to its end: started %v, on %v, %d batches asked", started, x.Recovery().Transferring, len(asked))
+	}
+	twice := 0
+	for lo, k := range asked {
+		if k > 1 && lo >= 2*batch {
+			twice++
+		}
+	}
+	if twice > 0 {
+		t.Fatalf("%d of %d batches were asked more than once after the first two; TransferTicks %d, answers after %d: %v", twice, len(asked), x.cfg.TransferTicks, serve, asked)
+	}
+}

@@ -263,9 +263,18 @@ type Node struct {
 	orphans    map[uint64][]Entry // own entries view changes removed, by seq: their fate is known when the seq is agreed
 	fetching   bool
 	fetchTicks int
-	fetchEst   detector // the time fetches take to be answered (fetchRTO)
-	fetchLo    uint64   // where the fetch under way starts
-	fetchTries int      // times the fetch under way was sent again without an answer
+	fetchEst   detector // the time gap repairs' fetches take to be answered (fetchRTO)
+	// batchEst is the time batch fetches (batchFetch: a state transfer's, a
+	// catch-up's) take to be answered, apart from the gap repairs' (an
+	// answer of FetchBytes takes tens of times longer); batchShift is
+	// their back-off kept since one of them was asked again before its
+	// answer came, until an answer is timed (RFC 6298 keeps a backed-off
+	// RTO until a new sample: Karn's rule times no answer to a fetch sent
+	// twice, so a base below the batches' time was never raised).
+	batchEst   detector
+	batchShift int
+	fetchLo    uint64 // where the fetch under way starts
+	fetchTries int    // times the fetch under way was sent again without an answer
 	fetchPeer  uint8
 	fetchEpoch uint32 // the epoch the fetch under way is for (catchUpTo)
 	rackEpoch  uint32 // the newest frame heard: its epoch and seq+1 (Recovery)
@@ -1111,27 +1120,53 @@ func (nd *Node) archiveAnswer(m *Message) Message {
 
 // answered takes note of a fetch answer m: the ticks the fetch under way
 // took go to the fetch estimator (RFC 6298, as the token timeout's
-// detector), only when m answers that very fetch and it was not sent again
-// (Karn's rule: the answer to a fetch sent twice times neither; sampling
-// them drove the estimate down, each short sample making the next retry
-// come sooner), and the back-off of retries ends.
+// detector; a batch's to the batches' own), only when m answers that very
+// fetch and it was not sent again (Karn's rule: the answer to a fetch sent
+// twice times neither; sampling them drove the estimate down, each short
+// sample making the next retry come sooner), and the back-off of retries
+// ends, but for batches: an answer to a batch sent again keeps the
+// back-off for the next ones until one is timed.
 func (nd *Node) answered(m *Message) {
-	if nd.fetching && m.From == nd.fetchPeer && m.Start == nd.fetchLo && nd.fetchTries == 0 {
-		nd.fetchEst.sample(nd.fetchTicks)
+	batch := nd.batchFetch()
+	switch {
+	case nd.fetching && m.From == nd.fetchPeer && m.Start == nd.fetchLo && nd.fetchTries == 0:
+		if batch {
+			nd.batchEst.sample(nd.fetchTicks)
+			nd.batchShift = 0
+		} else {
+			nd.fetchEst.sample(nd.fetchTicks)
+		}
+	case nd.fetching && nd.fetchTries > 0 && batch:
+		// A batch asked again before its answer came: the next batches
+		// start with the back-off until one is timed.
+		nd.batchShift = min(nd.batchShift+1, 3)
 	}
 	nd.fetchTries = 0
 }
 
+// batchFetch reports whether the fetch under way (or the next) is for a
+// batch of up to FetchBytes: a state transfer's, a catch-up's to a later
+// epoch, its first fetch included.
+func (nd *Node) batchFetch() bool {
+	return nd.transfer.on || nd.catchup != nil || nd.fetchEpoch > nd.p.Epoch
+}
+
+// fetchCap is the longest a fetch waits for its answer, back-off included.
+func (nd *Node) fetchCap() int { return max(64*nd.cfg.FetchTicks, 4*nd.cfg.TransferTicks) }
+
 // fetchRTO is how long a fetch may go unanswered before it is sent again
 // (to another host, or at the next frame of a later epoch): FetchTicks, or
 // the estimator's timeout (smoothed answer time plus 4 deviations) when
-// answers take longer (large batches from a busy host), up to 16 x
-// FetchTicks; doubled for each time the fetch was sent again without an
-// answer (up to 8 times, 64 x FetchTicks at most). Sending again before the
-// answer could come only multiplies the work of both sides: a restarted
-// lab host asked up to five hosts for each batch of its catch-up.
+// answers take longer (from a busy host), up to 16 x FetchTicks; for a
+// batch (batchFetch) at least TransferTicks, or the batches' own
+// estimator's timeout, with the back-off kept since a batch was asked
+// again (batchShift); doubled for each time the fetch was sent again
+// without an answer (up to 8 times); fetchCap at most. Sending again
+// before the answer could come only multiplies the work of both sides: a
+// restarted lab host asked up to five hosts for each batch of its
+// catch-up.
 func (nd *Node) fetchRTO() int {
-	return min(nd.fetchBase()<<min(nd.fetchTries, 3), max(64*nd.cfg.FetchTicks, 4*nd.cfg.TransferTicks))
+	return min(nd.fetchBase()<<min(nd.fetchTries, 3), nd.fetchCap())
 }
 
 // fetchBase is fetchRTO before the back-off of retries.
@@ -1140,7 +1175,7 @@ func (nd *Node) fetchBase() int {
 	if nd.fetchEst.samples > 0 {
 		base = min(max(nd.cfg.FetchTicks, nd.fetchEst.rto()), 16*nd.cfg.FetchTicks)
 	}
-	if nd.transfer.on || nd.catchup != nil || nd.fetchEpoch > nd.p.Epoch {
+	if nd.batchFetch() {
 		// Batches of up to FetchBytes (a state transfer, a catch-up to a
 		// later epoch, its first fetch included) take longer than a gap
 		// repair's: asked again sooner, they came twice or more (a lab
@@ -1148,6 +1183,10 @@ func (nd *Node) fetchBase() int {
 		// bytes; one restarted 52,390 behind asked ten members for its
 		// first batch in 214 ms, before the first answer came).
 		base = max(base, nd.cfg.TransferTicks)
+		if nd.batchEst.samples > 0 {
+			base = max(base, nd.batchEst.rto())
+		}
+		base = min(base<<nd.batchShift, nd.fetchCap())
 	}
 	return base
 }
