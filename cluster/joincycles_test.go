@@ -2,8 +2,11 @@ package cluster
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"slices"
+	"strconv"
+	"syscall"
 	"testing"
 	"time"
 
@@ -19,6 +22,16 @@ import (
 // A's agreed msgs/s over the 10 s before F starts and from its start until
 // it follows the log; the ratios' spread says how far one join's ratio
 // (TestRackJoinLarge) can be trusted on the machine.
+//
+// EXO_JOIN_NICE=N gives every thread of F's daemon the nice value N in
+// every second cycle (the others as they are): on this machine the
+// joiner's daemon shares the rack's CPUs, where a real joiner has its own,
+// and the pairs of cycles say how much of the cost is the joiner's own
+// CPU rather than the members' serving. EXO_JOIN_DROP_CACHES=1 drops
+// the machine's page cache (sync; /proc/sys/vm/drop_caches) before the
+// 10 s before every second join instead, so that the members read the
+// retained log from the disk the rack fsyncs to, as members of a rack
+// whose log outgrew the page cache do.
 func TestRackJoinCycles(t *testing.T) {
 	if os.Getenv("EXO_JOIN_CYCLES") == "" {
 		t.Skip("a long run (minutes of load): EXO_JOIN_CYCLES=3 runs it (docs/recovery.md)")
@@ -30,6 +43,11 @@ func TestRackJoinCycles(t *testing.T) {
 		pace = "25MB"
 	}
 	fetchKB := envInt(t, "EXO_JOIN_FETCH_KB", daemon.DefaultFetchBytes>>10)
+	niceF, niced := os.LookupEnv("EXO_JOIN_NICE")
+	nice := 0
+	if niced {
+		nice = envInt(t, "EXO_JOIN_NICE", 0)
+	}
 	r := rack(t, 6)
 	dir := t.TempDir()
 	c := startWith(t, r, Hooks(joinRackConfig(dir, pace), func(cfg *daemon.Config) { cfg.FetchBytes = fetchKB << 10 }))
@@ -48,8 +66,17 @@ func TestRackJoinCycles(t *testing.T) {
 		return st.Delivered
 	}
 	time.Sleep(time.Second)
+	drop := os.Getenv("EXO_JOIN_DROP_CACHES") == "1"
 	var ratios []float64
+	byNice := map[bool][]float64{}
+	byDrop := map[bool][]float64{}
 	for k := 1; k <= cycles; k++ {
+		dropped := drop && k%2 == 0
+		if dropped {
+			if err := dropCaches(); err != nil {
+				t.Fatal(err)
+			}
+		}
 		d0 := delivered()
 		time.Sleep(10 * time.Second)
 		d1 := delivered()
@@ -58,6 +85,12 @@ func TestRackJoinCycles(t *testing.T) {
 		start := time.Now()
 		if err := c.StartHost(ctx, spare, true); err != nil {
 			t.Fatal(err)
+		}
+		lowered := niced && k%2 == 0
+		if lowered {
+			if err := reniceThreads(c.Proc(spare), nice); err != nil {
+				t.Fatal(err)
+			}
 		}
 		var st daemon.Status
 		for {
@@ -73,8 +106,16 @@ func TestRackJoinCycles(t *testing.T) {
 		took := time.Since(start)
 		during := float64(delivered()-d1) / took.Seconds()
 		ratios = append(ratios, during/before)
-		t.Logf("cycle %d: F followed A's %d entries after %v (%.0f MB fetched); A delivered %.0f msgs/s during it, %.2f of the %.0f in the 10 s before",
-			k, a.Agreed, took.Round(time.Millisecond), float64(st.Counters["fetched_bytes"])/1e6, during, during/before, before)
+		byNice[lowered] = append(byNice[lowered], during/before)
+		byDrop[dropped] = append(byDrop[dropped], during/before)
+		if lowered {
+			t.Logf("cycle %d: F's daemon at nice %s", k, niceF)
+		}
+		if dropped {
+			t.Logf("cycle %d: the page cache dropped before it", k)
+		}
+		t.Logf("cycle %d: F followed A's %d entries after %v (%d entries, %.0f MB fetched); A delivered %.0f msgs/s during it, %.2f of the %.0f in the 10 s before",
+			k, a.Agreed, took.Round(time.Millisecond), st.Counters["fetched_entries"], float64(st.Counters["fetched_bytes"])/1e6, during, during/before, before)
 		wipe(t, c, spare)
 	}
 	mean := 0.0
@@ -83,4 +124,42 @@ func TestRackJoinCycles(t *testing.T) {
 	}
 	t.Logf("transfer_rate %s, fetch_bytes %d KiB", pace, fetchKB)
 	t.Logf("%d cycles: ratio mean %.2f, least %.2f, most %.2f", len(ratios), mean/float64(len(ratios)), slices.Min(ratios), slices.Max(ratios))
+	if niced {
+		t.Logf("F at nice 0: ratios %.2f; at nice %d: %.2f", byNice[false], nice, byNice[true])
+	}
+	if drop {
+		t.Logf("page cache kept: ratios %.2f; dropped: %.2f", byDrop[false], byDrop[true])
+	}
+}
+
+// dropCaches writes the dirty pages back and drops the machine's clean
+// page cache.
+func dropCaches() error {
+	syscall.Sync()
+	if err := os.WriteFile("/proc/sys/vm/drop_caches", []byte("1\n"), 0); err != nil {
+		return fmt.Errorf("drop the page cache: %w", err)
+	}
+	return nil
+}
+
+// reniceThreads gives every thread of process pid the nice value n
+// (setpriority(2) with PRIO_PROCESS applies to one thread on Linux), twice
+// over, so that a thread started while the first pass ran is not missed.
+func reniceThreads(pid, n int) error {
+	for range 2 {
+		tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+		if err != nil {
+			return fmt.Errorf("renice %d: %w", pid, err)
+		}
+		for _, e := range tasks {
+			tid, err := strconv.Atoi(e.Name())
+			if err != nil {
+				continue
+			}
+			if err := syscall.Setpriority(syscall.PRIO_PROCESS, tid, n); err != nil {
+				return fmt.Errorf("renice thread %d of %d: %w", tid, pid, err)
+			}
+		}
+	}
+	return nil
 }
