@@ -694,42 +694,14 @@ func TestCatchUpLearnsSlowBatches(t *testing.T) {
 	serve := 3 * x.cfg.TransferTicks / 2 // ticks a member takes to answer a batch
 	a := x.Pointers().Agreed
 	later := laterLog(x.Log()[:a], 24*batch+1, 6)
-	type ask struct {
-		f  Message
-		at int
-	}
-	var queue []ask
-	asked := map[uint64]int{} // fetches by their Lo
-	take := func(now int) {
-		for _, f := range fetches(x.Ready()) {
-			queue = append(queue, ask{f, now})
-			asked[f.Lo]++
-		}
-		x.Advance()
-	}
 	x.Step(answer(later, 0, a, 0, batch))
-	take(0)
-	for now := 1; now < 200*serve && x.Pointers().Epoch != 5; now++ {
-		x.Tick()
-		take(now)
-		for len(queue) > 0 && queue[0].at+serve <= now {
-			f := queue[0].f
-			queue = queue[1:]
-			x.Step(answer(later, f.To, f.Lo, f.Hi, batch))
-			take(now)
-		}
-	}
+	asked := slowMembers(x, serve, 200*serve,
+		func(f Message) []Message { return []Message{answer(later, f.To, f.Lo, f.Hi, batch)} },
+		func() bool { return x.Pointers().Epoch == 5 })
 	if x.Pointers().Epoch != 5 {
 		t.Fatalf("the catch-up did not end: epoch %d, fetches %v", x.Pointers().Epoch, asked)
 	}
-	var twice []uint64
-	for lo, k := range asked {
-		if k > 1 && lo >= a+2*batch {
-			twice = append(twice, lo)
-		}
-	}
-	slices.Sort(twice)
-	if len(twice) > 0 {
+	if twice := askedTwice(asked, a+2*batch); len(twice) > 0 {
 		total := 0
 		for _, k := range asked {
 			total += k
@@ -752,6 +724,31 @@ func TestTransferLearnsSlowBatches(t *testing.T) {
 	x := r.nodes[2]
 	x.cfg.TransferTicks = 2 * x.cfg.FetchTicks
 	serve := 3 * x.cfg.TransferTicks / 2
+	started := false
+	asked := slowMembers(x, serve, 400*serve,
+		func(f Message) []Message { // the member asked answers as its node does
+			m := r.nodes[f.To]
+			m.Step(f)
+			defer m.Advance()
+			return slices.DeleteFunc(slices.Clone(m.Ready().Messages), func(a Message) bool { return a.Type != MsgFetchResp || a.To != x.uid })
+		},
+		func() bool {
+			started = started || x.Recovery().Transferring
+			return started && !x.Recovery().Transferring
+		})
+	if !started || x.Recovery().Transferring || len(asked) < 20 {
+		t.Fatalf("the transfer did not run to its end: started %v, on %v, %d batches asked", started, x.Recovery().Transferring, len(asked))
+	}
+	if twice := askedTwice(asked, 2*batch); len(twice) > 0 {
+		t.Fatalf("%d of %d batches were asked more than once after the first two; TransferTicks %d, answers after %d: %v", len(twice), len(asked), x.cfg.TransferTicks, serve, asked)
+	}
+}
+
+// slowMembers runs host x, ticking it, until done or for limit ticks,
+// its members answering each fetch it sends serve ticks after it left
+// (with what answer returns for it); it returns the fetches x sent by
+// their Lo, those x's Ready held when it began included.
+func slowMembers(x *Node, serve, limit int, answer func(f Message) []Message, done func() bool) map[uint64]int {
 	type ask struct {
 		f  Message
 		at int
@@ -765,35 +762,31 @@ func TestTransferLearnsSlowBatches(t *testing.T) {
 		}
 		x.Advance()
 	}
-	started := false
-	for now := 0; now < 400*serve && (!started || x.Recovery().Transferring); now++ {
+	take(0)
+	for now := 1; now < limit && !done(); now++ {
 		x.Tick()
 		take(now)
 		for len(queue) > 0 && queue[0].at+serve <= now {
 			f := queue[0].f
 			queue = queue[1:]
-			m := r.nodes[f.To]
-			m.Step(f)
-			for _, a := range m.Ready().Messages {
-				if a.Type == MsgFetchResp && a.To == x.uid {
-					x.Step(a)
-				}
+			for _, m := range answer(f) {
+				x.Step(m)
 			}
-			m.Advance()
 			take(now)
 		}
-		started = started || x.Recovery().Transferring
 	}
-	if !started || x.Recovery().Transferring || len(asked) < 20 {
-		t.Fatalf("the transfer did not run to its end: started %v, on %v, %d batches asked", started, x.Recovery().Transferring, len(asked))
-	}
-	twice := 0
-	for lo, k := range asked {
-		if k > 1 && lo >= 2*batch {
-			twice++
+	return asked
+}
+
+// askedTwice returns, in order, the Lo of the fetches from lo on that
+// were sent more than once.
+func askedTwice(asked map[uint64]int, lo uint64) []uint64 {
+	var twice []uint64
+	for at, k := range asked {
+		if k > 1 && at >= lo {
+			twice = append(twice, at)
 		}
 	}
-	if twice > 0 {
-		t.Fatalf("%d of %d batches were asked more than once after the first two; TransferTicks %d, answers after %d: %v", twice, len(asked), x.cfg.TransferTicks, serve, asked)
-	}
+	slices.Sort(twice)
+	return twice
 }
