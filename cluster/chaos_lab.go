@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/exo-rack/exo/daemon"
 )
@@ -21,12 +22,19 @@ type ChaosRun struct {
 	// CPUProfile makes every daemon write a CPU profile
 	// (Options.CPUProfile).
 	CPUProfile bool
+	// RestartProfileFor profiles every restarted daemon's first this
+	// long (Options.RestartProfileFor).
+	RestartProfileFor time.Duration
 	// KeepData keeps the daemons' durable logs of a run without
 	// violations; they are removed otherwise (1-2 GB a 5-minute run: a
 	// machine that kept every run's filled its disk, and an ext4 nearly
 	// full slowed the fsyncs that the daemons wait on before they send).
 	// A run with violations or an error keeps them for a post-mortem.
 	KeepData bool
+	// TokenTimeout, when positive, sets every daemon's
+	// token_timeout_ticks: the token timeout, the adaptive timeout's
+	// ceiling (0: the daemon's default).
+	TokenTimeout int
 	// TokenTimeoutMin, when positive, sets every daemon's
 	// token_timeout_min_ticks: the floor of the adaptive token timeout
 	// (0: the daemon's default, the fixed timeout).
@@ -75,6 +83,9 @@ func RunChaos(ctx context.Context, r ChaosRun) (rep ChaosReport, dir string, err
 			return fmt.Errorf("chaos: %w", err)
 		}
 		timeout := func(c *daemon.Config) {
+			if r.TokenTimeout > 0 {
+				c.TokenTimeout = r.TokenTimeout
+			}
 			if r.TokenTimeoutMin > 0 {
 				c.TokenTimeoutMin = r.TokenTimeoutMin
 			}
@@ -88,7 +99,7 @@ func RunChaos(ctx context.Context, r ChaosRun) (rep ChaosReport, dir string, err
 				c.GoneTicks = r.GoneTicks
 			}
 		}
-		c, err := l.Start(ctx, Options{Dir: dir, CPUProfile: r.CPUProfile, Config: Hooks(Durable(dir, true), setOffload, timeout)})
+		c, err := l.Start(ctx, Options{Dir: dir, CPUProfile: r.CPUProfile, RestartProfileFor: r.RestartProfileFor, Config: Hooks(Durable(dir, true), setOffload, timeout)})
 		if err != nil {
 			return err
 		}

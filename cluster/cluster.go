@@ -46,6 +46,12 @@ type Options struct {
 	// run to Dir/<host>.cpu.pprof (exo daemon --cpuprofile; finished when
 	// Stop stops it: a host killed meanwhile leaves none).
 	CPUProfile bool
+	// RestartProfileFor, if positive, makes every daemon started again
+	// (a restart after a kill, a wipe) write a CPU profile of its first
+	// RestartProfileFor to Dir/<host>.restart<k>.cpu.pprof, k counting
+	// that host's restarts from 1 (exo daemon --cpuprofile-for): its log
+	// read and catch-up, without the steady state after them.
+	RestartProfileFor time.Duration
 	// AllowDuplicateID keeps Stop from failing on a duplicate member id
 	// alarm (DuplicateIDAlarms): for the runs that put a second sender
 	// with a member's id on the segment on purpose.
@@ -60,6 +66,8 @@ type Cluster struct {
 	mu    sync.Mutex
 	procs []*exec.Cmd
 	exits []chan error
+	// starts counts each host's daemon starts (RestartProfileFor).
+	starts []int
 	// stopped: Stop has run (WithLab stops what its caller did not).
 	stopped bool
 }
@@ -79,7 +87,7 @@ func Start(ctx context.Context, rack *lab.Rack, opt Options) (*Cluster, error) {
 	if err := os.MkdirAll(opt.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("cluster: %w", err)
 	}
-	c := &Cluster{Rack: rack, opt: opt, procs: make([]*exec.Cmd, len(rack.Hosts)), exits: make([]chan error, len(rack.Hosts))}
+	c := &Cluster{Rack: rack, opt: opt, procs: make([]*exec.Cmd, len(rack.Hosts)), exits: make([]chan error, len(rack.Hosts)), starts: make([]int, len(rack.Hosts))}
 	key := make([]byte, 32)
 	rand.Read(key)
 	if err := os.WriteFile(c.keyPath(), key, 0o600); err != nil {
@@ -110,6 +118,12 @@ func (c *Cluster) Socket(i int) string {
 // LogPath returns host i's daemon log.
 func (c *Cluster) LogPath(i int) string {
 	return filepath.Join(c.opt.Dir, fmt.Sprintf("%s.log", c.Rack.Hosts[i].Name))
+}
+
+// RestartProfilePath is where host i's daemon, started again for the
+// k-th time, writes its CPU profile (Options.RestartProfileFor).
+func (c *Cluster) RestartProfilePath(i, k int) string {
+	return filepath.Join(c.opt.Dir, fmt.Sprintf("%s.restart%d.cpu.pprof", c.Rack.Hosts[i].Name, k))
 }
 
 // CPUProfilePath is where host i's daemon writes its CPU profile
@@ -152,7 +166,14 @@ func (c *Cluster) StartHost(ctx context.Context, i int, join bool) error {
 	if join {
 		args = append(args, "--join")
 	}
-	if c.opt.CPUProfile {
+	c.mu.Lock()
+	c.starts[i]++
+	restart := c.starts[i] - 1
+	c.mu.Unlock()
+	switch {
+	case restart > 0 && c.opt.RestartProfileFor > 0:
+		args = append(args, "--cpuprofile", c.RestartProfilePath(i, restart), "--cpuprofile-for", c.opt.RestartProfileFor.String())
+	case c.opt.CPUProfile:
 		args = append(args, "--cpuprofile", c.CPUProfilePath(i))
 	}
 	cmd := c.Rack.Command(i, c.opt.Bin, args...)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -16,13 +17,14 @@ import (
 )
 
 func newChaosCmd() *cobra.Command {
-	var hosts, wipes, count, timeoutMin, fetchWindow, goneTicks, loadWindow int
+	var hosts, wipes, count, timeout, timeoutMin, fetchWindow, goneTicks, loadWindow int
 	var fsync string
 	var dur, every, catchUp, spacing time.Duration
 	var only []string
 	var seed uint64
 	var prefix, out, offload string
 	var jsonOut, cpuProfile, keepData bool
+	var restartProfile time.Duration
 	cmd := &cobra.Command{
 		Use:   "chaos",
 		Short: "Run a seeded nemesis on a lab rack of daemons and check what they agreed",
@@ -100,11 +102,17 @@ and profiles stay. Needs root.`,
 			case dur <= 0:
 				return &exitError{code: 2, err: fmt.Errorf("--duration must be positive")}
 			}
+			if timeout < 0 {
+				return &exitError{code: 2, err: fmt.Errorf("--token-timeout: %d must not be negative (0: the daemons' default, %d)", timeout, daemon.DefaultTokenTimeout)}
+			}
+			if hi := cmp.Or(timeout, daemon.DefaultTokenTimeout); timeoutMin > hi {
+				return &exitError{code: 2, err: fmt.Errorf("--token-timeout-min: %d is above the token timeout (%d): it is the adaptive timeout's floor, that its ceiling", timeoutMin, hi)}
+			}
 			if timeoutMin < 0 {
 				return &exitError{code: 2, err: fmt.Errorf("--token-timeout-min: %d must not be negative (0: the daemons' default)", timeoutMin)}
 			}
-			if goneTicks < -1 || goneTicks > daemon.DefaultTokenTimeout {
-				return &exitError{code: 2, err: fmt.Errorf("--gone-ticks: %d is outside -1..%d (-1: gone notices ignored; 0: the daemons' default, 1)", goneTicks, daemon.DefaultTokenTimeout)}
+			if hi := cmp.Or(timeout, daemon.DefaultTokenTimeout); goneTicks < -1 || goneTicks > hi {
+				return &exitError{code: 2, err: fmt.Errorf("--gone-ticks: %d is outside -1..%d, the token timeout (-1: gone notices ignored; 0: the daemons' default, 1)", goneTicks, hi)}
 			}
 			if loadWindow < 1 || loadWindow > 4096 {
 				return &exitError{code: 2, err: fmt.Errorf("--load-window: %d is outside 1..4096", loadWindow)}
@@ -114,6 +122,9 @@ and profiles stay. Needs root.`,
 			}
 			if fetchWindow < 0 || fetchWindow > exo.MaxFetchWindow {
 				return &exitError{code: 2, err: fmt.Errorf("--fetch-window: %d is outside 1..%d (0: the daemons' default, %d)", fetchWindow, exo.MaxFetchWindow, exo.DefaultFetchWindow)}
+			}
+			if restartProfile < 0 {
+				return &exitError{code: 2, err: fmt.Errorf("--restart-cpuprofile: %v must not be negative", restartProfile)}
 			}
 			if every <= 0 || catchUp <= 0 {
 				return &exitError{code: 2, err: fmt.Errorf("--every and --catch-up must be positive")}
@@ -133,7 +144,7 @@ and profiles stay. Needs root.`,
 			copts.Log = func(s string) { fmt.Fprintln(logw, "  "+s) }
 			rep, dir, err := cluster.RunChaos(cmd.Context(), cluster.ChaosRun{
 				Lab:     cluster.LabOptions{Prefix: prefix, Hosts: hosts},
-				Offload: offload, CPUProfile: cpuProfile, KeepData: keepData, TokenTimeoutMin: timeoutMin, FetchWindow: fetchWindow, GoneTicks: goneTicks, Fsync: fsync, Chaos: copts,
+				Offload: offload, CPUProfile: cpuProfile, RestartProfileFor: restartProfile, KeepData: keepData, TokenTimeout: timeout, TokenTimeoutMin: timeoutMin, FetchWindow: fetchWindow, GoneTicks: goneTicks, Fsync: fsync, Chaos: copts,
 				Say: func(s string) { fmt.Fprintln(logw, s) },
 			})
 			if err != nil {
@@ -173,8 +184,10 @@ and profiles stay. Needs root.`,
 	cmd.Flags().IntVar(&fetchWindow, "fetch-window", 0, "every daemon's fetch_window: the batches a host catching up keeps in flight (0: the daemons' default, 4; 1: one at a time)")
 	cmd.Flags().IntVar(&goneTicks, "gone-ticks", 0, "every daemon's gone_ticks: how long a takeover waits on a holder whose daemon is known dead (its OOB connections ended, a dial refused); -1: such notices ignored (0: the daemons' default, 1 tick)")
 	cmd.Flags().IntVar(&loadWindow, "load-window", 16, "messages each host's client keeps in flight (publishes awaiting agreement): 16 saturates the CPUs of a small machine; 1 is a light load")
+	cmd.Flags().IntVar(&timeout, "token-timeout", 0, "every daemon's token_timeout_ticks in ticks of 250µs: the token timeout (fixed by default; with --token-timeout-min the adaptive timeout's ceiling; 0: the daemons' default, 40)")
 	cmd.Flags().IntVar(&timeoutMin, "token-timeout-min", 0, "every daemon's token_timeout_min_ticks, the adaptive token timeout's floor in ticks of 250µs (0: the daemons' default, a fixed timeout of token_timeout_ticks)")
 	cmd.Flags().BoolVar(&keepData, "keep-data", false, "keep the daemons' durable logs after a run without violations (removed by default: 1-2 GB a 5-minute run; the daemons' logs stay)")
 	cmd.Flags().BoolVar(&cpuProfile, "cpuprofile", false, "every daemon writes a CPU profile to <daemon log dir>/<host>.cpu.pprof (a killed daemon's run leaves none)")
+	cmd.Flags().DurationVar(&restartProfile, "restart-cpuprofile", 0, "every restarted daemon writes a CPU profile of its first this long (its log read and catch-up) to <daemon log dir>/<host>.restart<k>.cpu.pprof (0: none)")
 	return cmd
 }

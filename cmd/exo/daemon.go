@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"os"
 	"runtime/pprof"
+	"sync"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -17,6 +19,7 @@ func newDaemonCmd() *cobra.Command {
 	var cfgPath, level, format, cpuProfile string
 	var join bool
 	var offload string
+	var profileFor time.Duration
 	cmd := &cobra.Command{
 		Use:   "daemon --config FILE",
 		Short: "Run the rack broadcast daemon of this host",
@@ -65,6 +68,12 @@ frames).
 			if err != nil {
 				return &exitError{code: 2, err: err}
 			}
+			if profileFor < 0 {
+				return &exitError{code: 2, err: fmt.Errorf("--cpuprofile-for: %v must not be negative", profileFor)}
+			}
+			if profileFor > 0 && cpuProfile == "" {
+				return &exitError{code: 2, err: errors.New("--cpuprofile-for needs --cpuprofile")}
+			}
 			if cpuProfile != "" {
 				f, err := os.Create(cpuProfile)
 				if err != nil {
@@ -74,7 +83,16 @@ frames).
 					f.Close()
 					return fmt.Errorf("--cpuprofile: %w", err)
 				}
-				defer func() { pprof.StopCPUProfile(); f.Close() }()
+				var once sync.Once
+				stop := func() { once.Do(func() { pprof.StopCPUProfile(); f.Close() }) }
+				defer stop()
+				if profileFor > 0 {
+					t := time.AfterFunc(profileFor, func() {
+						stop()
+						log.Info("CPU profile written", "file", cpuProfile, "after", profileFor)
+					})
+					defer t.Stop()
+				}
 			}
 			return host.Run(cmd.Context(), cfg, log)
 		},
@@ -85,6 +103,7 @@ frames).
 	cmd.Flags().StringVar(&level, "log-level", "info", "debug, info, warn or error")
 	cmd.Flags().StringVar(&format, "log-format", "text", "text or json")
 	cmd.Flags().StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile (pprof) of the whole run to this file, finished when the daemon stops (SIGTERM)")
+	cmd.Flags().DurationVar(&profileFor, "cpuprofile-for", 0, "with --cpuprofile: profile only the first this long of the run, from the start (a restart's log read and catch-up), and write the file then (0: the whole run)")
 	return cmd
 }
 
