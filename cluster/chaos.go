@@ -215,6 +215,9 @@ func (r ChaosReport) Summary() string {
 	if ct.FalseTakeovers != nil {
 		fals = fmt.Sprintf("%d (%.2f per minute)", *ct.FalseTakeovers, ct.PerMinute(*ct.FalseTakeovers))
 	}
+	if ct.LateFrames != nil {
+		fals += fmt.Sprintf(", late frames of holders passed over %d (%.2f per minute)", *ct.LateFrames, ct.PerMinute(*ct.LateFrames))
+	}
 	fmt.Fprintf(&b, "\ndaemons' counters over %.0fs, summed over the hosts: takeovers %d (%.2f per minute), view changes started %d (%.2f per minute), false takeovers %s",
 		ct.Seconds, ct.Takeovers, ct.PerMinute(ct.Takeovers), ct.ViewChanges, ct.PerMinute(ct.ViewChanges), fals)
 	if ct.Fsyncs > 0 {
@@ -506,6 +509,10 @@ func (c *Cluster) Chaos(ctx context.Context, o ChaosOptions) (ChaosReport, error
 	if counted.hasFalse {
 		f := counted.falseTakeovers - min(counted.falseTakeovers, counted0.falseTakeovers)
 		rep.Counters.FalseTakeovers = &f
+	}
+	if counted.hasLate {
+		l := counted.lateFrames - min(counted.lateFrames, counted0.lateFrames)
+		rep.Counters.LateFrames = &l
 	}
 	stopWatch()
 	watchWG.Wait()

@@ -116,6 +116,10 @@ type TakeoverCounts struct {
 	// false_takeovers field or counter); nil when the daemons do not
 	// report it.
 	FalseTakeovers *uint64 `json:"false_takeovers"`
+	// LateFrames is the daemons' count of frames of holders passed over
+	// by a takeover, heard after it (status detector.late_frames: false
+	// takeovers seen by any host); nil when the daemons do not report it.
+	LateFrames *uint64 `json:"late_frames,omitempty"`
 	// Fsyncs is the daemons' durable-log fsyncs (status counters.wal_fsyncs,
 	// exo_wal_fsyncs_total; 0 when the daemons do not count them).
 	Fsyncs uint64 `json:"wal_fsyncs"`
@@ -133,6 +137,8 @@ func (t TakeoverCounts) PerMinute(n uint64) float64 {
 type counterSet struct {
 	takeovers, viewChanges, falseTakeovers, fsyncs uint64
 	hasFalse                                       bool
+	lateFrames                                     uint64
+	hasLate                                        bool
 }
 
 func (a *counterSet) add(b counterSet) {
@@ -141,6 +147,8 @@ func (a *counterSet) add(b counterSet) {
 	a.fsyncs += b.fsyncs
 	a.falseTakeovers += b.falseTakeovers
 	a.hasFalse = a.hasFalse || b.hasFalse
+	a.lateFrames += b.lateFrames
+	a.hasLate = a.hasLate || b.hasLate
 }
 
 // statusFull reads host i's status, and its counters including the
@@ -170,9 +178,13 @@ func (c *Cluster) statusFull(ctx context.Context, i int) (daemon.Status, counter
 		False    *uint64 `json:"false_takeovers"`
 		Detector struct {
 			False *uint64 `json:"false_takeovers"`
+			Late  *uint64 `json:"late_frames"`
 		} `json:"detector"`
 	}
 	if json.Unmarshal(raw, &top) == nil {
+		if v := top.Detector.Late; v != nil {
+			cs.lateFrames, cs.hasLate = *v, true
+		}
 		for _, v := range []*uint64{top.False, top.Detector.False} {
 			if v != nil {
 				cs.falseTakeovers, cs.hasFalse = *v, true

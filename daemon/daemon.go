@@ -93,6 +93,9 @@ type Daemon struct {
 	waiters map[uint64]func(client.Ack)
 	txbuf   []byte
 	holdAt  time.Time
+	// lateSeen is the core's late-frame count already added to the
+	// metric (exo_late_frames_total).
+	lateSeen uint64
 	// The clock (catchUpClock): the time of the last tick counted, and
 	// when the next deadline of the core falls (the frame loop's read
 	// deadline).
@@ -965,7 +968,12 @@ func (d *Daemon) ready() error {
 		d.holdAt = time.Now()
 	}
 	d.metrics.observe(p, nd.Pending(), nd.Recovery())
-	d.metrics.tokenTimeout.Set((time.Duration(nd.Detector().Timeout) * d.cfg.Tick).Seconds())
+	det := nd.Detector()
+	d.metrics.tokenTimeout.Set((time.Duration(det.Timeout) * d.cfg.Tick).Seconds())
+	if det.Late > d.lateSeen {
+		d.metrics.lateFrames.Add(float64(det.Late - d.lateSeen))
+		d.lateSeen = det.Late
+	}
 	compacted := false
 	if keep := uint64(d.cfg.KeepEntries); p.Agreed > nd.LogBase()+2*keep {
 		nd.Compact(p.Agreed - keep)
@@ -1223,12 +1231,20 @@ type DetectorStatus struct {
 	StaggerTicks int     `json:"stagger_ticks"`
 	SRTTTicks    float64 `json:"srtt_ticks"`
 	RTTVarTicks  float64 `json:"rttvar_ticks"`
-	Samples      uint64  `json:"samples"`
-	MinTicks     int     `json:"min_ticks"`
-	MaxTicks     int     `json:"max_ticks"`
+	// PeakTicks is the longest gap between appends of the detector's last
+	// 4-8 s (exo.Detector.Peak): the timeout is at least half again as
+	// long, between MinTicks and MaxTicks.
+	PeakTicks int    `json:"peak_ticks"`
+	Samples   uint64 `json:"samples"`
+	MinTicks  int    `json:"min_ticks"`
+	MaxTicks  int    `json:"max_ticks"`
 	// FalseTakeovers counts the takeovers that passed this host over while
 	// it was running (with no fault, every one was false).
 	FalseTakeovers uint64 `json:"false_takeovers"`
+	// LateFrames counts the frames of holders passed over by a takeover
+	// that this host heard after it (false takeovers seen by any host:
+	// their gaps raise the timeout; exo.Detector.Late).
+	LateFrames uint64 `json:"late_frames"`
 	// GoneTicks is the takeover wait on a holder whose process is known
 	// gone (gone_ticks; 0: such notices ignored); Gone lists the members
 	// known gone now.
@@ -1238,8 +1254,8 @@ type DetectorStatus struct {
 
 func detectorStatus(x exo.Detector, tick time.Duration) DetectorStatus {
 	return DetectorStatus{TimeoutTicks: x.Timeout, TimeoutMs: float64(time.Duration(x.Timeout)*tick) / 1e6,
-		StaggerTicks: x.Stagger, SRTTTicks: x.SRTT, RTTVarTicks: x.RTTVar, Samples: x.Samples,
-		MinTicks: x.Min, MaxTicks: x.Max, FalseTakeovers: x.SkippedAlive, GoneTicks: x.GoneTicks, Gone: ints(x.Gone)}
+		StaggerTicks: x.Stagger, SRTTTicks: x.SRTT, RTTVarTicks: x.RTTVar, PeakTicks: x.Peak, Samples: x.Samples,
+		MinTicks: x.Min, MaxTicks: x.Max, FalseTakeovers: x.SkippedAlive, LateFrames: x.Late, GoneTicks: x.GoneTicks, Gone: ints(x.Gone)}
 }
 
 // RecoveryStatus is what the host does to get back in step with the rack

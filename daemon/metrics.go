@@ -32,6 +32,7 @@ type metrics struct {
 	published, delivered, queueFull prometheus.Counter
 	viewChanges, takeovers          prometheus.Counter
 	falseTakeovers                  prometheus.Counter
+	lateFrames                      prometheus.Counter
 	goneNotices                     prometheus.Counter
 	pastFloor, floorJumps           prometheus.Counter
 	archiveAnswers, archiveMisses   prometheus.Counter
@@ -98,6 +99,7 @@ func newMetrics() *metrics {
 			Help: "View changes started by this host, by cause (exo.Cause: divergence, retry, promise-timeout, ...; docs/recovery.md)."}, []string{"cause"}),
 		goneNotices:    c("gone_notices_total", "Members this host learnt the process of was gone: their OOB connection ended and a dial to them was refused (a kill -9, a stop); the token is taken over from such a holder after gone_ticks."),
 		falseTakeovers: c("false_takeovers_total", "Takeovers that passed this host over while it was running (false takeovers, seen by their victim; with no fault in force every one is false)."),
+		lateFrames:     c("late_frames_total", "Frames of holders that a takeover had passed over, heard after the takeover's (false takeovers, seen by any host): the gap each ended raises the failure detector's timeout (docs/protocol.md section 3)."),
 		tokenTimeout:   g("token_timeout_seconds", "The token timeout in force: the failure detector's, between token_timeout_min_ticks and token_timeout_ticks (docs/protocol.md section 5)."),
 		rejects: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "frames_rejected_total",
 			Help: "Frames not appended, by reason."}, []string{"reason"}),
@@ -124,7 +126,7 @@ func newMetrics() *metrics {
 	}
 	m.reg.MustRegister(m.info, m.appendPtr, m.agreedPtr, m.epoch, m.queueDepth, m.halted, m.framesIn, m.framesOut,
 		m.oobOut, m.fetchedEntries, m.fetchedBytes, m.walFsyncs, m.readErrors, m.writeErrors, m.foreignMAC, m.badFragments, m.published, m.delivered, m.queueFull,
-		m.viewChanges, m.viewChangeCauses, m.viewChangeTime, m.pastFloor, m.floorJumps, m.archiveAnswers, m.archiveMisses, m.archiveSubscribed, m.retainedBase, m.logBytes, m.rackFloor, m.retainLagging, m.epochFirstFrame, m.takeovers, m.falseTakeovers, m.goneNotices, m.tokenTimeout, m.rejects, m.tokenHold, m.offloadDrops, m.offloadPushes,
+		m.viewChanges, m.viewChangeCauses, m.viewChangeTime, m.pastFloor, m.floorJumps, m.archiveAnswers, m.archiveMisses, m.archiveSubscribed, m.retainedBase, m.logBytes, m.rackFloor, m.retainLagging, m.epochFirstFrame, m.takeovers, m.falseTakeovers, m.lateFrames, m.goneNotices, m.tokenTimeout, m.rejects, m.tokenHold, m.offloadDrops, m.offloadPushes,
 		m.keyPhase, m.keyEvents, m.safetyEvents, m.behindEntries, m.behindEpoch, m.ticks, m.wakeups, m.tokenWait, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	for r := exo.Reason(1); r < exo.NumReasons; r++ {
 		m.rejects.WithLabelValues(r.String())

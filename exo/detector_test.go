@@ -68,3 +68,48 @@ func TestTakeoverWaitGone(t *testing.T) {
 		}
 	}
 }
+
+// TestDetectorPeak: the timeout covers half again the longest gap of the
+// last one or two windows, and comes back to the mean and deviation's
+// once two windows have passed without it.
+func TestDetectorPeak(t *testing.T) {
+	var d detector
+	at := func(clock uint64, gap int) {
+		d.sample(gap)
+		d.notePeak(gap, clock)
+	}
+	for c := uint64(0); c < 100; c++ {
+		at(c, 1)
+	}
+	if got := d.timeout(100); got != d.rto() || got > 3 {
+		t.Fatalf("steady gaps of 1: timeout %d, want the rto (%d), at most 3", got, d.rto())
+	}
+	at(200, 20) // one stall
+	if got, want := d.timeout(201), 20+10+1; got != want {
+		t.Fatalf("after a gap of 20: timeout %d, want %d", got, want)
+	}
+	for c := uint64(300); c < 400; c++ {
+		at(c, 1) // the mean settles back; the peak stays
+	}
+	if got := d.timeout(400); got != 31 {
+		t.Fatalf("100 gaps of 1 after the stall: timeout %d, want 31 (the stall's)", got)
+	}
+	// The next window still remembers it (the window before)...
+	at(peakWindow+5, 1)
+	if got := d.timeout(peakWindow + 5); got != 31 {
+		t.Fatalf("in the next window: timeout %d, want 31", got)
+	}
+	// ...the one after that does not.
+	at(2*peakWindow+5, 1)
+	if got := d.timeout(2*peakWindow + 5); got != d.rto() {
+		t.Fatalf("two windows on: timeout %d, want the rto (%d)", got, d.rto())
+	}
+	// Windows with no sample at all forget it too.
+	at(2*peakWindow+6, 30)
+	if got := d.timeout(5 * peakWindow); got != d.rto() {
+		t.Fatalf("three idle windows after a gap of 30: timeout %d, want the rto (%d)", got, d.rto())
+	}
+	if p := d.peakAt(2*peakWindow + 7); p != 30 {
+		t.Fatalf("peakAt right after the gap of 30: %d", p)
+	}
+}

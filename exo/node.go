@@ -222,7 +222,13 @@ type Node struct {
 	idle         int // ticks since the last append (or install)
 	det          detector
 	skippedAlive uint64 // EventSkippedAlive so far
-	haltedTicks  int
+	// appendAt is when (clock) the last lateRing positions were appended
+	// (seq+1, clock; by seq mod lateRing): the gap a late frame ended
+	// (noteLate). late counts such frames.
+	appendAt [lateRing][2]uint64
+	late     uint64
+
+	haltedTicks int
 	// leftOut counts down to the view change of a halted host that heard
 	// the rack go on without it (0: none due; viewchange.go, noteLeftOut).
 	leftOut      int
@@ -753,8 +759,12 @@ func (nd *Node) step(f *Frame) Reason {
 		nd.hold(f)
 	case ReasonDivergence:
 		nd.reject(f, r)
+		nd.noteLate(f)
 		nd.event(EventDivergence, f.Epoch, f.Seq, f.Sender)
 		nd.diverged(f.Seq)
+	case ReasonDuplicate:
+		nd.reject(f, r)
+		nd.noteLate(f) // (a late frame older than the history)
 	case ReasonFutureEpoch:
 		nd.reject(f, r)
 		if !nd.amnesiac {
@@ -894,6 +904,7 @@ func (nd *Node) appendHeard(e Entry) {
 
 func (nd *Node) appendEntry(e Entry) {
 	nd.sampleGap()
+	nd.appendAt[e.Seq%lateRing] = [2]uint64{e.Seq + 1, nd.clock}
 	nd.pushEntry(e)
 	nd.rd.Appended = append(nd.rd.Appended, nd.log[len(nd.log)-1])
 	nd.idle, nd.probes = 0, 0

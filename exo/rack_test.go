@@ -36,6 +36,10 @@ type rack struct {
 	saved []HardState     // the durable state of a crashed host
 	side  []int           // partition side of each host: what crosses sides is lost
 	cut   map[[2]int]loss // one-way cuts (from, to): what is lost on that way
+	// paused: a host the machine does not schedule (pause): what reaches
+	// it waits in parked, in order, until it runs again; -1: none.
+	paused int
+	parked []flight
 
 	out   *strings.Builder // trace; nil: none
 	level traceLevel
@@ -70,7 +74,7 @@ const (
 // configuration (ID, Hosts, Group 1) that mod (if not nil) may change.
 func newRack(t testing.TB, n int, mod func(*Config)) *rack {
 	t.Helper()
-	r := &rack{events: map[EventKind]int{}, cut: map[[2]int]loss{}}
+	r := &rack{events: map[EventKind]int{}, cut: map[[2]int]loss{}, paused: -1}
 	for i := 0; i < n; i++ {
 		c := Config{ID: uint8(i), Hosts: n, Group: 1}
 		if mod != nil {
@@ -252,6 +256,10 @@ func (r *rack) deliverOne() {
 	if r.lost(fl) {
 		return
 	}
+	if fl.to == r.paused {
+		r.parked = append(r.parked, fl)
+		return
+	}
 	nd := r.nodes[fl.to]
 	to, from := hostName(fl.to), hostName(fl.from)
 	if fl.frame != nil {
@@ -284,6 +292,12 @@ func (r *rack) deliverOne() {
 		nd.Step(*m)
 	}
 	r.collect(fl.to)
+}
+
+// resume ends a pause: what reached the paused host comes first.
+func (r *rack) resume() {
+	r.inflight = append(r.parked, r.inflight...)
+	r.paused, r.parked = -1, nil
 }
 
 // run delivers until nothing is in flight or limit deliveries were made.

@@ -278,6 +278,8 @@ func (s *scenario) handle(d *datadriven.TestData) string {
 		}
 	case "gone":
 		s.gone(s.hostOrHolder(d)) // a notice about a host that runs (a wrong one)
+	case "pause":
+		s.pause(d)
 	case "restart":
 		i := s.id(d.CmdArgs[0].Key)
 		amnesiac := d.HasArg("amnesiac")
@@ -333,8 +335,8 @@ func (s *scenario) handle(d *datadriven.TestData) string {
 	case "detector":
 		for _, i := range s.hosts(d) {
 			dt := s.r.nodes[i].Detector()
-			s.printf("%s: takeover timeout %d ticks (floor %d, ceiling %d), stagger %d, %d samples\n",
-				hostName(i), dt.Timeout, dt.Min, dt.Max, dt.Stagger, dt.Samples)
+			s.printf("%s: takeover timeout %d ticks (floor %d, ceiling %d, longest gap %d), stagger %d, %d samples, %d late frames\n",
+				hostName(i), dt.Timeout, dt.Min, dt.Max, dt.Peak, dt.Stagger, dt.Samples, dt.Late)
 		}
 	case "lag":
 		for _, i := range s.hosts(d) {
@@ -534,6 +536,49 @@ func (s *scenario) hostOrHolder(d *datadriven.TestData) int {
 		return s.id(x)
 	}
 	return s.holder()
+}
+
+// pause stops the host its first argument names (holder: the token
+// holder) for n ticks, a process the machine did not schedule: the others
+// tick (with load, proposing), it neither ticks nor proposes, and what
+// reaches it waits in order. It reports whether a takeover passed it over
+// meanwhile; then the host reads what waited for it, or with acts-first
+// ticks once before it does.
+func (s *scenario) pause(d *datadriven.TestData) {
+	i, n := s.hostOrHolder(d), s.intArg(d, "n", 1)
+	taken := s.r.events[EventTakeover]
+	s.r.paused = i
+	for k := 0; k < n; k++ {
+		for j, nd := range s.r.nodes {
+			if j == i || s.r.down[j] {
+				continue
+			}
+			if d.HasArg("load") && !nd.Removed() {
+				p := s.payload(j)
+				if nd.Propose([]byte(p)) == nil {
+					s.proposed = append(s.proposed, p)
+				}
+			}
+			nd.Tick()
+			s.r.collect(j)
+		}
+		s.r.run(1 << 20)
+	}
+	what := "not taken over"
+	if s.r.events[EventTakeover] > taken {
+		what = "taken over"
+	}
+	s.printf("%s paused %d ticks: %s\n", hostName(i), n, what)
+	if d.HasArg("acts-first") {
+		// It runs once before it reads what reached it meanwhile (its
+		// socket was late too): its frame, if it still holds the token
+		// as it sees it, follows a takeover's.
+		s.r.nodes[i].Tick()
+		s.r.collect(i)
+		s.r.run(1 << 20)
+	}
+	s.r.resume() // then it reads what waited for it
+	s.r.run(1 << 20)
 }
 
 // gone steps a MsgGone about host i at every other live host, as their

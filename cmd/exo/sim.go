@@ -124,6 +124,8 @@ rejected BAD_TAG.
 	f.BoolVar(&o.Base.Token, "token", false, "every host's token is in a fast path in front of its core (xdp_token; see below)")
 	f.IntVar(&o.Base.TokenLag, "token-lag", def.TokenLag, "with --token: network steps the control plane may read its fast path's records late")
 	f.IntVar(&o.Base.Config.GoneTicks, "gone-ticks", def.Config.GoneTicks, "ticks a takeover waits on a holder whose daemon is known dead (the daemon's gone_ticks; half the crashes are a daemon's alone, whose peers are told; 0: no notices)")
+	f.Float64Var(&o.Base.Pauses, "pauses", 0, "per-tick probability that a running host pauses (a process its machine does not schedule): it neither ticks nor reads for 1..--pause-ticks ticks, and loses nothing")
+	f.IntVar(&o.Base.PauseTicks, "pause-ticks", 0, "the longest pause in ticks (0: twice the token timeout)")
 	f.IntVar(&o.Base.Config.TokenTimeoutMin, "token-timeout-min", def.Config.TokenTimeoutMin, "the adaptive token timeout's floor in ticks (token_timeout_min_ticks; 0 or 16: fixed)")
 	f.IntVar(&o.Base.Config.IdleRotations, "idle-rotations", def.Config.IdleRotations, "rotations of empty passes at full speed before the idle back-off (the daemon's idle_rotations: 4, 32 in token mode)")
 	f.IntVar(&o.Workers, "workers", runtime.GOMAXPROCS(0), "seeds run in parallel")
@@ -164,6 +166,10 @@ func (o *simOptions) validate() error {
 		return fmt.Errorf("--gone-ticks: %d is outside 0..%d (the token timeout)", b.Config.GoneTicks, exo.DefaultTokenTimeout)
 	case b.Config.TokenTimeoutMin < 0 || b.Config.TokenTimeoutMin > exo.DefaultTokenTimeout:
 		return fmt.Errorf("--token-timeout-min: %d is outside 0..%d (the token timeout)", b.Config.TokenTimeoutMin, exo.DefaultTokenTimeout)
+	case b.Pauses < 0 || b.Pauses > 1:
+		return fmt.Errorf("--pauses: %g is outside [0,1]", b.Pauses)
+	case b.PauseTicks < 0:
+		return fmt.Errorf("--pause-ticks: %d must not be negative (0: twice the token timeout)", b.PauseTicks)
 	case b.Config.IdleRotations < 1:
 		return fmt.Errorf("--idle-rotations: %d must be at least 1", b.Config.IdleRotations)
 	case b.TokenLag < 0:

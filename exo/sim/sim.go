@@ -124,6 +124,17 @@ type Options struct {
 	// up to 4 ticks more, a daemon that did not run). 0: 4 steps.
 	TokenLag int
 
+	// Pauses is the per-tick probability that a running host pauses: a
+	// process its machine does not schedule (on the lab rack, 5 daemons
+	// and their load on 2 vCPUs, a hop stalls for 5-45 ms about every
+	// half second: the token timeout's false takeovers). For 1..PauseTicks
+	// ticks it neither ticks nor steps anything; what reaches it waits, in
+	// order, until it runs again, and it loses nothing. 0 draws nothing.
+	Pauses float64
+	// PauseTicks is the longest pause in ticks (0: twice the token
+	// timeout).
+	PauseTicks int
+
 	// Config is the protocol configuration (ID and Hosts are set per host).
 	Config exo.Config
 }
@@ -202,6 +213,10 @@ type host struct {
 	archive []exo.Entry
 	bases   []archBase
 	downFor int
+	// pausedFor is how many more ticks the host is paused (Options.Pauses);
+	// deafFor how many ticks after that what reaches it still waits.
+	pausedFor, deafFor int
+
 	inc     int // incarnation, for the checker's delivery streams
 	removed bool
 	switch_ uint64 // the last configuration switch seq reported to the checker
@@ -283,6 +298,12 @@ type Stats struct {
 	GenuineBadTag                        uint64 // frames not forged that got BAD_TAG at a member (a violation with KeyRotations)
 	Rejects                              [exo.NumReasons]uint64
 	MaxAgreed                            uint64
+
+	// Pauses counts the hosts paused (Options.Pauses); FalseTakeovers the
+	// takeovers that passed over a host while it ran (EventSkippedAlive,
+	// reported by that host).
+	Pauses, FalseTakeovers uint64
+
 	// MajorityStall is the longest run of ticks in the faulty phase in
 	// which the up hosts that reach each other both ways made a majority
 	// of the rack and none of them advanced its agreement pointer (the
@@ -687,6 +708,13 @@ func (s *Sim) step() {
 		touched := make([]bool, len(s.hosts))
 		for len(s.q) > 0 && s.q[0].at <= s.now {
 			d := heap.Pop(&s.q).(*delivery)
+			if h := s.hosts[d.to]; h.up && (h.pausedFor > 0 || h.deafFor > 0) {
+				// It waits in its socket until the host runs again
+				// (its order kept: the heap orders by at, then order).
+				d.at = s.now + 1
+				heap.Push(&s.q, d)
+				continue
+			}
 			if s.deliver(d) {
 				touched[d.to] = true
 			}
@@ -697,7 +725,7 @@ func (s *Sim) step() {
 			}
 		}
 		for i, h := range s.hosts {
-			if h.up && h.readAt >= 0 && h.readAt <= s.now {
+			if h.up && h.pausedFor == 0 && h.deafFor == 0 && h.readAt >= 0 && h.readAt <= s.now {
 				// The control plane wakes and reads its fast path's
 				// records (in a batch, as the daemon does).
 				h.readAt = -1
@@ -710,6 +738,13 @@ func (s *Sim) step() {
 		}
 	}
 	for i, h := range s.hosts {
+		if h.up && h.pausedFor > 0 {
+			h.pausedFor--
+			continue
+		}
+		if h.deafFor > 0 {
+			h.deafFor--
+		}
 		if h.up {
 			if h.drv != nil && h.node.NextTick() <= 1 {
 				// The core's deadline is due (the daemon's frame loop
@@ -887,6 +922,8 @@ func (s *Sim) ready(i int) {
 			s.Stats.ViewChanges++
 		case exo.EventTakeover:
 			s.Stats.Takeovers++
+		case exo.EventSkippedAlive:
+			s.Stats.FalseTakeovers++
 		case exo.EventSafety:
 			s.chk.violation("host %d: safety event at seq %d (epoch %d)", i, e.Seq, e.Epoch)
 		case exo.EventFloorJump:
@@ -1274,6 +1311,22 @@ func (s *Sim) faults() {
 	if s.opt.RosterChanges > 0 && s.rng.Float64() < s.opt.RosterChanges {
 		s.rosterChange()
 	}
+	if s.opt.Pauses > 0 && s.rng.Float64() < s.opt.Pauses {
+		i := s.rng.IntN(len(s.hosts))
+		if h := s.hosts[i]; h.up && h.pausedFor == 0 {
+			most := s.opt.PauseTicks
+			if most <= 0 {
+				most = 2 * h.node.Config().TokenTimeout
+			}
+			// Half the pauses delay what reaches the host a tick more: it
+			// acts before it reads, as a lab daemon whose frames were late
+			// to reach its socket too (its frame then diverges from a
+			// takeover's: the late frame the detector learns from).
+			h.pausedFor, h.deafFor = 1+s.rng.IntN(most), s.rng.IntN(2)
+			s.Stats.Pauses++
+			s.tracef("pause host %d for %d ticks (deaf %d more)", i, h.pausedFor, h.deafFor)
+		}
+	}
 	if s.opt.KeyRotations > 0 {
 		s.keys(false)
 	}
@@ -1389,6 +1442,7 @@ func (s *Sim) heal() {
 func (s *Sim) crash(i int) {
 	h := s.hosts[i]
 	h.up = false
+	h.pausedFor, h.deafFor = 0, 0
 	s.reachDirty = true
 	h.asked = nil // the operator's command fails: the daemon is gone
 	h.downFor = 5 + s.rng.IntN(60)
@@ -1635,6 +1689,9 @@ func (s *Sim) propose(i int) {
 func (s *Sim) beginQuiet() {
 	s.quiet = true
 	s.heal()
+	for _, h := range s.hosts {
+		h.pausedFor, h.deafFor = 0, 0 // what waits for it is delivered from the next step
+	}
 	for i, h := range s.hosts {
 		if !h.up {
 			s.restart(i)

@@ -64,6 +64,7 @@ func (s *Sweep) Options(hosts int, seed uint64) Options {
 	o.Config.FetchWindow = b.Config.FetchWindow
 	o.Config.GoneTicks = b.Config.GoneTicks
 	o.FaultTicks, o.LabTiming, o.DiskTicks = b.FaultTicks, b.LabTiming, b.DiskTicks
+	o.Pauses, o.PauseTicks = b.Pauses, b.PauseTicks
 	return o
 }
 
@@ -118,6 +119,8 @@ func (s *Sweep) Replay(hosts int, seed uint64) string {
 	add(b.FaultTicks != 0, fmt.Sprintf("--fault-ticks %d", b.FaultTicks))
 	add(b.LabTiming, "--lab-timing")
 	add(b.DiskTicks != 0, fmt.Sprintf("--disk-ticks %d", b.DiskTicks))
+	add(b.Pauses != 0, fmt.Sprintf("--pauses %g", b.Pauses))
+	add(b.PauseTicks != 0, fmt.Sprintf("--pause-ticks %d", b.PauseTicks))
 	add(b.Ticks != def.Ticks, fmt.Sprintf("--ticks %d", b.Ticks))
 	add(b.Quiet != def.Quiet, fmt.Sprintf("--quiet %d", b.Quiet))
 	return strings.Join(args, " ") + " -v"
@@ -159,10 +162,14 @@ type Report struct {
 	GenuineBadTag  uint64       `json:"genuine_bad_tag"`
 	ViewChanges    uint64       `json:"view_changes"`
 	Takeovers      uint64       `json:"takeovers"`
-	Crashes        uint64       `json:"crashes"`
-	Partitions     uint64       `json:"partitions"`
-	ConvergeP50    int          `json:"converge_ticks_p50"`
-	ConvergeMax    int          `json:"converge_ticks_max"`
+	// Pauses and FalseTakeovers (Stats): hosts paused (Options.Pauses)
+	// and takeovers that passed a running host over.
+	Pauses         uint64 `json:"pauses,omitempty"`
+	FalseTakeovers uint64 `json:"false_takeovers"`
+	Crashes        uint64 `json:"crashes"`
+	Partitions     uint64 `json:"partitions"`
+	ConvergeP50    int    `json:"converge_ticks_p50"`
+	ConvergeMax    int    `json:"converge_ticks_max"`
 	// MajorityStall: the seeds' longest majority stalls (Stats), p50, p99
 	// and max, and the seed of the longest.
 	MajorityStallP50  int     `json:"majority_stall_ticks_p50"`
@@ -324,6 +331,8 @@ func (rep *Report) add(r seedResult) {
 	rep.GenuineBadTag += st.GenuineBadTag
 	rep.ViewChanges += st.ViewChanges
 	rep.Takeovers += st.Takeovers
+	rep.Pauses += st.Pauses
+	rep.FalseTakeovers += st.FalseTakeovers
 	rep.Crashes += st.Crashes
 	rep.Partitions += st.Partitions
 	rep.Compactions += st.Compactions
@@ -400,6 +409,9 @@ func (rep *Report) Summary() string {
 	if t := rep.Token; t != nil {
 		fmt.Fprintf(&w, "  token: records=%d fast-steps=%d sent-by-fast-path=%d batches=%d handoffs=%d self-halts=%d quiesces=%d arms=%d arm-misses=%d desyncs=%d unlogged-sends=%d (fenced %d) fenced-restarts=%d (taken over %d, fence lifted %d) stalled-with-fenced=%d\n",
 			t.Records, t.FastSteps, t.Sent, t.Popped, t.Handoffs, t.Halts, t.Quiesces, t.Arms, t.ArmMisses, t.Desyncs, t.Unlogged, t.Fenced, t.FencedRestarts, t.Recovered, t.Unfenced, rep.StalledFenced)
+	}
+	if b.Pauses > 0 {
+		fmt.Fprintf(&w, "  pauses=%d false-takeovers=%d\n", rep.Pauses, rep.FalseTakeovers)
 	}
 	fmt.Fprintf(&w, "  view-changes=%d takeovers=%d crashes=%d (unsynced entries lost %d, gone notices %d) partitions=%d converge-ticks p50=%d max=%d majority-stall-ticks p50=%d p99=%d max=%d (seed %d)\n",
 		rep.ViewChanges, rep.Takeovers, rep.Crashes, rep.UnsyncedLost, rep.GoneNotices, rep.Partitions, rep.ConvergeP50, rep.ConvergeMax,
