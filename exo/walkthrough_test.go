@@ -563,6 +563,7 @@ func (s *scenario) pause(d *datadriven.TestData) {
 			s.r.collect(j)
 		}
 		s.r.run(1 << 20)
+		s.rackAgreed = append(s.rackAgreed, s.r.nodes[s.firstMember()].Pointers().Agreed)
 	}
 	what := "not taken over"
 	if s.r.events[EventTakeover] > taken {
