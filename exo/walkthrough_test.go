@@ -444,6 +444,16 @@ func (s *scenario) payload(i int) string {
 	return hostName(i) + strconv.Itoa(s.seq[i])
 }
 
+// loadAt proposes host i's next payload as load does: a refusal (a full
+// queue) is not reported.
+func (s *scenario) loadAt(i int) {
+	p := s.payload(i)
+	if s.r.nodes[i].Propose([]byte(p)) == nil {
+		s.proposed = append(s.proposed, p)
+	}
+	s.r.collect(i)
+}
+
 func (s *scenario) propose(i int, p string) bool {
 	if err := s.r.nodes[i].Propose([]byte(p)); err != nil {
 		s.printf("%s: %v\n", hostName(i), err)
@@ -554,10 +564,7 @@ func (s *scenario) pause(d *datadriven.TestData) {
 				continue
 			}
 			if d.HasArg("load") && !nd.Removed() {
-				p := s.payload(j)
-				if nd.Propose([]byte(p)) == nil {
-					s.proposed = append(s.proposed, p)
-				}
+				s.loadAt(j)
 			}
 			nd.Tick()
 			s.r.collect(j)
@@ -617,11 +624,7 @@ func (s *scenario) tick(d *datadriven.TestData) {
 		if d.HasArg("load") {
 			for i := range s.r.nodes {
 				if !s.r.down[i] && !s.r.nodes[i].Removed() {
-					p := s.payload(i)
-					if s.r.nodes[i].Propose([]byte(p)) == nil {
-						s.proposed = append(s.proposed, p)
-					}
-					s.r.collect(i)
+					s.loadAt(i)
 				}
 			}
 		}
