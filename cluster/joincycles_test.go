@@ -7,6 +7,7 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -33,7 +34,7 @@ import (
 // 10 s before every second join, so that the members read the retained
 // log from the disk the rack fsyncs to, as members of a rack whose log
 // outgrew the page cache do. (Set both, and both fall on the same
-// cycles.)
+// cycles.) EXO_JOIN_ARCHIVE_IO sets the members' archive_io (joinRackConfig).
 func TestRackJoinCycles(t *testing.T) {
 	if os.Getenv("EXO_JOIN_CYCLES") == "" {
 		t.Skip("a long run (minutes of load): EXO_JOIN_CYCLES=3 runs it (docs/recovery.md)")
@@ -84,6 +85,7 @@ func TestRackJoinCycles(t *testing.T) {
 		d1 := delivered()
 		before := float64(d1-d0) / 10
 		a, _ := c.Status(ctx, 0)
+		read0 := diskReads(t, c, 0, 1, 2, 3, 4)
 		start := time.Now()
 		if err := c.StartHost(ctx, spare, true); err != nil {
 			t.Fatal(err)
@@ -107,6 +109,7 @@ func TestRackJoinCycles(t *testing.T) {
 		}
 		took := time.Since(start)
 		during := float64(delivered()-d1) / took.Seconds()
+		read := diskReads(t, c, 0, 1, 2, 3, 4) - read0
 		ratios = append(ratios, during/before)
 		byNice[lowered] = append(byNice[lowered], during/before)
 		byDrop[dropped] = append(byDrop[dropped], during/before)
@@ -116,15 +119,15 @@ func TestRackJoinCycles(t *testing.T) {
 		if dropped {
 			t.Logf("cycle %d: the page cache dropped before it", k)
 		}
-		t.Logf("cycle %d: F followed A's %d entries after %v (%d entries, %.0f MB fetched); A delivered %.0f msgs/s during it, %.2f of the %.0f in the 10 s before",
-			k, a.Agreed, took.Round(time.Millisecond), st.Counters["fetched_entries"], float64(st.Counters["fetched_bytes"])/1e6, during, during/before, before)
+		t.Logf("cycle %d: F followed A's %d entries after %v (%d entries, %.0f MB fetched; the members read %.0f MB from the disk); A delivered %.0f msgs/s during it, %.2f of the %.0f in the 10 s before",
+			k, a.Agreed, took.Round(time.Millisecond), st.Counters["fetched_entries"], float64(st.Counters["fetched_bytes"])/1e6, float64(read)/1e6, during, during/before, before)
 		wipe(t, c, spare)
 	}
 	mean := 0.0
 	for _, x := range ratios {
 		mean += x
 	}
-	t.Logf("transfer_rate %s, fetch_bytes %d KiB", pace, fetchKB)
+	t.Logf("transfer_rate %s, fetch_bytes %d KiB, archive_io %q", pace, fetchKB, os.Getenv("EXO_JOIN_ARCHIVE_IO"))
 	t.Logf("%d cycles: ratio mean %.2f, least %.2f, most %.2f", len(ratios), mean/float64(len(ratios)), slices.Min(ratios), slices.Max(ratios))
 	if niced {
 		t.Logf("F at nice 0: ratios %.2f; at nice %d: %.2f", byNice[false], nice, byNice[true])
@@ -132,6 +135,30 @@ func TestRackJoinCycles(t *testing.T) {
 	if drop {
 		t.Logf("page cache kept: ratios %.2f; dropped: %.2f", byDrop[false], byDrop[true])
 	}
+}
+
+// diskReads is the bytes the daemons of hosts have had read from the disk
+// for them (/proc/<pid>/io's read_bytes, summed; page-cache hits do not
+// count).
+func diskReads(t *testing.T, c *Cluster, hosts ...int) int64 {
+	t.Helper()
+	var sum int64
+	for _, h := range hosts {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/io", c.Proc(h)))
+		if err != nil {
+			t.Fatalf("the disk reads of host %d: %v", h, err)
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			if v, ok := strings.CutPrefix(line, "read_bytes: "); ok {
+				n, err := strconv.ParseInt(v, 10, 64)
+				if err != nil {
+					t.Fatalf("the disk reads of host %d: %q", h, line)
+				}
+				sum += n
+			}
+		}
+	}
+	return sum
 }
 
 // dropCaches writes the dirty pages back and drops the machine's clean

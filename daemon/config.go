@@ -180,6 +180,13 @@ type Config struct {
 	// transfer always ends.
 	TransferRateText string `json:"transfer_rate,omitempty"`
 	TransferRate     int64  `json:"-"`
+	// ArchiveIO is the I/O class of this host's reads of its retained
+	// log (the answers to a state transfer or a far-behind host, a
+	// subscriber's history): "idle" (default: the disk serves them only
+	// when nothing else waits for it, so the fsyncs that every frame this
+	// host sends waits for come first; wal.IOClass) or "normal".
+	ArchiveIOText string      `json:"archive_io,omitempty"`
+	ArchiveIO     wal.IOClass `json:"-"`
 	// SegmentBytes is the size of the durable log's segment files
 	// (default 64 MiB, 1 MiB..1 GiB): the unit in which retention removes
 	// the log, so a bytes bound is kept to within one segment.
@@ -405,6 +412,11 @@ func (c *Config) Validate() error {
 		}
 		c.TransferRate = b
 	}
+	class, err := wal.ParseIOClass(c.ArchiveIOText)
+	if err != nil {
+		return fieldErr("archive_io", "%q is not \"idle\" nor \"normal\"", c.ArchiveIOText)
+	}
+	c.ArchiveIO = class
 	if c.Retain.AgeText != "" {
 		d, err := time.ParseDuration(c.Retain.AgeText)
 		if err != nil || d <= 0 {

@@ -199,6 +199,7 @@ func newDaemon(cfg *Config, conn FrameConn, o OOB, log *slog.Logger) (*Daemon, e
 	var archive *wal.Reader
 	if disk != nil {
 		archive = wal.NewReader(cfg.DataDir)
+		archive.Class = cfg.ArchiveIO
 		nd.SetArchive(disk.Archive()) // the retained log below the core's (retain)
 	}
 	d := &Daemon{cfg: cfg, log: log, conn: conn, oob: o, node: nd, disk: disk, archive: archive, restarted: restarted, started: started,

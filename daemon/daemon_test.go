@@ -19,6 +19,7 @@ import (
 	"github.com/exo-rack/exo/broadcast"
 	"github.com/exo-rack/exo/client"
 	"github.com/exo-rack/exo/exo"
+	"github.com/exo-rack/exo/wal"
 )
 
 // attach connects a daemon's port to the in-memory segment of the tests
@@ -310,7 +311,21 @@ func TestConfigErrors(t *testing.T) {
 			t.Errorf("config with %s: transfer rate %d, want %d", c.extra, cfg.TransferRate, c.rate)
 		}
 	}
+	// archive_io: idle unless set to normal.
+	for _, c := range []struct {
+		extra string
+		class wal.IOClass
+	}{{``, wal.IOIdle}, {`"archive_io":"normal",`, wal.IONormal}, {`"archive_io":"idle",`, wal.IOIdle}} {
+		cfg, err := ParseConfig([]byte(withRet(c.extra)))
+		if err != nil {
+			t.Fatalf("config with %s: %v", c.extra, err)
+		}
+		if cfg.ArchiveIO != c.class {
+			t.Errorf("config with %s: archive I/O %v, want %v", c.extra, cfg.ArchiveIO, c.class)
+		}
+	}
 	for _, c := range []struct{ json, field string }{
+		{withRet(`"archive_io":"realtime",`), `archive_io: "realtime" is not "idle" nor "normal"`},
 		{withRet(`"retain":{"entries":5},`), "retain: needs data_dir"},
 		{withRet(`"data_dir":"/d","retain":{"bytes":"lots"},`), "retain.bytes"},
 		{withRet(`"data_dir":"/d","retain":{"bytes":"100MiB"},`), "retain.bytes: 104857600 bytes is under two segments"},

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"math/rand/v2"
 	"os"
+	"runtime"
 	"slices"
 	"testing"
 
@@ -109,9 +110,12 @@ func TestReaderMatchesTake(t *testing.T) {
 	}
 	r := NewReader(dir)
 	end := uint64(len(all))
-	// In order, as a transfer reads.
+	// In order, as a transfer reads (in the idle I/O class, as a
+	// daemon's transfers do by default).
+	idle := NewReader(dir)
+	idle.Class = IOIdle
 	for lo := uint64(0); lo < end; {
-		got := check(r, lo, end, limit())
+		got := check(idle, lo, end, limit())
 		lo += uint64(max(len(got), 1))
 	}
 	// Anywhere, with a kept answer checked again after later reads (the
@@ -180,6 +184,33 @@ func damagedLog(t *testing.T, damage func(b []byte, offs []int64) []byte) *Reade
 
 // TestReaderTornTail: a record cut short at the end of the segment being
 // written ends an answer before it; a read from it says ErrNotRetained.
+// TestInClass: a read in the idle class runs on a thread of that class,
+// and the thread has its own class back after it (a goroutine that ran on
+// it later, an fsync, must not yield the disk).
+func TestInClass(t *testing.T) {
+	runtime.LockOSThread() // one thread for the whole test
+	defer runtime.UnlockOSThread()
+	before, err := threadIOClass()
+	if err != nil {
+		t.Skipf("the kernel does not say a thread's I/O class: %v", err)
+	}
+	if before == ioprioClassIdle {
+		t.Fatalf("the test's thread is in the idle class already")
+	}
+	var during int
+	inClass(IOIdle, func() { during, err = threadIOClass() })
+	if err != nil || during != ioprioClassIdle {
+		t.Fatalf("class during an idle read: %d (%v), want %d", during, err, ioprioClassIdle)
+	}
+	inClass(IONormal, func() { during, _ = threadIOClass() })
+	if during != before {
+		t.Fatalf("class during a normal read: %d, want the thread's %d", during, before)
+	}
+	if after, _ := threadIOClass(); after != before {
+		t.Fatalf("class after an idle read: %d, want %d back", after, before)
+	}
+}
+
 func TestReaderTornTail(t *testing.T) {
 	r := damagedLog(t, func(b []byte, _ []int64) []byte { return b[:len(b)-5] })
 	got, err := r.Read(90, 200, exo.FetchLimit{Entries: 100})

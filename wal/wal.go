@@ -747,7 +747,10 @@ func syncDir(dir string) error {
 // fetched twice on the lab rack; docs/recovery.md.)
 type Reader struct {
 	dir string
-	mu  sync.Mutex
+	// Class is the I/O class its reads run in (IONormal unless set
+	// before the first Read): see IOClass.
+	Class IOClass
+	mu    sync.Mutex
 	// what it knows of the segments it read last, the latest last
 	// (readCursors at most: two transfers at once, in different
 	// segments, each go on from their own last read)
@@ -798,6 +801,14 @@ func (r *Reader) Read(lo, hi uint64, lim exo.FetchLimit) ([]exo.Entry, error) {
 	if lo >= hi {
 		return nil, nil
 	}
+	var es []exo.Entry
+	var err error
+	inClass(r.Class, func() { es, err = r.read(lo, hi, lim) })
+	return es, err
+}
+
+// read is Read's work, on the thread of the Reader's class.
+func (r *Reader) read(lo, hi uint64, lim exo.FetchLimit) ([]exo.Entry, error) {
 	seg, err := r.segmentOf(lo)
 	if err != nil {
 		return nil, err
