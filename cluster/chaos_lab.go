@@ -48,6 +48,10 @@ type ChaosRun struct {
 	// Fsync, when set, is every daemon's fsync policy ("batch", the
 	// default, "entry": also after every batch received, or "none").
 	Fsync string
+	// HugePages, when set, is every daemon's huge_pages ("on": the heap
+	// in transparent huge pages, which a killed daemon frees sooner before
+	// its peers see its connections close; "off", the default).
+	HugePages string
 	// Chaos configures the nemesis; its Log receives the actions.
 	Chaos ChaosOptions
 	// Say, if set, receives the run's own lines: what runs where, once the
@@ -97,6 +101,9 @@ func RunChaos(ctx context.Context, r ChaosRun) (rep ChaosReport, dir string, err
 			}
 			if r.GoneTicks != 0 {
 				c.GoneTicks = r.GoneTicks
+			}
+			if r.HugePages != "" {
+				c.HugePages = r.HugePages
 			}
 		}
 		c, err := l.Start(ctx, Options{Dir: dir, CPUProfile: r.CPUProfile, RestartProfileFor: r.RestartProfileFor, Config: Hooks(Durable(dir, true), setOffload, timeout)})

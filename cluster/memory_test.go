@@ -144,3 +144,40 @@ func startOpts(t *testing.T, r *lab.Rack, opt Options) *Cluster {
 	})
 	return c
 }
+
+// TestRackHugePages: with huge_pages on, each daemon of a 3-host rack
+// reports its memory (exo status's memory) and, once a load has grown its
+// heap, has most of its anonymous memory in huge pages: the passes advise
+// and collapse the heap of a real daemon process, not only a test's own
+// mapping (hugepage.TestAdviseCollapses). Skips where the kernel has no
+// transparent huge pages.
+func TestRackHugePages(t *testing.T) {
+	mode, err := os.ReadFile("/sys/kernel/mm/transparent_hugepage/enabled")
+	if err != nil || strings.Contains(string(mode), "[never]") {
+		t.Skipf("no transparent huge pages on this kernel (%q, %v)", mode, err)
+	}
+	r := rack(t, 3)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	c := startWith(t, r, func(cfg *daemon.Config) { cfg.HugePages = "on" })
+	all := []int{0, 1, 2}
+	if res, err := c.Publish(ctx, Load{Hosts: all, PerHost: 20000, Size: 1024}); err != nil || res.Failed > 0 {
+		t.Fatalf("load: %v (%+v)", err, res)
+	}
+	for _, h := range all {
+		var st daemon.Status
+		for {
+			if st, err = c.Status(ctx, h); err != nil {
+				t.Fatal(err)
+			}
+			if m := st.Memory; m != nil && m.AnonBytes > 0 && m.HugeBytes >= m.AnonBytes/2 {
+				break
+			}
+			if ctx.Err() != nil {
+				t.Fatalf("%s: memory %+v: not half in huge pages", r.Hosts[h].Name, st.Memory)
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+		t.Logf("%s: %.0f MiB anonymous, %.0f MiB in huge pages (%s)", r.Hosts[h].Name, float64(st.Memory.AnonBytes)/(1<<20), float64(st.Memory.HugeBytes)/(1<<20), st.Memory.Error)
+	}
+}

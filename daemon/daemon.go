@@ -68,6 +68,7 @@ type Daemon struct {
 	lock      *dirLock                   // data_dir's lock (lock.go), or nil
 	closed    bool                       // Run returned or Close was called: disk and lock released
 	macs      map[uint8]net.HardwareAddr // MAC of every known member, by member id
+	memory    memoryNote                 // the process's last huge-page pass (NoteMemory)
 	rawMACs   []net.HardwareAddr         // MAC by position in the core's current roster
 	roster    []uint8                    // the core's current roster (member ids by position)
 	pos       uint8                      // this host's position in it (exo.HistoryNone: no member)
@@ -1222,6 +1223,9 @@ type Status struct {
 	// DuplicateID: another host sends as this member id and this host
 	// stopped sending (dupid.go); absent otherwise.
 	DuplicateID *DuplicateIDStatus `json:"duplicate_id,omitempty"`
+	// Memory: the process's anonymous memory and its part in huge pages
+	// (huge_pages); absent with huge_pages off.
+	Memory *MemoryStatus `json:"memory,omitempty"`
 }
 
 // DetectorStatus is the token's failure detector (exo.Detector), in ticks
@@ -1387,7 +1391,7 @@ func (d *Daemon) statusJSON() []byte {
 		Append: p.Append, Agreed: p.Agreed, LogBase: nd.LogBase(), RetainedBase: nd.ArchiveBase(), LogBytes: d.logBytes, Holder: int(nd.Holder()), Pending: nd.Pending(),
 		Delivered: d.delivCnt, Subscribers: len(d.subs), Waiting: len(d.waiters), Skipped: []int{},
 		Counters: d.metrics.counters(), Offload: d.offloadStatusLocked(), Token: d.tokenStatusLocked(), Keys: d.keyStatus(),
-		Recovery: recoveryStatus(nd.Recovery(), p, nd), Detector: detectorStatus(nd.Detector(), d.cfg.Tick), DuplicateID: d.dupStatus()}
+		Recovery: recoveryStatus(nd.Recovery(), p, nd), Detector: detectorStatus(nd.Detector(), d.cfg.Tick), DuplicateID: d.dupStatus(), Memory: d.memoryStatus()}
 	d.mu.Unlock()
 	if sc, ok := d.conn.(interface{ Stats() broadcast.Stats }); ok {
 		// Frames the kernel dropped because the socket's receive queue

@@ -323,9 +323,13 @@ func TestConfigErrors(t *testing.T) {
 		if cfg.ArchiveIO != c.class {
 			t.Errorf("config with %s: archive I/O %v, want %v", c.extra, cfg.ArchiveIO, c.class)
 		}
+		if cfg.HugePages != "off" {
+			t.Errorf("config with %s: huge_pages %q, want the default off", c.extra, cfg.HugePages)
+		}
 	}
 	for _, c := range []struct{ json, field string }{
 		{withRet(`"archive_io":"realtime",`), `archive_io: "realtime" is not "idle" nor "normal"`},
+		{withRet(`"huge_pages":"yes",`), `huge_pages: "yes" is neither on nor off`},
 		{withRet(`"retain":{"entries":5},`), "retain: needs data_dir"},
 		{withRet(`"data_dir":"/d","retain":{"bytes":"lots"},`), "retain.bytes"},
 		{withRet(`"data_dir":"/d","retain":{"bytes":"100MiB"},`), "retain.bytes: 104857600 bytes is under two segments"},

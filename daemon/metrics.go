@@ -38,6 +38,7 @@ type metrics struct {
 	archiveAnswers, archiveMisses   prometheus.Counter
 	archiveSubscribed               prometheus.Counter
 	retainedBase, logBytes          prometheus.Gauge
+	memAnon, memHuge                prometheus.Gauge
 	rackFloor                       prometheus.Gauge
 	retainLagging                   prometheus.Counter
 	viewChangeCauses                *prometheus.CounterVec
@@ -91,6 +92,8 @@ func newMetrics() *metrics {
 		archiveAnswers:    c("archive_answers_total", "Fetch answers read from the retained durable log below the in-memory log (retain)."),
 		archiveSubscribed: c("archive_subscribed_entries_total", "Entries read from the retained durable log for subscriptions that start below the subscriber history (retain)."),
 		archiveMisses:     c("archive_misses_total", "Fetch answers dropped because the retained log no longer held (or could not read) their start; the requester asks again."),
+		memAnon:           g("memory_anon_bytes", "The daemon process's resident anonymous memory (its Go heap, mostly), at the last huge-page pass (huge_pages)."),
+		memHuge:           g("memory_huge_bytes", "The part of exo_memory_anon_bytes in transparent huge pages: the larger it is, the sooner a killed daemon's peers learn of its death (docs/operator.md, huge_pages)."),
 		retainedBase:      g("retained_base", "The first seq this host still holds and serves: the retained durable log's start (retain), or the in-memory log's base."),
 		logBytes:          g("log_bytes", "Bytes of the durable log's segments (retain bounds them)."),
 		rackFloor:         g("rack_floor", "The lowest seq a majority of the members serve to a fetch, from what they announced (a host that joins below it may find too few members to fetch from)."),
@@ -126,7 +129,7 @@ func newMetrics() *metrics {
 	}
 	m.reg.MustRegister(m.info, m.appendPtr, m.agreedPtr, m.epoch, m.queueDepth, m.halted, m.framesIn, m.framesOut,
 		m.oobOut, m.fetchedEntries, m.fetchedBytes, m.walFsyncs, m.readErrors, m.writeErrors, m.foreignMAC, m.badFragments, m.published, m.delivered, m.queueFull,
-		m.viewChanges, m.viewChangeCauses, m.viewChangeTime, m.pastFloor, m.floorJumps, m.archiveAnswers, m.archiveMisses, m.archiveSubscribed, m.retainedBase, m.logBytes, m.rackFloor, m.retainLagging, m.epochFirstFrame, m.takeovers, m.falseTakeovers, m.lateFrames, m.goneNotices, m.tokenTimeout, m.rejects, m.tokenHold, m.offloadDrops, m.offloadPushes,
+		m.viewChanges, m.viewChangeCauses, m.viewChangeTime, m.pastFloor, m.floorJumps, m.archiveAnswers, m.archiveMisses, m.archiveSubscribed, m.retainedBase, m.logBytes, m.memAnon, m.memHuge, m.rackFloor, m.retainLagging, m.epochFirstFrame, m.takeovers, m.falseTakeovers, m.lateFrames, m.goneNotices, m.tokenTimeout, m.rejects, m.tokenHold, m.offloadDrops, m.offloadPushes,
 		m.keyPhase, m.keyEvents, m.safetyEvents, m.behindEntries, m.behindEpoch, m.ticks, m.wakeups, m.tokenWait, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	for r := exo.Reason(1); r < exo.NumReasons; r++ {
 		m.rejects.WithLabelValues(r.String())

@@ -49,6 +49,15 @@ func WriteStatusText(out io.Writer, raw []byte) error {
 			fmt.Fprintf(out, "%-20s members %v (their daemon's sockets closed: the token is taken over from them after %v ticks)\n", "gone", g, ds["gone_ticks"])
 		}
 	}
+	if ms, ok := st["memory"].(map[string]any); ok {
+		anon, _ := ms["anon_bytes"].(float64)
+		huge, _ := ms["huge_bytes"].(float64)
+		line := fmt.Sprintf("%.0f MiB anonymous, %.0f MiB of it in huge pages (huge_pages %v)", anon/(1<<20), huge/(1<<20), ms["huge_pages"])
+		if e, ok := ms["error"].(string); ok && e != "" {
+			line += "; the kernel refused some: " + e
+		}
+		fmt.Fprintf(out, "%-20s %s\n", "memory", line)
+	}
 	if cs, ok := st["counters"].(map[string]any); ok {
 		var parts []string
 		for k, v := range cs {

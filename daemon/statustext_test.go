@@ -20,7 +20,8 @@ func TestWriteStatusText(t *testing.T) {
 		Recovery: RecoveryStatus{BehindEntries: 12, StateTransfer: true, TransferTo: 2000, RackSeq: 1500, Fetching: true, FetchPeer: 2, FetchTicks: 3, Gathered: 9, GatherEpoch: 4,
 			ViewChange: &ViewChangeStatus{Epoch: 5, Promised: []int{1}, Need: 2, Ambiguous: true}},
 		Detector:    DetectorStatus{TimeoutTicks: 16, TimeoutMs: 4, MinTicks: 8, MaxTicks: 16, SRTTTicks: 1.5, RTTVarTicks: 0.25, PeakTicks: 9, Samples: 99, FalseTakeovers: 3, LateFrames: 2},
-		DuplicateID: &DuplicateIDStatus{MemberID: 1, MAC: "02:e0:00:00:00:09", MACs: []string{"02:e0:00:00:00:09"}, FirstSeen: time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC), Seq: 77, Frames: 4, Message: "dup", Check: "check", Fix: "fix"}}
+		DuplicateID: &DuplicateIDStatus{MemberID: 1, MAC: "02:e0:00:00:00:09", MACs: []string{"02:e0:00:00:00:09"}, FirstSeen: time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC), Seq: 77, Frames: 4, Message: "dup", Check: "check", Fix: "fix"},
+		Memory: &MemoryStatus{HugePages: "on", AnonBytes: 300 << 20, HugeBytes: 296 << 20, Error: "madvise: EINVAL"}}
 	raw, err := json.Marshal(st)
 	if err != nil {
 		t.Fatal(err)
@@ -47,6 +48,7 @@ log                  in memory from seq 100; retained on disk from seq 50 (serve
 keys                 sending under slot 0; new key staged, waiting for [2] (exo key status)
 recovery             behind by 12 entries; state transfer: fetching the rack's agreed log up to seq 2000 before rejoining (the rack's newest frame heard: seq 1500; progress: append_pointer, counters fetched_entries, exo top's ETA); fetching from member 2 (3 ticks); gathered 9 entries of epoch 4; leading view change 5 (promises [1] of 2 needed, waits on hosts that lost their state: exo recover shows what accepting the loss gives up)
 token_timeout        4 ms (16 ticks, between 8 and 16; smoothed gap 1.50 ticks, deviation 0.25, longest of the last 4-8 s 9, 99 samples); false takeovers 3, late frames of holders passed over 2
+memory               300 MiB anonymous, 296 MiB of it in huge pages (huge_pages on); the kernel refused some: madvise: EINVAL
 counters             frames_in=10 frames_out=5 rejects.GAP=2
 `
 	if out.String() != want {
@@ -58,7 +60,7 @@ counters             frames_in=10 frames_out=5 rejects.GAP=2
 		t.Fatal(err)
 	}
 	if got := out.String(); !strings.Contains(got, "roster               <nil>\n") || !strings.Contains(got, "log                  in memory from seq 7\n") ||
-		!strings.Contains(got, "recovery             behind: the rack is in epoch 9\n") || strings.Contains(got, "keys") || strings.Contains(got, "token_timeout") {
+		!strings.Contains(got, "recovery             behind: the rack is in epoch 9\n") || strings.Contains(got, "keys") || strings.Contains(got, "token_timeout") || strings.Contains(got, "\nmemory ") {
 		t.Errorf("older status:\n%s", got)
 	}
 	if err := WriteStatusText(&out, []byte("{")); err == nil || !strings.HasPrefix(err.Error(), "status: ") {

@@ -7,9 +7,11 @@ import (
 	"log/slog"
 	"runtime"
 	"sync"
+	"time"
 
 	"github.com/exo-rack/exo/broadcast"
 	"github.com/exo-rack/exo/daemon"
+	"github.com/exo-rack/exo/daemon/hugepage"
 	"github.com/exo-rack/exo/exo"
 	"github.com/exo-rack/exo/oob"
 )
@@ -23,6 +25,8 @@ type Host struct {
 	d      *daemon.Daemon
 	fast   daemon.Offload // the fast path in front of the core, nil for none
 	detach func()         // detaches and closes fast; a no-op without one
+	huge   bool           // huge_pages on: Run advises the process's heap
+	log    *slog.Logger
 
 	mu    sync.Mutex
 	spent bool // Run or Close was called
@@ -126,7 +130,7 @@ func Open(cfg *daemon.Config, log *slog.Logger) (*Host, error) {
 		d.Close()
 		return nil, err
 	}
-	return &Host{conn: conn, tr: tr, d: d, fast: fast, detach: detach}, nil
+	return &Host{conn: conn, tr: tr, d: d, fast: fast, detach: detach, huge: cfg.HugePages == "on", log: log}, nil
 }
 
 // ownOOB is the OOB address of this host's roster entry (Validate made
@@ -184,6 +188,10 @@ func (h *Host) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() { defer wg.Done(); h.tr.Run(ctx) }()
+	if h.huge {
+		wg.Add(1)
+		go func() { defer wg.Done(); h.hugePages(ctx) }()
+	}
 	err := h.d.Run(ctx)
 	cancel()
 	wg.Wait()
@@ -194,6 +202,29 @@ func (h *Host) Run(ctx context.Context) error {
 		}
 	}
 	return err
+}
+
+// hugePageEvery is how often the daemon process's new mappings are
+// advised (huge_pages): a pass reads /proc/self/smaps, a millisecond or
+// two for a daemon's few hundred mappings.
+const hugePageEvery = time.Second
+
+// hugePages runs the process's huge-page passes (huge_pages: package
+// daemon/hugepage) until ctx ends: the daemon's status and metrics get
+// each pass's figures, the log the first pass and the first error.
+func (h *Host) hugePages(ctx context.Context) {
+	first, failed := true, false
+	hugepage.Run(ctx, hugePageEvery, true, func(st hugepage.Stats, err error) {
+		h.d.NoteMemory(st.Anon, st.Huge, err)
+		if err != nil && !failed {
+			failed = true
+			h.log.Warn("huge_pages: the kernel refused huge pages for some of the heap (they stay small: a kill of this daemon is noticed later by its peers)", "err", err)
+		}
+		if first {
+			first = false
+			h.log.Info("huge_pages: heap mappings advised", "advised_bytes", st.AdvisedBytes, "collapsed_bytes", st.CollapsedBytes, "anon_bytes", st.Anon)
+		}
+	})
 }
 
 // Close releases a Host that is not run, in Run's order: the connection,
