@@ -21,7 +21,7 @@ func TestWriteStatusText(t *testing.T) {
 			ViewChange: &ViewChangeStatus{Epoch: 5, Promised: []int{1}, Need: 2, Ambiguous: true}},
 		Detector:    DetectorStatus{TimeoutTicks: 16, TimeoutMs: 4, MinTicks: 8, MaxTicks: 16, SRTTTicks: 1.5, RTTVarTicks: 0.25, PeakTicks: 9, Samples: 99, FalseTakeovers: 3, LateFrames: 2},
 		DuplicateID: &DuplicateIDStatus{MemberID: 1, MAC: "02:e0:00:00:00:09", MACs: []string{"02:e0:00:00:00:09"}, FirstSeen: time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC), Seq: 77, Frames: 4, Message: "dup", Check: "check", Fix: "fix"},
-		Memory: &MemoryStatus{HugePages: "on", AnonBytes: 300 << 20, HugeBytes: 296 << 20, Error: "madvise: EINVAL"}}
+		Memory:      &MemoryStatus{HugePages: "on", AnonBytes: 300 << 20, HugeBytes: 296 << 20, Error: "madvise: EINVAL"}}
 	raw, err := json.Marshal(st)
 	if err != nil {
 		t.Fatal(err)
