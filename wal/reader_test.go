@@ -182,8 +182,6 @@ func damagedLog(t *testing.T, damage func(b []byte, offs []int64) []byte) *Reade
 	return NewReader(dir)
 }
 
-// TestReaderTornTail: a record cut short at the end of the segment being
-// written ends an answer before it; a read from it says ErrNotRetained.
 // TestInClass: a read in the idle class runs on a thread of that class,
 // and the thread has its own class back after it (a goroutine that ran on
 // it later, an fsync, must not yield the disk).
@@ -211,6 +209,8 @@ func TestInClass(t *testing.T) {
 	}
 }
 
+// TestReaderTornTail: a record cut short at the end of the segment being
+// written ends an answer before it; a read from it says ErrNotRetained.
 func TestReaderTornTail(t *testing.T) {
 	r := damagedLog(t, func(b []byte, _ []int64) []byte { return b[:len(b)-5] })
 	got, err := r.Read(90, 200, exo.FetchLimit{Entries: 100})
