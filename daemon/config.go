@@ -117,8 +117,8 @@ type Config struct {
 	// sooner in 2 MiB pages than in 4 KiB ones, and its peers learn of its
 	// death from that close (package daemon/hugepage). Off by default: on
 	// the lab rack it cut a kill's wait for the process to go from 30-32
-	// to 20-21 ms, and doubled the false takeovers of a run without
-	// faults (docs/operator.md). Applied by daemon/host when it runs the
+	// to 20-22 ms, and doubled or tripled the token takeovers, with and
+	// without faults (docs/operator.md). Applied by daemon/host when it runs the
 	// daemon.
 	HugePages string `json:"huge_pages,omitempty"`
 	// APISocket is the local API's Unix socket path.

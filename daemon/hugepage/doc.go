@@ -28,10 +28,10 @@
 // daemon's peers learn of its death later, nothing else differs.
 //
 // What it costs: on the lab rack (five daemons on two shared vCPUs) huge
-// pages cut a kill's wait for the process to go from 30-32 ms to 20-21
-// ms, and doubled the token takeovers of a run without faults (118 and
-// 110 a minute against 44-56), the pass itself (reading smaps every
-// second) not among the causes: the huge pages' own faults, splits and
-// collapses are. So the daemon's huge_pages is off by default
+// pages cut a kill's wait for the process to go from 30-32 ms to 20-22
+// ms, and doubled or tripled the token takeovers, with kills and without
+// (118 and 110 a minute against 41-56 without faults), the pass itself
+// (reading smaps every second) not among the causes: the huge pages' own
+// faults, splits and collapses are. So the daemon's huge_pages is off by default
 // (docs/operator.md; docs/recovery.md, session o).
 package hugepage
