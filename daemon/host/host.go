@@ -214,7 +214,7 @@ const hugePageEvery = time.Second
 // each pass's figures, the log the first pass and the first error.
 func (h *Host) hugePages(ctx context.Context) {
 	first, failed := true, false
-	hugepage.Run(ctx, hugePageEvery, true, func(st hugepage.Stats, err error) {
+	hugepage.Run(ctx, hugePageEvery, func(st hugepage.Stats, err error) {
 		h.d.NoteMemory(st.Anon, st.Huge, err)
 		if err != nil && !failed {
 			failed = true

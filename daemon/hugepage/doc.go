@@ -18,7 +18,7 @@
 // size. Advise walks the process's anonymous private writable mappings of
 // at least 2 MiB (/proc/self/smaps) and asks for huge pages on those the
 // runtime did not mark otherwise (madvise MADV_HUGEPAGE): the kernel then
-// backs new faults in them with 2 MiB pages, and with collapse set, turns
+// backs new faults in them with 2 MiB pages, and Advise turns
 // the 4 KiB pages already there into huge ones at once (MADV_COLLAPSE,
 // Linux 6.1) rather than over minutes (khugepaged). Run does it again
 // every interval, for the mappings the heap grew into since.

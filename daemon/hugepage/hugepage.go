@@ -12,7 +12,7 @@ type Stats struct {
 	Advised      int
 	AdvisedBytes int64
 	// Collapsed: mappings whose small pages were collapsed into huge
-	// ones, and their bytes (collapse set).
+	// ones, and their bytes.
 	Collapsed      int
 	CollapsedBytes int64
 	// Huge: the process's anonymous memory in huge pages after the pass
@@ -22,11 +22,11 @@ type Stats struct {
 
 // Run calls Advise now and every interval until ctx ends, and report with
 // each pass's Stats and error (report may be nil).
-func Run(ctx context.Context, every time.Duration, collapse bool, report func(Stats, error)) {
+func Run(ctx context.Context, every time.Duration, report func(Stats, error)) {
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
-		st, err := Advise(collapse)
+		st, err := Advise()
 		if report != nil {
 			report(st, err)
 		}

@@ -6,14 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 
 	"golang.org/x/sys/unix"
 )
-
-// madvCollapse is MADV_COLLAPSE (Linux 6.1).
-const madvCollapse = 25
 
 // hugeSize is the size of a transparent huge page on x86-64 and arm64
 // with 4 KiB base pages.
@@ -27,20 +25,14 @@ type mapping struct {
 	flags      []string // VmFlags
 }
 
-func (m mapping) has(flag string) bool {
-	for _, f := range m.flags {
-		if f == flag {
-			return true
-		}
-	}
-	return false
-}
+func (m mapping) has(flag string) bool { return slices.Contains(m.flags, flag) }
 
 // Advise asks for huge pages on the process's anonymous private writable
 // mappings of at least 2 MiB that are not advised either way yet ("hg",
 // "nh" in smaps' VmFlags: the runtime's own MADV_NOHUGEPAGE is left as
-// it is), and with collapse set collapses the small pages they hold.
-func Advise(collapse bool) (Stats, error) {
+// it is), and collapses the small pages they hold (MADV_COLLAPSE, Linux
+// 6.1).
+func Advise() (Stats, error) {
 	var st Stats
 	b, err := os.ReadFile("/proc/self/smaps")
 	if err != nil {
@@ -66,7 +58,7 @@ func Advise(collapse bool) (Stats, error) {
 		}
 		st.Advised++
 		st.AdvisedBytes += int64(m.end - m.start)
-		if !collapse || m.rss-m.huge < hugeSize {
+		if m.rss-m.huge < hugeSize {
 			continue
 		}
 		// Collapse it 2 MiB at a time: a call over the whole range stops
@@ -74,7 +66,7 @@ func Advise(collapse bool) (Stats, error) {
 		// touched yet, say), and leaves the rest small.
 		n := 0
 		for a := (m.start + hugeSize - 1) &^ (hugeSize - 1); a+hugeSize <= m.end; a += hugeSize {
-			if _, _, e := unix.Syscall(unix.SYS_MADVISE, a, hugeSize, madvCollapse); e == 0 {
+			if _, _, e := unix.Syscall(unix.SYS_MADVISE, a, hugeSize, unix.MADV_COLLAPSE); e == 0 {
 				n++
 			}
 		}

@@ -5,6 +5,6 @@ package hugepage
 import "errors"
 
 // Advise does nothing outside Linux.
-func Advise(bool) (Stats, error) {
+func Advise() (Stats, error) {
 	return Stats{}, errors.New("hugepage: transparent huge pages are Linux's")
 }

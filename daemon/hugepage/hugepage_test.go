@@ -94,7 +94,7 @@ func TestAdviseCollapses(t *testing.T) {
 		t.Fatal("the test's mapping is not in smaps")
 		return mapping{}
 	}
-	if st, _ := Advise(true); st.Anon == 0 {
+	if st, _ := Advise(); st.Anon == 0 {
 		t.Fatalf("a pass saw no anonymous memory: %+v", st)
 	}
 	if x := mine(); x.has("hg") || x.huge != 0 {
@@ -113,7 +113,7 @@ func TestAdviseCollapses(t *testing.T) {
 	if before.has("hg") {
 		t.Skipf("the new mapping is advised already: %+v", before)
 	}
-	st, err := Advise(true)
+	st, err := Advise()
 	if err != nil {
 		t.Logf("pass: %v (some mapping of the test process refused)", err)
 	}
@@ -128,7 +128,7 @@ func TestAdviseCollapses(t *testing.T) {
 	if st.Collapsed == 0 || st.CollapsedBytes < size-hugeSize {
 		t.Errorf("the pass reports %+v", st)
 	}
-	st2, _ := Advise(true)
+	st2, _ := Advise()
 	if x := mine(); x.huge != after.huge {
 		t.Errorf("a second pass changed the mapping: %+v -> %+v (%+v)", after, x, st2)
 	}
