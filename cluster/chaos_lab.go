@@ -22,6 +22,9 @@ type ChaosRun struct {
 	// CPUProfile makes every daemon write a CPU profile
 	// (Options.CPUProfile).
 	CPUProfile bool
+	// MemProfile makes every daemon write a heap profile when the run
+	// stops it (Options.MemProfile).
+	MemProfile bool
 	// RestartProfileFor profiles every restarted daemon's first this
 	// long (Options.RestartProfileFor).
 	RestartProfileFor time.Duration
@@ -106,7 +109,7 @@ func RunChaos(ctx context.Context, r ChaosRun) (rep ChaosReport, dir string, err
 				c.HugePages = r.HugePages
 			}
 		}
-		c, err := l.Start(ctx, Options{Dir: dir, CPUProfile: r.CPUProfile, RestartProfileFor: r.RestartProfileFor, Config: Hooks(Durable(dir, true), setOffload, timeout)})
+		c, err := l.Start(ctx, Options{Dir: dir, CPUProfile: r.CPUProfile, MemProfile: r.MemProfile, RestartProfileFor: r.RestartProfileFor, Config: Hooks(Durable(dir, true), setOffload, timeout)})
 		if err != nil {
 			return err
 		}

@@ -46,6 +46,10 @@ type Options struct {
 	// run to Dir/<host>.cpu.pprof (exo daemon --cpuprofile; finished when
 	// Stop stops it: a host killed meanwhile leaves none).
 	CPUProfile bool
+	// MemProfile, if set, makes every daemon write a heap profile to
+	// Dir/<host>.mem.pprof when Stop stops it (exo daemon --memprofile;
+	// a host killed meanwhile leaves none, its restart's run writes it).
+	MemProfile bool
 	// RestartProfileFor, if positive, makes every daemon started again
 	// (a restart after a kill, a wipe) write a CPU profile of its first
 	// RestartProfileFor to Dir/<host>.restart<k>.cpu.pprof, k counting
@@ -132,6 +136,12 @@ func (c *Cluster) CPUProfilePath(i int) string {
 	return filepath.Join(c.opt.Dir, fmt.Sprintf("%s.cpu.pprof", c.Rack.Hosts[i].Name))
 }
 
+// MemProfilePath is where host i's daemon writes its heap profile
+// (Options.MemProfile).
+func (c *Cluster) MemProfilePath(i int) string {
+	return filepath.Join(c.opt.Dir, fmt.Sprintf("%s.mem.pprof", c.Rack.Hosts[i].Name))
+}
+
 func (c *Cluster) keyPath() string { return filepath.Join(c.opt.Dir, "group.key") }
 
 func (c *Cluster) configPath(i int) string {
@@ -175,6 +185,9 @@ func (c *Cluster) StartHost(ctx context.Context, i int, join bool) error {
 		args = append(args, "--cpuprofile", c.RestartProfilePath(i, restart), "--cpuprofile-for", c.opt.RestartProfileFor.String())
 	case c.opt.CPUProfile:
 		args = append(args, "--cpuprofile", c.CPUProfilePath(i))
+	}
+	if c.opt.MemProfile {
+		args = append(args, "--memprofile", c.MemProfilePath(i))
 	}
 	cmd := c.Rack.Command(i, c.opt.Bin, args...)
 	cmd.Stdout, cmd.Stderr = logf, logf

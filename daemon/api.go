@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -86,9 +87,20 @@ func (d *Daemon) serveAPI(ctx context.Context, ln net.Listener) error {
 	return nil
 }
 
+// A connection's buffers start small and grow to the publish and subscribe
+// sizes when it first publishes or subscribes: a status read (exo status,
+// exo top, a lab watcher every 20 ms) allocated 2.2 MB for them, the
+// replies' queue alone 1.5 MB of pointers the collector scans
+// (BenchmarkStatusRead).
+const (
+	connSmallBuf = 16 << 10  // reader and writer of a connection that neither publishes nor subscribes
+	connBigBuf   = 256 << 10 // reader and writer of one that does
+	maxReplies   = 1 << 16   // replies to publishes waiting for the writer, at most (replyQueue)
+)
+
 func (d *Daemon) serveConn(ctx context.Context, c net.Conn) error {
-	r := bufio.NewReaderSize(c, 256<<10)
-	w := bufio.NewWriterSize(c, 256<<10)
+	r := bufio.NewReaderSize(c, connSmallBuf)
+	w := bufio.NewWriterSize(c, connSmallBuf)
 	var wmu sync.Mutex
 	send := func(typ byte, parts ...[]byte) error {
 		wmu.Lock()
@@ -101,42 +113,64 @@ func (d *Daemon) serveConn(ctx context.Context, c net.Conn) error {
 	sendErr := func(req uint64, code uint16, text string) error {
 		return send(client.TypeError, client.U64(req), client.U16(code), []byte(text))
 	}
+	// grow gives the connection its big buffers, once: what the small
+	// reader holds is read first; the small writer is empty (every write
+	// before is flushed under wmu, and no other writer runs yet).
+	grown := false
+	grow := func() {
+		if grown {
+			return
+		}
+		grown = true
+		if n := r.Buffered(); n > 0 {
+			held, _ := r.Peek(n)
+			r = bufio.NewReaderSize(io.MultiReader(bytes.NewReader(bytes.Clone(held)), c), connBigBuf)
+		} else {
+			r = bufio.NewReaderSize(c, connBigBuf)
+		}
+		wmu.Lock()
+		w = bufio.NewWriterSize(c, connBigBuf)
+		wmu.Unlock()
+	}
 	// Replies to publishes are encoded by the core (which must not block)
-	// into a queue that one writer drains, coalescing writes.
-	replies := make(chan []byte, 1<<16)
-	overflow := make(chan struct{})
-	var once sync.Once
+	// into a queue that one writer drains, coalescing writes; both start
+	// with the connection's first publish.
+	var replies *replyQueue
 	writerDone := make(chan struct{})
-	go func() {
-		defer close(writerDone)
-		for b := range replies {
-			wmu.Lock()
-			_, err := w.Write(b)
-			for err == nil && len(replies) > 0 {
-				_, err = w.Write(<-replies)
-			}
-			if err == nil {
-				err = w.Flush()
-			}
-			wmu.Unlock()
+	startReplies := func() {
+		if replies != nil {
+			return
+		}
+		grow()
+		replies = newReplyQueue(maxReplies)
+		go func() {
+			defer close(writerDone)
+			err := replies.drain(func(bs [][]byte) error {
+				wmu.Lock()
+				defer wmu.Unlock()
+				for _, b := range bs {
+					if _, err := w.Write(b); err != nil {
+						return err
+					}
+				}
+				return w.Flush()
+			})
 			if err != nil {
 				c.Close()
-				for range replies {
-				}
-				return
 			}
+		}()
+	}
+	var inflight sync.WaitGroup
+	defer func() {
+		if replies != nil {
+			go func() { inflight.Wait(); replies.close() }()
+			<-writerDone
 		}
 	}()
-	defer func() { <-writerDone }()
-	var closeOnce sync.Once
-	closeReplies := func() { closeOnce.Do(func() { close(replies) }) }
-	var inflight sync.WaitGroup
-	defer func() { go func() { inflight.Wait(); closeReplies() }() }()
+	var once sync.Once
 	queueReply := func(b []byte) {
-		select {
-		case replies <- b:
-		default:
-			once.Do(func() { close(overflow); c.Close() }) // the client does not read its replies
+		if !replies.put(b) {
+			once.Do(func() { c.Close() }) // the client does not read its replies
 		}
 	}
 	errorFrame := func(id uint64, err error) []byte {
@@ -193,6 +227,7 @@ func (d *Daemon) serveConn(ctx context.Context, c net.Conn) error {
 			if ctx.Err() != nil {
 				return sendErr(id, client.CodeShuttingDown, "daemon shutting down")
 			}
+			startReplies()
 			d.Publish(append([]byte(nil), body[8:]...), reply(id))
 		case client.TypePublishBatch:
 			id, payloads, err := client.ParsePublishBatch(body)
@@ -202,6 +237,7 @@ func (d *Daemon) serveConn(ctx context.Context, c net.Conn) error {
 			if ctx.Err() != nil {
 				return sendErr(id, client.CodeShuttingDown, "daemon shutting down")
 			}
+			startReplies()
 			publishBatch(id, payloads) // the payloads alias buf: PublishBatch copies them before it returns
 		case client.TypeRoster:
 			if len(body) != 10 {
@@ -281,6 +317,7 @@ func (d *Daemon) serveConn(ctx context.Context, c net.Conn) error {
 			if len(body) < 8 {
 				return sendErr(0, client.CodeBadRequest, "subscribe: short request")
 			}
+			grow()
 			return d.subscribe(ctx, c, w, &wmu, send, binary.BigEndian.Uint64(body))
 		default:
 			return sendErr(0, client.CodeBadRequest, fmt.Sprintf("unknown request type %#x", typ))

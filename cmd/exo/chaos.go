@@ -23,7 +23,7 @@ func newChaosCmd() *cobra.Command {
 	var only []string
 	var seed uint64
 	var prefix, out, offload string
-	var jsonOut, cpuProfile, keepData bool
+	var jsonOut, cpuProfile, memProfile, keepData bool
 	var restartProfile time.Duration
 	cmd := &cobra.Command{
 		Use:   "chaos",
@@ -147,7 +147,7 @@ and profiles stay. Needs root.`,
 			copts.Log = func(s string) { fmt.Fprintln(logw, "  "+s) }
 			rep, dir, err := cluster.RunChaos(cmd.Context(), cluster.ChaosRun{
 				Lab:     cluster.LabOptions{Prefix: prefix, Hosts: hosts},
-				Offload: offload, CPUProfile: cpuProfile, RestartProfileFor: restartProfile, KeepData: keepData, TokenTimeout: timeout, TokenTimeoutMin: timeoutMin, FetchWindow: fetchWindow, GoneTicks: goneTicks, Fsync: fsync, HugePages: hugePages, Chaos: copts,
+				Offload: offload, CPUProfile: cpuProfile, MemProfile: memProfile, RestartProfileFor: restartProfile, KeepData: keepData, TokenTimeout: timeout, TokenTimeoutMin: timeoutMin, FetchWindow: fetchWindow, GoneTicks: goneTicks, Fsync: fsync, HugePages: hugePages, Chaos: copts,
 				Say: func(s string) { fmt.Fprintln(logw, s) },
 			})
 			if err != nil {
@@ -192,6 +192,7 @@ and profiles stay. Needs root.`,
 	cmd.Flags().IntVar(&timeoutMin, "token-timeout-min", 0, "every daemon's token_timeout_min_ticks, the adaptive token timeout's floor in ticks of 250µs (0: the daemons' default, a fixed timeout of token_timeout_ticks)")
 	cmd.Flags().BoolVar(&keepData, "keep-data", false, "keep the daemons' durable logs after a run without violations (removed by default: 1-2 GB a 5-minute run; the daemons' logs stay)")
 	cmd.Flags().BoolVar(&cpuProfile, "cpuprofile", false, "every daemon writes a CPU profile to <daemon log dir>/<host>.cpu.pprof (a killed daemon's run leaves none)")
+	cmd.Flags().BoolVar(&memProfile, "memprofile", false, "every daemon writes a heap profile to <daemon log dir>/<host>.mem.pprof when the run stops it (a killed daemon's run leaves none; its restart's run writes it)")
 	cmd.Flags().DurationVar(&restartProfile, "restart-cpuprofile", 0, "every restarted daemon writes a CPU profile of its first this long (its log read and catch-up) to <daemon log dir>/<host>.restart<k>.cpu.pprof (0: none)")
 	return cmd
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -16,7 +17,7 @@ import (
 )
 
 func newDaemonCmd() *cobra.Command {
-	var cfgPath, level, format, cpuProfile string
+	var cfgPath, level, format, cpuProfile, memProfile string
 	var join bool
 	var offload string
 	var profileFor time.Duration
@@ -94,6 +95,28 @@ frames).
 					defer t.Stop()
 				}
 			}
+			if memProfile != "" {
+				f, err := os.Create(memProfile)
+				if err != nil {
+					return &exitError{code: 2, err: fmt.Errorf("--memprofile: %w", err)}
+				}
+				// Written as the stop begins, before the daemon lets go of
+				// its log: the in-use figures are the live heap as of the
+				// last collection of the running daemon.
+				ctx, cancel := context.WithCancel(cmd.Context())
+				defer cancel()
+				written := make(chan struct{})
+				go func() {
+					defer close(written)
+					<-ctx.Done()
+					if err := pprof.Lookup("heap").WriteTo(f, 0); err != nil {
+						log.Error("heap profile", "file", memProfile, "err", err)
+					}
+					f.Close()
+				}()
+				defer func() { cancel(); <-written }()
+				cmd.SetContext(ctx)
+			}
 			return host.Run(cmd.Context(), cfg, log)
 		},
 	}
@@ -103,6 +126,7 @@ frames).
 	cmd.Flags().StringVar(&level, "log-level", "info", "debug, info, warn or error")
 	cmd.Flags().StringVar(&format, "log-format", "text", "text or json")
 	cmd.Flags().StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile (pprof) of the whole run to this file, finished when the daemon stops (SIGTERM)")
+	cmd.Flags().StringVar(&memProfile, "memprofile", "", "write a heap profile (pprof: what the daemon holds in memory and where it was allocated) to this file when the daemon is told to stop (SIGTERM), before it lets go of its state: the live heap of its last collection (a killed daemon writes none)")
 	cmd.Flags().DurationVar(&profileFor, "cpuprofile-for", 0, "with --cpuprofile: profile only the first this long of the run, from the start (a restart's log read and catch-up), and write the file then (0: the whole run)")
 	return cmd
 }
