@@ -945,19 +945,22 @@ func (m *nemesis) sleep(ctx context.Context, d time.Duration) error {
 
 // watch samples every live host's status every 20 ms, for the halted
 // figures, the explanation of stalls and the epochs installed (the
-// view-change holds).
+// view-change holds), over a connection it keeps to each daemon.
 func (m *nemesis) watch(ctx context.Context) {
 	n := len(m.c.Rack.Hosts)
 	haltedSince := make([]time.Time, n)
 	prevAt := make([]time.Duration, n)
 	var rackEpoch uint32
 	first := true
+	sr := newStatusReader(m.c)
+	defer sr.close()
 	for ctx.Err() == nil {
 		for i := 0; i < n; i++ {
 			if m.isDead(i) {
+				sr.drop(i)
 				continue
 			}
-			st, err := m.c.Status(ctx, i)
+			st, err := sr.status(ctx, i)
 			if err != nil {
 				continue
 			}
