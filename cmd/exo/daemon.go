@@ -104,7 +104,6 @@ frames).
 				// its log: the in-use figures are the live heap as of the
 				// last collection of the running daemon.
 				ctx, cancel := context.WithCancel(cmd.Context())
-				defer cancel()
 				written := make(chan struct{})
 				go func() {
 					defer close(written)
