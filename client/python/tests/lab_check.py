@@ -190,14 +190,18 @@ MAX_DROPS = 10
 drops = [0]
 
 
+def dropped(what, e):
+    drops[0] += 1
+    check(drops[0] <= MAX_DROPS, "%s: more than %d reconciliations dropped publishes: %s" % (what, MAX_DROPS, e))
+    print("note: %s: dropped by a reconciliation, run again (%d): %s" % (what, drops[0], e), flush=True)
+
+
 def again(what, run):
     while True:
         try:
             return run()
         except exo_client.DroppedError as e:
-            drops[0] += 1
-            check(drops[0] <= MAX_DROPS, "%s: more than %d reconciliations dropped publishes: %s" % (what, MAX_DROPS, e))
-            print("note: %s: dropped by a reconciliation, run again (%d): %s" % (what, drops[0], e), flush=True)
+            dropped(what, e)
 
 
 async def again_async(what, run):
@@ -205,9 +209,7 @@ async def again_async(what, run):
         try:
             return await run()
         except exo_client.DroppedError as e:
-            drops[0] += 1
-            check(drops[0] <= MAX_DROPS, "%s: more than %d reconciliations dropped publishes: %s" % (what, MAX_DROPS, e))
-            print("note: %s: dropped by a reconciliation, run again (%d): %s" % (what, drops[0], e), flush=True)
+            dropped(what, e)
 
 
 def latency_rate():
