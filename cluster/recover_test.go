@@ -111,7 +111,13 @@ func TestRackAcceptLoss(t *testing.T) {
 			continue
 		}
 		acceptances++
-		if !strings.Contains(string(shown), "in doubt: positions from") || !strings.Contains(string(done), "accepted: view change") {
+		// The acceptance reports what it resolved (the positions in
+		// doubt) before it says so. The report asked for first may
+		// find the view change between two attempts (it is started
+		// again every few hundred ms): then it says there is nothing
+		// to recover, and says no more.
+		if !strings.Contains(string(done), "in doubt: positions from") || !strings.Contains(string(done), "accepted: view change") ||
+			!strings.Contains(string(shown), "in doubt: positions from") && !strings.Contains(string(shown), "not stalled on lost state") {
 			t.Fatalf("report:\n%s\nanswer:\n%s", shown, done)
 		}
 		t.Logf("acceptance %d, at %s:\n%s%s", acceptances, r.Hosts[i].Name, shown, done)
