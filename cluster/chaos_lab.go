@@ -55,6 +55,10 @@ type ChaosRun struct {
 	// in transparent huge pages, which a killed daemon frees sooner before
 	// its peers see its connections close; "off", the default).
 	HugePages string
+	// Preallocate, when set, is every daemon's preallocate ("on", the
+	// default: the durable log's next segment written ahead, appends
+	// synced with fdatasync; "off": segments grow as they are written).
+	Preallocate string
 	// Chaos configures the nemesis; its Log receives the actions.
 	Chaos ChaosOptions
 	// Say, if set, receives the run's own lines: what runs where, once the
@@ -107,6 +111,9 @@ func RunChaos(ctx context.Context, r ChaosRun) (rep ChaosReport, dir string, err
 			}
 			if r.HugePages != "" {
 				c.HugePages = r.HugePages
+			}
+			if r.Preallocate != "" {
+				c.Preallocate = r.Preallocate
 			}
 		}
 		c, err := l.Start(ctx, Options{Dir: dir, CPUProfile: r.CPUProfile, MemProfile: r.MemProfile, RestartProfileFor: r.RestartProfileFor, Config: Hooks(Durable(dir, true), setOffload, timeout)})

@@ -202,6 +202,13 @@ type Config struct {
 	// (default 64 MiB, 1 MiB..1 GiB): the unit in which retention removes
 	// the log, so a bytes bound is kept to within one segment.
 	SegmentBytes int64 `json:"segment_bytes,omitempty"`
+	// Preallocate writes the durable log's next segment file ahead of
+	// time, zeros to segment_bytes, on a goroutine in the idle I/O class:
+	// "on" (default) or "off". The appends to a prepared segment grow no
+	// file, so the sync that every frame this host sends waits for is an
+	// fdatasync of the data alone (wal.Options.Preallocate). It costs one
+	// segment of disk space ahead and the zeros' writes.
+	Preallocate string `json:"preallocate,omitempty"`
 	// DataDir holds the durable log; empty keeps the log in memory only.
 	DataDir string `json:"data_dir,omitempty"`
 	// Fsync is the durable log's policy: "none", "batch" (default: before
@@ -280,6 +287,9 @@ func (c *Config) defaults() {
 	}
 	if c.HugePages == "" {
 		c.HugePages = "off"
+	}
+	if c.Preallocate == "" {
+		c.Preallocate = "on"
 	}
 	if c.Procs == 0 {
 		c.Procs = 1
@@ -484,6 +494,8 @@ func (c *Config) Validate() error {
 		return fieldErr("rx_poll", "%q is none of runtime, block, busy", c.RxPoll)
 	case c.HugePages != "on" && c.HugePages != "off":
 		return fieldErr("huge_pages", "%q is neither on nor off", c.HugePages)
+	case c.Preallocate != "on" && c.Preallocate != "off":
+		return fieldErr("preallocate", "%q is neither on nor off", c.Preallocate)
 	case c.Procs < -1 || c.Procs > 1024:
 		return fieldErr("procs", "%d is outside -1 (every CPU) and 1..1024", c.Procs)
 	case c.Tick < 10*time.Microsecond || c.Tick > time.Second:

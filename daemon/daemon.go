@@ -62,6 +62,9 @@ type Daemon struct {
 	disk  *wal.Log // the durable log, or nil
 	// syncedAt is when the durable log was last committed (mustCommit).
 	syncedAt time.Time
+	// segPrepared and segGrown are the durable log's segments begun (on a
+	// prepared file, on an empty one) already counted in the metrics.
+	segPrepared, segGrown uint64
 	// restarted: the core came back from the durable log (RestartNode).
 	restarted bool
 	started   time.Time                  // when newDaemon began: before the durable log was read (Status.Started)
@@ -177,7 +180,7 @@ func newDaemon(cfg *Config, conn FrameConn, o OOB, log *slog.Logger) (*Daemon, e
 	var hs exo.HardState
 	if cfg.DataDir != "" {
 		pol, _ := wal.ParseSync(cfg.Fsync)
-		if disk, hs, err = wal.OpenWith(cfg.DataDir, pol, wal.Options{SegmentBytes: cfg.SegmentBytes}); err != nil {
+		if disk, hs, err = wal.OpenWith(cfg.DataDir, pol, wal.Options{SegmentBytes: cfg.SegmentBytes, Preallocate: cfg.Preallocate == "on"}); err != nil {
 			return nil, fmt.Errorf("daemon: %w", err)
 		}
 		if disk.Repair != "" {
@@ -841,6 +844,7 @@ func (d *Daemon) ready() error {
 		if err := d.disk.Append(rd.Appended); err != nil {
 			return err
 		}
+		d.countSegments()
 		d.setMeta(nd)
 		if now := time.Now(); d.mustCommit(&rd, now) {
 			before := d.disk.Syncs()
@@ -1481,4 +1485,13 @@ func (d *Daemon) watchBehind(now time.Time) {
 		args = append(args, "view_change", vc.Epoch, "promises", vc.Promised, "need", vc.Need, "ambiguous", vc.Ambiguous)
 	}
 	d.log.Warn("behind the rack and not catching up", args...)
+}
+
+// countSegments adds the durable log's segments begun since the last call
+// to exo_wal_segments_total.
+func (d *Daemon) countSegments() {
+	p, g := d.disk.Prepared()
+	d.metrics.walSegments.WithLabelValues("prepared").Add(float64(p - d.segPrepared))
+	d.metrics.walSegments.WithLabelValues("empty").Add(float64(g - d.segGrown))
+	d.segPrepared, d.segGrown = p, g
 }

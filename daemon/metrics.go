@@ -42,6 +42,7 @@ type metrics struct {
 	rackFloor                       prometheus.Gauge
 	retainLagging                   prometheus.Counter
 	viewChangeCauses                *prometheus.CounterVec
+	walSegments                     *prometheus.CounterVec
 	viewChangeTime, epochFirstFrame prometheus.Histogram
 	tokenTimeout                    prometheus.Gauge
 	rejects                         *prometheus.CounterVec
@@ -100,6 +101,8 @@ func newMetrics() *metrics {
 		retainLagging:     c("retention_lagging_cuts_total", "Times retention removed log that a member, by its last announcement, had not agreed yet."),
 		viewChangeCauses: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "view_change_causes_total",
 			Help: "View changes started by this host, by cause (exo.Cause: divergence, retry, promise-timeout, ...; docs/recovery.md)."}, []string{"cause"}),
+		walSegments: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "wal_segments_total",
+			Help: "Durable log segments begun, by how: prepared (on a file of zeros written ahead, preallocate on) or empty (preallocate off, or the prepared file was not ready yet)."}, []string{"begun"}),
 		goneNotices:    c("gone_notices_total", "Members this host learnt the process of was gone: their OOB connection ended and a dial to them was refused (a kill -9, a stop); the token is taken over from such a holder after gone_ticks."),
 		falseTakeovers: c("false_takeovers_total", "Takeovers that passed this host over while it was running (false takeovers, seen by their victim; with no fault in force every one is false)."),
 		lateFrames:     c("late_frames_total", "Frames of holders that a takeover had passed over, heard after the takeover's (false takeovers, seen by any host): the gap each ended raises the failure detector's timeout (docs/protocol.md section 3)."),
@@ -128,7 +131,7 @@ func newMetrics() *metrics {
 			Buckets: prometheus.ExponentialBuckets(1e-6, 2, 22)}),
 	}
 	m.reg.MustRegister(m.info, m.appendPtr, m.agreedPtr, m.epoch, m.queueDepth, m.halted, m.framesIn, m.framesOut,
-		m.oobOut, m.fetchedEntries, m.fetchedBytes, m.walFsyncs, m.readErrors, m.writeErrors, m.foreignMAC, m.badFragments, m.published, m.delivered, m.queueFull,
+		m.oobOut, m.fetchedEntries, m.fetchedBytes, m.walFsyncs, m.walSegments, m.readErrors, m.writeErrors, m.foreignMAC, m.badFragments, m.published, m.delivered, m.queueFull,
 		m.viewChanges, m.viewChangeCauses, m.viewChangeTime, m.pastFloor, m.floorJumps, m.archiveAnswers, m.archiveMisses, m.archiveSubscribed, m.retainedBase, m.logBytes, m.memAnon, m.memHuge, m.rackFloor, m.retainLagging, m.epochFirstFrame, m.takeovers, m.falseTakeovers, m.lateFrames, m.goneNotices, m.tokenTimeout, m.rejects, m.tokenHold, m.offloadDrops, m.offloadPushes,
 		m.keyPhase, m.keyEvents, m.safetyEvents, m.behindEntries, m.behindEpoch, m.ticks, m.wakeups, m.tokenWait, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	for r := exo.Reason(1); r < exo.NumReasons; r++ {
@@ -136,6 +139,9 @@ func newMetrics() *metrics {
 	}
 	for _, c := range exo.Causes() {
 		m.viewChangeCauses.WithLabelValues(c.String())
+	}
+	for _, b := range []string{"prepared", "empty"} {
+		m.walSegments.WithLabelValues(b)
 	}
 	for _, e := range []string{"staged", "switched", "retired"} {
 		m.keyEvents.WithLabelValues(e)
@@ -191,6 +197,7 @@ func (m *metrics) counters() map[string]uint64 {
 	read("fetched_entries", m.fetchedEntries)
 	read("fetched_bytes", m.fetchedBytes)
 	read("wal_fsyncs", m.walFsyncs)
+	read("wal_segments", m.walSegments)
 	read("foreign_mac", m.foreignMAC)
 	read("published", m.published)
 	read("delivered", m.delivered)

@@ -12,6 +12,17 @@
 // whose CRC does not match (a torn write or corruption): the file is cut
 // there, later segments are removed, and the reason is reported, so a
 // damaged tail is never handed to the core.
+//
+// A preallocated segment (Options.Preallocate) is written over zeros that
+// were written and fsynced before it took its name: its records end at the
+// first zero header (a length and a CRC of 0, which no record has). Its
+// appends then change no file size and allocate no block, so fdatasync
+// flushes the data alone and need not wait for the file system's journal
+// (ext4 on the lab's disk: 242-248 us a sync p50 against 379-496 us for
+// an appended file and fsync, p90 0.5-0.7 ms against 2.4-2.7 ms;
+// docs/recovery.md). Whatever could leave bytes past the records that were
+// not those zeros (a cut, a restart after a crash) cuts the file to its
+// records first, so that no old record can come back behind new ones.
 package wal
 
 import (
@@ -31,6 +42,7 @@ import (
 	"time"
 
 	"github.com/exo-rack/exo/exo"
+	"golang.org/x/sys/unix"
 )
 
 // Sync is the fsync policy.
@@ -123,16 +135,25 @@ type segment struct {
 
 // Log is an open durable log. It is not safe for concurrent use.
 type Log struct {
-	dir   string
-	sync  Sync
-	segs  []segment
-	f     *os.File // the last segment, open for appending
-	size  int64
-	offs  []int64 // offset of each record of the last segment
-	end   uint64  // seq after the last record
-	meta  Meta
-	disk  Meta // the meta last written (or read)
-	dirty bool
+	dir  string
+	sync Sync
+	segs []segment
+	f    *os.File // the last segment, open for writing at size
+	size int64
+	// fsize is the last segment's file size: more than size while the
+	// zeros of a preallocated segment are ahead of its records.
+	fsize int64
+	// prep writes the next segment's file ahead (nil: Options.Preallocate
+	// off, or no fsync to make cheaper).
+	prep *preparer
+	// prepared and grown count the segments begun on a prepared file and
+	// on a new, empty one (Prepared).
+	prepared, grown uint64
+	offs            []int64 // offset of each record of the last segment
+	end             uint64  // seq after the last record
+	meta            Meta
+	disk            Meta // the meta last written (or read)
+	dirty           bool
 	// unsynced: records were written (or the log cut) since the last
 	// fsync of the last segment.
 	unsynced bool
@@ -148,6 +169,14 @@ type Options struct {
 	// next one begun (default 64 MiB): the unit in which retention
 	// removes the log (Retain).
 	SegmentBytes int64
+	// Preallocate writes each next segment's file ahead of time (zeros
+	// to SegmentBytes, fsynced, in the idle I/O class) on a goroutine of
+	// the log's, so that the appends that follow are synced with
+	// fdatasync over blocks that exist. A roll that finds the next file
+	// not ready yet begins an empty segment, as without it. It costs a
+	// segment of disk space ahead (the prepared file) and the zeros'
+	// writes. Ignored with SyncNone.
+	Preallocate bool
 }
 
 // DefaultSegmentBytes is Options.SegmentBytes's default.
@@ -172,6 +201,11 @@ func OpenWith(dir string, sync Sync, o Options) (*Log, exo.HardState, error) {
 	if l.segMax <= 0 {
 		l.segMax = DefaultSegmentBytes
 	}
+	// A prepared file that a stop or a crash left is not known to be
+	// whole: it is written again.
+	if err := os.Remove(filepath.Join(dir, prepFile)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, hs, fmt.Errorf("wal: %w", err)
+	}
 	if b, err := os.ReadFile(filepath.Join(dir, metaFile)); err == nil {
 		if err := json.Unmarshal(b, &l.meta); err != nil {
 			return nil, hs, fmt.Errorf("wal: %s: %w", metaFile, err)
@@ -186,6 +220,7 @@ func OpenWith(dir string, sync Sync, o Options) (*Log, exo.HardState, error) {
 	}
 	l.segs = segs
 	var entries []exo.Entry
+	read := -1 // the last segment read (l.offs and l.size are its)
 	for i := 0; i < len(l.segs); i++ {
 		s := l.segs[i]
 		if i > 0 && s.first != l.end {
@@ -212,10 +247,7 @@ func OpenWith(dir string, sync Sync, o Options) (*Log, exo.HardState, error) {
 		l.segs[i].size = good
 		entries = append(entries, es...)
 		l.end = next
-		if i == len(l.segs)-1 {
-			l.offs = offs
-			l.size = good
-		}
+		l.offs, l.size, read = offs, good, i
 		if err != nil {
 			l.Repair = fmt.Sprintf("%s: %v at byte %d: truncated there, later segments removed", s.path, err, good)
 			if err := os.Truncate(s.path, good); err != nil {
@@ -226,11 +258,24 @@ func OpenWith(dir string, sync Sync, o Options) (*Log, exo.HardState, error) {
 			break
 		}
 	}
+	if n := len(l.segs); n > 0 && read != n-1 {
+		// The segments after an archive segment were removed (they did
+		// not follow it): its records' offsets, for the appends.
+		_, offs, good, _, err := readSegment(l.segs[n-1], math.MaxUint64)
+		if err != nil {
+			return nil, hs, fmt.Errorf("wal: %s: %w", l.segs[n-1].path, err)
+		}
+		l.offs, l.size = offs, good
+	}
 	if len(l.segs) > 0 {
 		last := l.segs[len(l.segs)-1]
-		if l.f, err = os.OpenFile(last.path, os.O_WRONLY|os.O_APPEND, 0o640); err != nil {
-			return nil, hs, fmt.Errorf("wal: %w", err)
+		if l.f, err = l.openLast(last.path); err != nil {
+			return nil, hs, err
 		}
+	}
+	if o.Preallocate && sync != SyncNone {
+		l.prep = &preparer{path: filepath.Join(dir, prepFile), size: l.segMax}
+		l.prep.start()
 	}
 	l.trimRetained()
 	if l.meta.Roster != nil {
@@ -305,13 +350,33 @@ func listSegments(dir string) ([]segment, error) {
 // at a clean end). A restart whose log started late in a 64 MiB segment
 // decoded and checked the whole segment, then dropped the part below.
 func readSegment(s segment, from uint64) ([]exo.Entry, []int64, int64, uint64, error) {
-	// One read of the whole segment (at most segmentBytes plus a record):
-	// the entries alias it, so a restart allocates and copies the log
-	// once here (the core copies it again into its own memory), instead
-	// of a buffer per record and a copy of each history and payload.
-	buf, err := os.ReadFile(s.path)
+	// One buffer of the whole segment (at most segmentBytes plus a
+	// record): the entries alias it, so a restart allocates and copies
+	// the log once here (the core copies it again into its own memory),
+	// instead of a buffer per record and a copy of each history and
+	// payload. It is read as the records need it, so that the zeros of
+	// a preallocated segment's end are neither read nor touched.
+	f, err := os.Open(s.path)
 	if err != nil {
 		return nil, nil, 0, s.first, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, nil, 0, s.first, err
+	}
+	buf := make([]byte, fi.Size())
+	have := 0
+	fill := func(n int) error { // buf[:n] read (n <= len(buf))
+		for have < n {
+			k := min(len(buf)-have, max(n-have, 4<<20))
+			m, err := f.ReadAt(buf[have:have+k], int64(have))
+			have += m
+			if err != nil && have < n {
+				return err
+			}
+		}
+		return nil
 	}
 	var es []exo.Entry
 	var offs []int64
@@ -325,12 +390,21 @@ func readSegment(s segment, from uint64) ([]exo.Entry, []int64, int64, uint64, e
 		if len(rest) < 8 {
 			return es, offs, off, want, fmt.Errorf("torn record header (%d bytes)", len(rest))
 		}
+		if err := fill(int(off) + 8); err != nil {
+			return es, offs, off, want, err
+		}
 		ln := binary.BigEndian.Uint32(rest)
+		if ln == 0 && binary.BigEndian.Uint32(rest[4:]) == 0 {
+			return es, offs, off, want, nil // a preallocated segment's zeros
+		}
 		if ln > maxRecord {
 			return es, offs, off, want, fmt.Errorf("record length %d", ln)
 		}
 		if uint64(len(rest)-8) < uint64(ln) {
 			return es, offs, off, want, errors.New("torn record body")
+		}
+		if err := fill(int(off) + 8 + int(ln)); err != nil {
+			return es, offs, off, want, err
 		}
 		if want >= from {
 			body := rest[8 : 8+ln : 8+ln]
@@ -393,9 +467,9 @@ func (l *Log) Truncate(seq uint64) error {
 				return fmt.Errorf("wal: truncate: %w", err)
 			}
 			l.offs, l.size = offs, good
-			f, err := os.OpenFile(l.segs[len(l.segs)-1].path, os.O_WRONLY|os.O_APPEND, 0o640)
+			f, err := l.openLast(l.segs[len(l.segs)-1].path)
 			if err != nil {
-				return fmt.Errorf("wal: %w", err)
+				return err
 			}
 			l.f = f
 		}
@@ -413,7 +487,7 @@ func (l *Log) Truncate(seq uint64) error {
 			return fmt.Errorf("wal: truncate: %w", err)
 		}
 		l.offs = l.offs[:k]
-		l.size = off
+		l.size, l.fsize = off, off
 	}
 	l.end = seq
 	return nil
@@ -447,8 +521,9 @@ func (l *Log) Append(es []exo.Entry) error {
 		if len(l.buf) == 0 {
 			return nil
 		}
-		_, err := l.f.Write(l.buf)
+		_, err := l.f.WriteAt(l.buf, l.size-int64(len(l.buf)))
 		l.buf = l.buf[:0]
+		l.fsize = max(l.fsize, l.size)
 		if err != nil {
 			return fmt.Errorf("wal: append: %w", err)
 		}
@@ -488,23 +563,85 @@ func (l *Log) Append(es []exo.Entry) error {
 	return flush()
 }
 
+// roll ends the last segment (cut to its records, synced) and begins the
+// segment of first: on the prepared file when it is ready, else empty.
 func (l *Log) roll(first uint64) error {
 	if l.f != nil {
-		if err := l.f.Sync(); err != nil {
+		if l.fsize > l.size {
+			if err := l.f.Truncate(l.size); err != nil {
+				return fmt.Errorf("wal: %w", err)
+			}
+		}
+		if err := datasync(l.f); err != nil {
 			return fmt.Errorf("wal: fsync: %w", err)
 		}
 		l.syncs++
 		l.f.Close()
+		l.f = nil
 		l.segs[len(l.segs)-1].size = l.size
 	}
 	path := segmentPath(l.dir, first)
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_TRUNC|os.O_APPEND, 0o640)
+	var f *os.File
+	fsize := int64(0)
+	ok, err := l.prep.take(path)
 	if err != nil {
-		return fmt.Errorf("wal: %w", err)
+		return err
 	}
-	l.f, l.size, l.offs = f, 0, nil
+	if ok {
+		if f, err = os.OpenFile(path, os.O_WRONLY, 0o640); err != nil {
+			return fmt.Errorf("wal: %w", err)
+		}
+		fsize = l.segMax
+		l.prepared++
+		l.prep.start() // the one after it
+	} else {
+		if f, err = os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o640); err != nil {
+			return fmt.Errorf("wal: %w", err)
+		}
+		l.grown++
+	}
+	l.f, l.size, l.fsize, l.offs = f, 0, fsize, nil
 	l.segs = append(l.segs, segment{first: first, path: path})
 	return syncDir(l.dir)
+}
+
+// openLast opens the segment at path to write at the end of its records
+// (Log.size): a file longer than them (a preallocated segment's zeros, or
+// what a crash left past the last synced record) is cut to them first, so
+// that the appends never run into bytes they did not write.
+func (l *Log) openLast(path string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_WRONLY, 0o640)
+	if err != nil {
+		return nil, fmt.Errorf("wal: %w", err)
+	}
+	fi, err := f.Stat()
+	if err == nil && fi.Size() > l.size {
+		if err = f.Truncate(l.size); err == nil {
+			err = datasync(f)
+		}
+	}
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("wal: %s: %w", path, err)
+	}
+	l.fsize = l.size
+	return f, nil
+}
+
+// Prepared returns how many segments the log began on a prepared file
+// (Options.Preallocate) and how many on an empty one, since it was
+// opened.
+func (l *Log) Prepared() (prepared, grown uint64) { return l.prepared, l.grown }
+
+// datasync is fdatasync(2): the file's data and what reading it back
+// needs (its size), not its times.
+func datasync(f *os.File) error {
+	for {
+		err := unix.Fdatasync(int(f.Fd()))
+		if err != unix.EINTR {
+			return err
+		}
+	}
 }
 
 // SetMeta records the durable state; it is written at the next Commit when
@@ -534,7 +671,7 @@ func (l *Log) SetMeta(m Meta) {
 // depends on it.
 func (l *Log) Commit() error {
 	if l.f != nil && l.sync != SyncNone && l.unsynced {
-		if err := l.f.Sync(); err != nil {
+		if err := datasync(l.f); err != nil {
 			return fmt.Errorf("wal: fsync: %w", err)
 		}
 		l.syncs++
@@ -710,16 +847,104 @@ func (l *Log) Size() int64 {
 	return total
 }
 
-// Close closes the log.
+// Close closes the log (and waits for the next segment's preparation,
+// whose file it removes).
 func (l *Log) Close() error {
+	err := l.prep.stop()
+	l.prep = nil
 	if l.f == nil {
-		return nil
+		return err
 	}
-	err := l.f.Sync()
+	if serr := datasync(l.f); err == nil {
+		err = serr
+	}
 	if cerr := l.f.Close(); err == nil {
 		err = cerr
 	}
 	l.f = nil
+	return err
+}
+
+// prepFile is the name of the next segment's file while it is prepared.
+const prepFile = "next-segment.prep"
+
+// preparer writes the next segment's file ahead: size bytes of zeros,
+// fsynced, at path, on a goroutine of its own, in the idle I/O class (the
+// rack's fsyncs first).
+type preparer struct {
+	path string
+	size int64
+	done chan error // the preparation under way or finished; nil: none
+}
+
+// start begins a preparation if none is under way or ready.
+func (p *preparer) start() {
+	if p == nil || p.done != nil {
+		return
+	}
+	done := make(chan error, 1)
+	p.done = done
+	go func() {
+		var err error
+		inClass(IOIdle, func() { err = writeZeros(p.path, p.size) })
+		done <- err
+	}()
+}
+
+// take renames the prepared file to path if it is ready (false if not, or
+// if its preparation failed: the caller begins an empty segment).
+func (p *preparer) take(path string) (bool, error) {
+	if p == nil || p.done == nil {
+		return false, nil
+	}
+	select {
+	case err := <-p.done:
+		p.done = nil
+		if err != nil {
+			os.Remove(p.path)
+			p.start() // try again for the next roll
+			return false, nil
+		}
+	default:
+		return false, nil
+	}
+	if err := os.Rename(p.path, path); err != nil {
+		return false, fmt.Errorf("wal: %w", err)
+	}
+	return true, nil
+}
+
+// stop waits for the preparation under way and removes its file.
+func (p *preparer) stop() error {
+	if p == nil {
+		return nil
+	}
+	if p.done != nil {
+		<-p.done
+		p.done = nil
+	}
+	if err := os.Remove(p.path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("wal: %w", err)
+	}
+	return nil
+}
+
+// writeZeros writes a file of size zero bytes at path and fsyncs it.
+func writeZeros(path string, size int64) error {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o640)
+	if err != nil {
+		return err
+	}
+	zeros := make([]byte, min(size, 1<<20))
+	for off := int64(0); off < size && err == nil; off += int64(len(zeros)) {
+		_, err = f.Write(zeros[:min(int64(len(zeros)), size-off)])
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
 	return err
 }
 
@@ -925,6 +1150,10 @@ func (c *segCursor) skip(f *os.File, size int64, seq uint64, off int64, lo uint6
 			buf, bufOff = buf[:n], off
 		}
 		ln := binary.BigEndian.Uint32(buf[off-bufOff:])
+		if ln == 0 && off+8 <= bufOff+int64(len(buf)) && binary.BigEndian.Uint32(buf[off-bufOff+4:]) == 0 {
+			// A preallocated segment's zeros: its records end here.
+			return 0, fmt.Errorf("%w: seq %d (segment %s ends at %d)", ErrNotRetained, lo, filepath.Base(c.seg.path), seq)
+		}
 		if ln > maxRecord {
 			return 0, fmt.Errorf("wal: read %s: record length %d at offset %d", c.seg.path, ln, off)
 		}
@@ -973,6 +1202,9 @@ func (c *segCursor) collect(f *os.File, size int64, lo, hi uint64, off int64, li
 		}
 		rest := buf[off-bufOff:]
 		ln := binary.BigEndian.Uint32(rest)
+		if ln == 0 && binary.BigEndian.Uint32(rest[4:]) == 0 {
+			break // a preallocated segment's zeros: its written end
+		}
 		if ln > maxRecord {
 			return c.tail(es, lo, fmt.Errorf("record length %d at offset %d", ln, off))
 		}
