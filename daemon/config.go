@@ -203,7 +203,7 @@ type Config struct {
 	// the log, so a bytes bound is kept to within one segment.
 	SegmentBytes int64 `json:"segment_bytes,omitempty"`
 	// Preallocate writes the durable log's next segment file ahead of
-	// time, zeros to segment_bytes, on a goroutine in the idle I/O class:
+	// time, zeros to segment_bytes, on a goroutine of its own, in pieces:
 	// "on" (default) or "off". The appends to a prepared segment grow no
 	// file, so the sync that every frame this host sends waits for is an
 	// fdatasync of the data alone (wal.Options.Preallocate). It costs one

@@ -18,9 +18,9 @@
 // first zero header (a length and a CRC of 0, which no record has). Its
 // appends then change no file size and allocate no block, so fdatasync
 // flushes the data alone and need not wait for the file system's journal
-// (ext4 on the lab's disk: 242-248 us a sync p50 against 379-496 us for
-// an appended file and fsync, p90 0.5-0.7 ms against 2.4-2.7 ms;
-// docs/recovery.md). Whatever could leave bytes past the records that were
+// (BenchmarkCommitEntry, ext4 on the lab's disk: 295-307 us an append and
+// its sync p50 against 391-412 us for a file that grows, p90 411-465
+// against 478-531 us; docs/recovery.md, session q). Whatever could leave bytes past the records that were
 // not those zeros (a cut, a restart after a crash) cuts the file to its
 // records first, so that no old record can come back behind new ones.
 package wal
@@ -170,7 +170,7 @@ type Options struct {
 	// removes the log (Retain).
 	SegmentBytes int64
 	// Preallocate writes each next segment's file ahead of time (zeros
-	// to SegmentBytes, fsynced, in the idle I/O class) on a goroutine of
+	// to SegmentBytes, fsynced in pieces: writeZeros) on a goroutine of
 	// the log's, so that the appends that follow are synced with
 	// fdatasync over blocks that exist. A roll that finds the next file
 	// not ready yet begins an empty segment, as without it. It costs a
@@ -869,8 +869,7 @@ func (l *Log) Close() error {
 const prepFile = "next-segment.prep"
 
 // preparer writes the next segment's file ahead: size bytes of zeros,
-// fsynced, at path, on a goroutine of its own, in the idle I/O class (the
-// rack's fsyncs first).
+// fsynced, at path, on a goroutine of its own (writeZeros).
 type preparer struct {
 	path string
 	size int64
@@ -885,9 +884,7 @@ func (p *preparer) start() {
 	done := make(chan error, 1)
 	p.done = done
 	go func() {
-		var err error
-		inClass(IOIdle, func() { err = writeZeros(p.path, p.size) })
-		done <- err
+		done <- writeZeros(p.path, p.size)
 	}()
 }
 
@@ -929,15 +926,36 @@ func (p *preparer) stop() error {
 	return nil
 }
 
-// writeZeros writes a file of size zero bytes at path and fsyncs it.
+// Zeros are written in prepWrite pieces, synced every prepSync bytes,
+// with a prepPause after each sync, in the daemon's own I/O class: a
+// daemon runs on one P, which a long write holds, and the five daemons of
+// a lab rack roll their segments at about the same time onto one disk.
+// The file system's journal commits the data of every file it allocated
+// blocks to before the commit that any fsync waits for (ext4's ordered
+// mode): a first version wrote 1 MiB pieces and synced once at the end,
+// in the idle class, and every daemon's fsyncs waited behind zeros the
+// disk served last (holds of the rack of at most 0.24-0.55 s in four
+// runs, 0.09-0.16 s without; docs/recovery.md, session q).
+const (
+	prepWrite = 64 << 10
+	prepSync  = 1 << 20
+	prepPause = 2 * time.Millisecond
+)
+
+// writeZeros writes a file of size zero bytes at path and fsyncs it, in
+// pieces (prepWrite, prepSync, prepPause).
 func writeZeros(path string, size int64) error {
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o640)
 	if err != nil {
 		return err
 	}
-	zeros := make([]byte, min(size, 1<<20))
+	zeros := make([]byte, min(size, prepWrite))
 	for off := int64(0); off < size && err == nil; off += int64(len(zeros)) {
 		_, err = f.Write(zeros[:min(int64(len(zeros)), size-off)])
+		if done := off + int64(len(zeros)); err == nil && done%prepSync == 0 && done < size {
+			err = datasync(f)
+			time.Sleep(prepPause)
+		}
 	}
 	if err == nil {
 		err = f.Sync()

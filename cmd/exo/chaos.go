@@ -187,7 +187,7 @@ and profiles stay. Needs root.`,
 	cmd.Flags().StringVar(&out, "out", "", "write the JSON report here")
 	cmd.Flags().BoolVar(&jsonOut, "json", false, "print the report as JSON (the actions go to stderr)")
 	cmd.Flags().StringVar(&fsync, "fsync", "", "every daemon's fsync policy: batch (the default: before anything that depends on the log is sent) entry (also after every batch of entries received: the policy before batch became lazy) or none (never: a crash of the machine may lose what the host vouched for; to tell the fsyncs' share of a figure)")
-	cmd.Flags().StringVar(&preallocate, "preallocate", "", "every daemon's preallocate: on (the daemons' default: the durable log's next segment written ahead, appends synced with fdatasync) or off (segments grow as they are written, fsync)")
+	cmd.Flags().StringVar(&preallocate, "preallocate", "", "every daemon's preallocate: on (the daemons' default: the durable log's next segment written ahead, appends synced with fdatasync) or off (segments grow as they are written)")
 	cmd.Flags().StringVar(&hugePages, "huge-pages", "", "every daemon's huge_pages: on (the heap in transparent huge pages, freed sooner when a daemon is killed) or off (the daemons' default)")
 	cmd.Flags().IntVar(&fetchWindow, "fetch-window", 0, "every daemon's fetch_window: the batches a host catching up keeps in flight (0: the daemons' default, 4; 1: one at a time)")
 	cmd.Flags().IntVar(&goneTicks, "gone-ticks", 0, "every daemon's gone_ticks: how long a takeover waits on a holder whose daemon is known dead (its OOB connections ended, a dial refused); -1: such notices ignored (0: the daemons' default, 1 tick)")
