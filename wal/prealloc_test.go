@@ -219,3 +219,29 @@ func TestPreallocatedStrayRecordCut(t *testing.T) {
 	defer l.Close()
 	equal(t, hs.Log, entries(0, end+1))
 }
+
+// TestCloseStopsPreparation: a stop cuts a preparation short at its next
+// sync (a daemon's stop does not wait for a segment of zeros), and a
+// Close leaves no prepared file.
+func TestCloseStopsPreparation(t *testing.T) {
+	dir := t.TempDir()
+	quit := make(chan struct{})
+	close(quit)
+	path := filepath.Join(dir, "z")
+	if err := writeZeros(path, 64<<20, quit); !errors.Is(err, errStopped) {
+		t.Fatalf("writeZeros after quit: %v, want errStopped", err)
+	}
+	if n := fileSize(t, path); n != prepSync {
+		t.Fatalf("stopped after %d bytes, want the first %d", n, prepSync)
+	}
+	l, _, err := OpenWith(dir, SyncBatch, Options{SegmentBytes: 1 << 30, Preallocate: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, prepFile)); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("prepared file after Close: %v", err)
+	}
+}

@@ -873,7 +873,8 @@ const prepFile = "next-segment.prep"
 type preparer struct {
 	path string
 	size int64
-	done chan error // the preparation under way or finished; nil: none
+	done chan error    // the preparation under way or finished; nil: none
+	quit chan struct{} // closed by stop: a preparation under way ends early
 }
 
 // start begins a preparation if none is under way or ready.
@@ -883,8 +884,12 @@ func (p *preparer) start() {
 	}
 	done := make(chan error, 1)
 	p.done = done
+	if p.quit == nil {
+		p.quit = make(chan struct{})
+	}
+	quit := p.quit
 	go func() {
-		done <- writeZeros(p.path, p.size)
+		done <- writeZeros(p.path, p.size, quit)
 	}()
 }
 
@@ -916,6 +921,10 @@ func (p *preparer) stop() error {
 	if p == nil {
 		return nil
 	}
+	if p.quit != nil {
+		close(p.quit)
+		p.quit = nil
+	}
 	if p.done != nil {
 		<-p.done
 		p.done = nil
@@ -942,9 +951,13 @@ const (
 	prepPause = 2 * time.Millisecond
 )
 
+// errStopped ends a preparation that the log's Close cut short.
+var errStopped = errors.New("wal: stopped")
+
 // writeZeros writes a file of size zero bytes at path and fsyncs it, in
-// pieces (prepWrite, prepSync, prepPause).
-func writeZeros(path string, size int64) error {
+// pieces (prepWrite, prepSync, prepPause); errStopped once quit is
+// closed.
+func writeZeros(path string, size int64, quit <-chan struct{}) error {
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o640)
 	if err != nil {
 		return err
@@ -953,8 +966,13 @@ func writeZeros(path string, size int64) error {
 	for off := int64(0); off < size && err == nil; off += int64(len(zeros)) {
 		_, err = f.Write(zeros[:min(int64(len(zeros)), size-off)])
 		if done := off + int64(len(zeros)); err == nil && done%prepSync == 0 && done < size {
-			err = datasync(f)
-			time.Sleep(prepPause)
+			if err = datasync(f); err == nil {
+				select {
+				case <-quit:
+					err = errStopped
+				case <-time.After(prepPause):
+				}
+			}
 		}
 	}
 	if err == nil {
