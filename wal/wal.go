@@ -20,9 +20,10 @@
 // flushes the data alone and need not wait for the file system's journal
 // (BenchmarkCommitEntry, ext4 on the lab's disk: 295-307 us an append and
 // its sync p50 against 391-412 us for a file that grows, p90 411-465
-// against 478-531 us; docs/recovery.md, session q). Whatever could leave bytes past the records that were
-// not those zeros (a cut, a restart after a crash) cuts the file to its
-// records first, so that no old record can come back behind new ones.
+// against 478-531 us; docs/recovery.md, session q). Whatever could leave
+// bytes past the records that were not those zeros (a cut, a restart
+// after a crash) cuts the file to its records first, so that no old
+// record can come back behind new ones.
 package wal
 
 import (
@@ -847,8 +848,8 @@ func (l *Log) Size() int64 {
 	return total
 }
 
-// Close closes the log (and waits for the next segment's preparation,
-// whose file it removes).
+// Close closes the log. A preparation of the next segment under way is
+// cut short at its next sync (1 MiB at most), and its file removed.
 func (l *Log) Close() error {
 	err := l.prep.stop()
 	l.prep = nil
@@ -916,7 +917,8 @@ func (p *preparer) take(path string) (bool, error) {
 	return true, nil
 }
 
-// stop waits for the preparation under way and removes its file.
+// stop ends the preparation under way (at its next sync), waits for it
+// and removes its file.
 func (p *preparer) stop() error {
 	if p == nil {
 		return nil
