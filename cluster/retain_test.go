@@ -14,6 +14,7 @@ import (
 
 	"github.com/exo-rack/exo/client"
 	"github.com/exo-rack/exo/daemon"
+	"github.com/exo-rack/exo/wal"
 )
 
 // TestRackJoinRetained: members keep 1,024 entries in memory but retain
@@ -195,7 +196,7 @@ func segmentBytes(t *testing.T, dir string) int64 {
 	if err != nil {
 		t.Fatal(err)
 	}
-	names = append(names, filepath.Join(dir, "next-segment.prep"))
+	names = append(names, filepath.Join(dir, wal.PreparedFile))
 	var n int64
 	for _, name := range names {
 		if fi, err := os.Stat(name); err == nil {

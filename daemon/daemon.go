@@ -1491,6 +1491,9 @@ func (d *Daemon) watchBehind(now time.Time) {
 // to exo_wal_segments_total.
 func (d *Daemon) countSegments() {
 	p, g := d.disk.Prepared()
+	if p == d.segPrepared && g == d.segGrown {
+		return // no segment begun: the common case, after every append
+	}
 	d.metrics.walSegments.WithLabelValues("prepared").Add(float64(p - d.segPrepared))
 	d.metrics.walSegments.WithLabelValues("empty").Add(float64(g - d.segGrown))
 	d.segPrepared, d.segGrown = p, g

@@ -113,7 +113,7 @@ func TestPreallocatedSegments(t *testing.T) {
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := os.Stat(filepath.Join(dir, prepFile)); !errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Stat(filepath.Join(dir, PreparedFile)); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("prepared file after Close: %v", err)
 	}
 	l, hs := openPrealloc(t, dir)
@@ -241,7 +241,7 @@ func TestCloseStopsPreparation(t *testing.T) {
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := os.Stat(filepath.Join(dir, prepFile)); !errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Stat(filepath.Join(dir, PreparedFile)); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("prepared file after Close: %v", err)
 	}
 }

@@ -204,7 +204,7 @@ func OpenWith(dir string, sync Sync, o Options) (*Log, exo.HardState, error) {
 	}
 	// A prepared file that a stop or a crash left is not known to be
 	// whole: it is written again.
-	if err := os.Remove(filepath.Join(dir, prepFile)); err != nil && !errors.Is(err, os.ErrNotExist) {
+	if err := os.Remove(filepath.Join(dir, PreparedFile)); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, hs, fmt.Errorf("wal: %w", err)
 	}
 	if b, err := os.ReadFile(filepath.Join(dir, metaFile)); err == nil {
@@ -275,7 +275,7 @@ func OpenWith(dir string, sync Sync, o Options) (*Log, exo.HardState, error) {
 		}
 	}
 	if o.Preallocate && sync != SyncNone {
-		l.prep = &preparer{path: filepath.Join(dir, prepFile), size: l.segMax}
+		l.prep = &preparer{path: filepath.Join(dir, PreparedFile), size: l.segMax}
 		l.prep.start()
 	}
 	l.trimRetained()
@@ -866,8 +866,10 @@ func (l *Log) Close() error {
 	return err
 }
 
-// prepFile is the name of the next segment's file while it is prepared.
-const prepFile = "next-segment.prep"
+// PreparedFile is the name, in the log's directory, of the next segment's
+// file while it is prepared (Options.Preallocate): disk space the log
+// holds beyond its segments.
+const PreparedFile = "next-segment.prep"
 
 // preparer writes the next segment's file ahead: size bytes of zeros,
 // fsynced, at path, on a goroutine of its own (writeZeros).
