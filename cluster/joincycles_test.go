@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -70,6 +71,13 @@ func TestRackJoinCycles(t *testing.T) {
 	}
 	time.Sleep(time.Second)
 	drop := os.Getenv("EXO_JOIN_DROP_CACHES") == "1"
+	// EXO_JOIN_YIELD="off,80%": F's transfer_yield in turn, one value a
+	// cycle (unset: the config's default in every cycle).
+	var yields []string
+	if y := os.Getenv("EXO_JOIN_YIELD"); y != "" {
+		yields = strings.Split(y, ",")
+	}
+	byYield := map[string][]float64{}
 	var ratios []float64
 	byNice := map[bool][]float64{}
 	byDrop := map[bool][]float64{}
@@ -86,6 +94,11 @@ func TestRackJoinCycles(t *testing.T) {
 		before := float64(d1-d0) / 10
 		a, _ := c.Status(ctx, 0)
 		read0 := diskReads(t, c, 0, 1, 2, 3, 4)
+		yield := ""
+		if yields != nil {
+			yield = yields[(k-1)%len(yields)]
+			setConfig(t, c, spare, func(cfg *daemon.Config) { cfg.TransferYieldText = yield })
+		}
 		start := time.Now()
 		if err := c.StartHost(ctx, spare, true); err != nil {
 			t.Fatal(err)
@@ -97,10 +110,16 @@ func TestRackJoinCycles(t *testing.T) {
 			}
 		}
 		var st daemon.Status
+		var paces []float64 // MB/s, at each change while F transferred
+		var percents []int
 		for {
 			var err error
 			if st, err = c.Status(ctx, spare); err == nil && st.Agreed >= a.Agreed {
 				break
+			}
+			if rs := st.Recovery; err == nil && rs.StateTransfer && (len(paces) == 0 || paces[len(paces)-1] != float64(rs.TransferPace)/1e6 ||
+				percents[len(percents)-1] != rs.TransferRackPercent) {
+				paces, percents = append(paces, float64(rs.TransferPace)/1e6), append(percents, rs.TransferRackPercent)
 			}
 			if ctx.Err() != nil {
 				t.Fatalf("F did not follow the log: %+v (err %v)", st, err)
@@ -113,6 +132,10 @@ func TestRackJoinCycles(t *testing.T) {
 		ratios = append(ratios, during/before)
 		byNice[lowered] = append(byNice[lowered], during/before)
 		byDrop[dropped] = append(byDrop[dropped], during/before)
+		byYield[yield] = append(byYield[yield], during/before)
+		if yields != nil {
+			t.Logf("cycle %d: F's transfer_yield %q; its pace (MB/s) %.1f, the rack in its pauses' terms (%%) %d", k, yield, paces, percents)
+		}
 		if lowered {
 			t.Logf("cycle %d: F's daemon at nice %d", k, nice)
 		}
@@ -134,6 +157,33 @@ func TestRackJoinCycles(t *testing.T) {
 	}
 	if drop {
 		t.Logf("page cache kept: ratios %.2f; dropped: %.2f", byDrop[false], byDrop[true])
+	}
+	for _, y := range yields {
+		if rs, ok := byYield[y]; ok {
+			sum := 0.0
+			for _, x := range rs {
+				sum += x
+			}
+			t.Logf("transfer_yield %q: ratios %.2f (mean %.2f)", y, rs, sum/float64(len(rs)))
+			delete(byYield, y)
+		}
+	}
+}
+
+// setConfig rewrites host i's daemon config (the next start reads it).
+func setConfig(t *testing.T, c *Cluster, i int, edit func(*daemon.Config)) {
+	t.Helper()
+	cfg, err := c.Config(i)
+	if err != nil {
+		t.Fatal(err)
+	}
+	edit(&cfg)
+	b, err := json.MarshalIndent(cfg, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(c.configPath(i), b, 0o644); err != nil {
+		t.Fatal(err)
 	}
 }
 

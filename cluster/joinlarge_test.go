@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -46,7 +47,7 @@ func TestRackJoinLarge(t *testing.T) {
 	wipe(t, c, spare) // a brand-new host: it never held the log
 	members := []int{0, 1, 2, 3, 4}
 	st0 := loadLog(ctx, t, c, members, msg, target)
-	t.Logf("transfer_rate %q, archive_io %q", pace, os.Getenv("EXO_JOIN_ARCHIVE_IO"))
+	t.Logf("transfer_rate %q, archive_io %q, transfer_yield %q", pace, os.Getenv("EXO_JOIN_ARCHIVE_IO"), os.Getenv("EXO_JOIN_YIELD"))
 	// The rack's rate: A..D publish 64-byte messages; A's delivered
 	// msgs/s over 30 s before a join, then from its start to its end.
 	stop := backgroundLoad(ctx, c, Load{Hosts: members[:4], PerHost: 500, Size: 64, Window: 8, Round: 100000})
@@ -135,11 +136,17 @@ func TestRackJoinLarge(t *testing.T) {
 				t.Fatalf("exo roster add %d: %v\n%s", i, err, out)
 			}
 		}
+		var paces []string // the joiner's pace (MB/s) and the rack's share (%) at each change
 		for {
 			var err error
 			st, err = c.Status(ctx, i)
 			if err == nil && !st.Halted && !st.Recovery.StateTransfer && !st.Removed && st.Agreed >= a0.Agreed {
 				break
+			}
+			if rs := st.Recovery; err == nil && rs.StateTransfer {
+				if p := fmt.Sprintf("%.1f/%d", float64(rs.TransferPace)/1e6, rs.TransferRackPercent); len(paces) == 0 || paces[len(paces)-1] != p {
+					paces = append(paces, p)
+				}
 			}
 			if ctx.Err() != nil {
 				t.Fatalf("%s did not catch up: %+v (err %v)", name, st, err)
@@ -154,6 +161,7 @@ func TestRackJoinLarge(t *testing.T) {
 		t.Logf("%s: caught up with A's %d entries in %v: fetched %d entries, %.0f MB (%.1f MB/s); A delivered %.0f msgs/s during it, %.2f of the %.0f before; floor jumps %d",
 			name, a0.Agreed, took.Round(time.Millisecond), st.Counters["fetched_entries"], mb, mb/took.Seconds(), during, during/before, before, st.Counters["floor_jumps"])
 		t.Logf("%s: before it: %s; during it: %s; the members read %.0f MB from the disk", name, cpus(c0, c1, -1), cpus(c1, c2, i), float64(diskReads(t, c, serving...)-read0)/1e6)
+		t.Logf("%s: its pace in MB/s / the rack's growth while it fetched, in %% of its growth in the pauses: %s", name, strings.Join(paces, " "))
 		if st.Counters["floor_jumps"] != 0 || st.Counters["past_floor"] != 0 {
 			t.Errorf("%s started at a member's base: the retained logs should have served it from seq 0", name)
 		}
@@ -240,10 +248,17 @@ func loadLog(ctx context.Context, t *testing.T, c *Cluster, members []int, msg i
 // roster (F a spare), durable logs kept whole on disk (retain), 4,096
 // messages in the history (64 MiB of 16 KiB ones), transfers paced at
 // pace (transfer_rate), the retained log read in the I/O class
-// EXO_JOIN_ARCHIVE_IO names (archive_io: idle, the default, or normal).
+// EXO_JOIN_ARCHIVE_IO names (archive_io: idle, the default, or normal),
+// transfer_yield as EXO_JOIN_YIELD says (one value; TestRackJoinCycles
+// takes a list, one a cycle).
 func joinRackConfig(dir, pace string) func(*daemon.Config) {
 	class := os.Getenv("EXO_JOIN_ARCHIVE_IO")
+	yield := os.Getenv("EXO_JOIN_YIELD")
+	if strings.Contains(yield, ",") {
+		yield = ""
+	}
 	return func(cfg *daemon.Config) {
+		cfg.TransferYieldText = yield
 		Durable(dir, false)(cfg)
 		cfg.Hosts = 5
 		cfg.KeepEntries = 4096

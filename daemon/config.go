@@ -191,6 +191,15 @@ type Config struct {
 	// transfer always ends.
 	TransferRateText string `json:"transfer_rate,omitempty"`
 	TransferRate     int64  `json:"-"`
+	// TransferYieldText ("80%"; "off") makes transfer_rate the ceiling
+	// of an adaptive pace: the transfer pauses for TransferProbe now and
+	// then, compares how fast the rack's log grows (in the frames this
+	// host hears) while it fetches and while it pauses, and slows while
+	// the rack grows at less than this share of its rate in the pauses
+	// (exo.Config.TransferYield; default DefaultTransferYield; "off": the
+	// fixed pace). Ignored with transfer_rate "off".
+	TransferYieldText string `json:"transfer_yield,omitempty"`
+	TransferYield     int    `json:"-"`
 	// ArchiveIO is the I/O class of this host's reads of its retained
 	// log (the answers to a state transfer or a far-behind host, a
 	// subscriber's history): "idle" (default: the disk serves them only
@@ -370,12 +379,30 @@ func parseBytes(s string) (int64, error) {
 // 40-50 MB/s; docs/recovery.md).
 const DefaultTransferRate = 25_000_000
 
+// DefaultTransferYield is transfer_yield when the config does not set it,
+// in percent.
+const DefaultTransferYield = 80
+
+// TransferProbe is the length of a transfer's pauses with transfer_yield
+// (exo.Config.TransferProbeTicks): the rack's growth is measured over
+// their second half, 150 ms, some 150-300 token hops of a loaded lab rack.
+const TransferProbe = 300 * time.Millisecond
+
 // transferPerTick is transfer_rate in bytes per tick (at least 1 when set).
 func (c *Config) transferPerTick() int {
 	if c.TransferRate == 0 {
 		return 0
 	}
 	return max(1, int(float64(c.TransferRate)*c.Tick.Seconds()))
+}
+
+// transferYield is transfer_yield as exo.Config.TransferYield: 0 when
+// transfers are not paced.
+func (c *Config) transferYield() int {
+	if c.TransferRate == 0 {
+		return 0
+	}
+	return c.TransferYield
 }
 
 // transferTicks is the least wait for a state transfer's answer: a batch
@@ -435,6 +462,18 @@ func (c *Config) Validate() error {
 			return fieldErr("transfer_rate", "%q is not a rate of at least 1MiB (bytes per second, such as \"50MB\") nor \"off\"", c.TransferRateText)
 		}
 		c.TransferRate = b
+	}
+	switch y := c.TransferYieldText; {
+	case y == "":
+		c.TransferYield = DefaultTransferYield
+	case y == "off":
+		c.TransferYield = 0
+	default:
+		v, err := strconv.Atoi(strings.TrimSuffix(y, "%"))
+		if err != nil || !strings.HasSuffix(y, "%") || v < 1 || v > 99 {
+			return fieldErr("transfer_yield", "%q is not a share of the rack's rate from \"1%%\" to \"99%%\" (such as \"80%%\") nor \"off\"", y)
+		}
+		c.TransferYield = v
 	}
 	class, err := wal.ParseIOClass(c.ArchiveIOText)
 	if err != nil {
@@ -601,6 +640,7 @@ func (c *Config) coreConfig(mtu int) exo.Config {
 		IdleRotations:   c.idleRotations(),
 		TakeoverStagger: exo.LabTakeoverStagger, RejoinTicks: exo.LabRejoinTicks, FetchTicks: exo.LabFetchTicks, FetchBytes: c.FetchBytes, FetchWindow: c.FetchWindow,
 		TransferBytesPerTick: c.transferPerTick(), TransferTicks: c.transferTicks(), TransferTurnBytes: int(c.segmentBytes()),
+		TransferYield: c.transferYield(), TransferProbeTicks: max(4, int(TransferProbe/c.Tick)),
 		MaxBatchBytes: min(batch, 65535), MaxPending: c.QueueLen,
 		KeyPhase: uint8(c.KeyPhase), KeyGraceTicks: keyGraceTicks(c.KeyGrace, c.Tick),
 	}

@@ -973,7 +973,7 @@ func (d *Daemon) ready() error {
 	if nd.Holder() == d.pos && d.holdAt.IsZero() {
 		d.holdAt = time.Now()
 	}
-	d.metrics.observe(p, nd.Pending(), nd.Recovery())
+	d.metrics.observe(p, nd.Pending(), nd.Recovery(), d.cfg.Tick)
 	det := nd.Detector()
 	d.metrics.tokenTimeout.Set((time.Duration(det.Timeout) * d.cfg.Tick).Seconds())
 	if det.Late > d.lateSeen {
@@ -1290,6 +1290,12 @@ type RecoveryStatus struct {
 	// TransferTo is where the transfer heads: the highest agreement
 	// pointer a member reported (the append pointer is where it stands).
 	TransferTo uint64 `json:"transfer_to,omitempty"`
+	// TransferPace is the transfer's pace in force, in bytes per second
+	// (transfer_rate, lowered by transfer_yield while the rack slows), and
+	// TransferRackPercent how fast the rack's log grew while it fetched,
+	// in percent of its growth in its pauses, at the last pause.
+	TransferPace        int64 `json:"transfer_pace_bytes_per_second,omitempty"`
+	TransferRackPercent int   `json:"transfer_rack_percent,omitempty"`
 	// ViewChange is the view change this host leads, if any.
 	ViewChange *ViewChangeStatus `json:"view_change,omitempty"`
 }
@@ -1364,9 +1370,13 @@ func (d *Daemon) AcceptLoss(from, to uint64) error {
 	return nil
 }
 
-func recoveryStatus(r exo.Recovery, p exo.Pointers, nd *exo.Node) RecoveryStatus {
+func recoveryStatus(r exo.Recovery, p exo.Pointers, nd *exo.Node, tick time.Duration) RecoveryStatus {
 	s := RecoveryStatus{RackEpoch: r.RackEpoch, RackSeq: r.RackSeq, Fetching: r.Fetching,
-		GatherEpoch: r.GatherEpoch, Gathered: r.Gathered, StateTransfer: r.Transferring, TransferTo: r.TransferTo}
+		GatherEpoch: r.GatherEpoch, Gathered: r.Gathered, StateTransfer: r.Transferring, TransferTo: r.TransferTo,
+		TransferRackPercent: r.TransferRackPercent}
+	if tick > 0 {
+		s.TransferPace = int64(float64(r.TransferPace) / tick.Seconds())
+	}
 	s.BehindEntries, s.BehindEpoch = r.Behind(p)
 	if r.Fetching {
 		s.FetchPeer, s.FetchTicks = int(r.FetchPeer), r.FetchTicks
@@ -1395,7 +1405,7 @@ func (d *Daemon) statusJSON() []byte {
 		Append: p.Append, Agreed: p.Agreed, LogBase: nd.LogBase(), RetainedBase: nd.ArchiveBase(), LogBytes: d.logBytes, Holder: int(nd.Holder()), Pending: nd.Pending(),
 		Delivered: d.delivCnt, Subscribers: len(d.subs), Waiting: len(d.waiters), Skipped: []int{},
 		Counters: d.metrics.counters(), Offload: d.offloadStatusLocked(), Token: d.tokenStatusLocked(), Keys: d.keyStatus(),
-		Recovery: recoveryStatus(nd.Recovery(), p, nd), Detector: detectorStatus(nd.Detector(), d.cfg.Tick), DuplicateID: d.dupStatus(), Memory: d.memoryStatus()}
+		Recovery: recoveryStatus(nd.Recovery(), p, nd, d.cfg.Tick), Detector: detectorStatus(nd.Detector(), d.cfg.Tick), DuplicateID: d.dupStatus(), Memory: d.memoryStatus()}
 	d.mu.Unlock()
 	if sc, ok := d.conn.(interface{ Stats() broadcast.Stats }); ok {
 		// Frames the kernel dropped because the socket's receive queue
@@ -1481,7 +1491,7 @@ func (d *Daemon) watchBehind(now time.Time) {
 	if r.Gathered > 0 {
 		args = append(args, "gathering_epoch", r.GatherEpoch, "gathered_entries", r.Gathered)
 	}
-	if vc := recoveryStatus(r, p, nil).ViewChange; vc != nil {
+	if vc := recoveryStatus(r, p, nil, 0).ViewChange; vc != nil {
 		args = append(args, "view_change", vc.Epoch, "promises", vc.Promised, "need", vc.Need, "ambiguous", vc.Ambiguous)
 	}
 	d.log.Warn("behind the rack and not catching up", args...)

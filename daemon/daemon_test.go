@@ -311,6 +311,21 @@ func TestConfigErrors(t *testing.T) {
 			t.Errorf("config with %s: transfer rate %d, want %d", c.extra, cfg.TransferRate, c.rate)
 		}
 	}
+	// transfer_yield: a default share, "off", or a percentage; the core
+	// gets none when transfers are not paced.
+	for _, c := range []struct {
+		extra       string
+		yield, core int
+	}{{``, DefaultTransferYield, DefaultTransferYield}, {`"transfer_yield":"off",`, 0, 0},
+		{`"transfer_yield":"65%",`, 65, 65}, {`"transfer_yield":"65%","transfer_rate":"off",`, 65, 0}} {
+		cfg, err := ParseConfig([]byte(withRet(c.extra)))
+		if err != nil {
+			t.Fatalf("config with %s: %v", c.extra, err)
+		}
+		if ec := cfg.coreConfig(1500); cfg.TransferYield != c.yield || ec.TransferYield != c.core || (c.core > 0 && ec.TransferProbeTicks < 4) {
+			t.Errorf("config with %s: transfer yield %d (the core's %d, pauses of %d ticks), want %d (%d)", c.extra, cfg.TransferYield, ec.TransferYield, ec.TransferProbeTicks, c.yield, c.core)
+		}
+	}
 	// archive_io: idle unless set to normal.
 	for _, c := range []struct {
 		extra string
@@ -337,6 +352,9 @@ func TestConfigErrors(t *testing.T) {
 		{withRet(`"data_dir":"/d","segment_bytes":4096,`), "segment_bytes"},
 		{withRet(`"transfer_rate":"fast",`), "transfer_rate"},
 		{withRet(`"transfer_rate":"1KB",`), "transfer_rate"},
+		{withRet(`"transfer_yield":"80",`), `transfer_yield: "80" is not a share`},
+		{withRet(`"transfer_yield":"100%",`), "transfer_yield"},
+		{withRet(`"transfer_yield":"0%",`), "transfer_yield"},
 		{`{"group":1,"id":5,"interface":"exo0","api_socket":"/x","key_file":"/k","roster":[{"id":0,"mac":"02:00:00:00:00:01","oob":"10.0.0.1:1"}]}`, "id"},
 		{`{"group":1,"id":0,"interface":"","api_socket":"/x","key_file":"/k","roster":[{"id":0,"mac":"02:00:00:00:00:01","oob":"10.0.0.1:1"}]}`, "interface"},
 		{`{"group":1,"id":0,"interface":"e","api_socket":"/x","key_file":"/k","roster":[{"id":0,"mac":"zz","oob":"10.0.0.1:1"}]}`, "roster[0].mac"},

@@ -49,7 +49,14 @@ func (s Status) Health() (Health, []string) {
 	case vc != nil:
 		halted = append(halted, fmt.Sprintf("leading view change %d (%d of %d promises)", vc.Epoch, len(vc.Promised), vc.Need))
 	case rec.StateTransfer:
-		halted = append(halted, fmt.Sprintf("state transfer: fetching the rack's agreed log (at seq %d of %d)", s.Append, rec.TransferTo))
+		line := fmt.Sprintf("state transfer: fetching the rack's agreed log (at seq %d of %d)", s.Append, rec.TransferTo)
+		if rec.TransferPace > 0 {
+			line += fmt.Sprintf(", paced at %.1f MB/s", float64(rec.TransferPace)/1e6)
+			if rec.TransferRackPercent > 0 {
+				line += fmt.Sprintf(" (the rack at %d%% of its rate in the pauses)", rec.TransferRackPercent)
+			}
+		}
+		halted = append(halted, line)
 	case s.Halted && !s.Removed:
 		halted = append(halted, fmt.Sprintf("not sending in epoch %d (promised epoch %d to a view change)", s.Epoch, s.Promised))
 	}

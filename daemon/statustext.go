@@ -102,6 +102,13 @@ func recoveryLine(rs map[string]any) string {
 			to = fmt.Sprint(v)
 		}
 		parts = append(parts, fmt.Sprintf("state transfer: fetching the rack's agreed log up to seq %s before rejoining (the rack's newest frame heard: seq %v; progress: append_pointer, counters fetched_entries, exo top's ETA)", to, rs["rack_seq"]))
+		if pace, ok := rs["transfer_pace_bytes_per_second"].(float64); ok && pace > 0 {
+			p := fmt.Sprintf("paced at %.1f MB/s", pace/1e6)
+			if pct, ok := rs["transfer_rack_percent"].(float64); ok && pct > 0 {
+				p += fmt.Sprintf(", the rack at %v%% of its rate in the transfer's pauses (transfer_yield)", pct)
+			}
+			parts = append(parts, p)
+		}
 	}
 	if rs["fetching"] == true {
 		parts = append(parts, fmt.Sprintf("fetching from member %v (%v ticks)", rs["fetch_peer"], rs["fetch_ticks"]))

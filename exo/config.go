@@ -118,6 +118,23 @@ type Config struct {
 	// further ahead than the least it was after a batch: the pace never
 	// keeps a transfer from ending.
 	TransferBytesPerTick int
+	// TransferYield makes that pace the ceiling of an adaptive one
+	// (pacer.go): the transfer pauses for TransferProbeTicks now and then
+	// and compares how fast the rack's log grows, as this host hears its
+	// frames, while it fetches and while it pauses; while the rack grows
+	// at less than TransferYield percent of its pace in the pauses, the
+	// transfer's pace falls in proportion (at most halved at a pause; to
+	// a sixteenth of the ceiling at least), and rises by an eighth of the
+	// ceiling otherwise. So that
+	// a transfer takes from a rack what the rack can spare, not a fixed
+	// rate: a member that shares its CPUs and its disk with a transfer
+	// agrees less while it reads and sends the batches (0: the fixed pace
+	// TransferBytesPerTick).
+	TransferYield int
+	// TransferProbeTicks is the length of those pauses (at least 4 ticks
+	// when TransferYield is set): the rack's growth is measured over
+	// their second half, after the last batch's work has settled.
+	TransferProbeTicks int
 	// TransferTurnBytes is how much of a state transfer one member serves
 	// before the next member in turn is asked (transfer.go): the members
 	// share the transfer's reads and sends, and each reads its stretch of
@@ -261,6 +278,10 @@ func (c Config) Validate() error {
 		return configErr("KeyPhase", "%d is neither 0 nor 1", c.KeyPhase)
 	case c.FetchBytes < 0:
 		return configErr("FetchBytes", "%d must not be negative", c.FetchBytes)
+	case c.TransferYield < 0 || c.TransferYield > 99:
+		return configErr("TransferYield", "%d is outside 0..99 (percent)", c.TransferYield)
+	case c.TransferYield > 0 && c.TransferProbeTicks < 4:
+		return configErr("TransferProbeTicks", "%d must be at least 4 with TransferYield", c.TransferProbeTicks)
 	case c.TransferTurnBytes < 0:
 		return configErr("TransferTurnBytes", "%d must not be negative", c.TransferTurnBytes)
 	case c.MaxFetchEntries < 1:

@@ -32,6 +32,12 @@ type Recovery struct {
 	// meanwhile (where the transfer heads; 0 before the first answer).
 	Transferring bool
 	TransferTo   uint64
+	// TransferPace is the transfer's pace in force, in bytes per tick (0:
+	// unpaced), and TransferRackPercent how fast the rack's log grew
+	// while the transfer ran, in percent of its growth in the transfer's
+	// pauses, at the last pause (0: none yet; Config.TransferYield).
+	TransferPace        int
+	TransferRackPercent int
 }
 
 // ViewChangeStatus is a view change in progress at its initiator.
@@ -70,6 +76,7 @@ func (nd *Node) Recovery() Recovery {
 		Fetching: nd.fetching, FetchPeer: nd.fetchPeer, FetchTicks: nd.fetchTicks, Transferring: nd.transfer.on}
 	if nd.transfer.on {
 		r.TransferTo = nd.transfer.seen
+		r.TransferPace, r.TransferRackPercent = nd.transferPace(), nd.transfer.pacer.ratio
 	}
 	if c := nd.catchup; c != nil {
 		r.GatherEpoch, r.Gathered = c.epoch, len(c.entries)

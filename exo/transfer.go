@@ -45,6 +45,8 @@ type transferState struct {
 	// the member asked last served in its turn (Config.TransferTurnBytes).
 	slow []uint8
 	turn int
+	// pacer is the adaptive pace (Config.TransferYield, pacer.go).
+	pacer pacer
 }
 
 // transferPeers returns the members a transfer asks: the roster a member
@@ -217,10 +219,12 @@ func (nd *Node) tickTransfer() bool {
 		return true
 	}
 	if !nd.fetching && t.wait > 0 {
-		if t.wait--; t.wait == 0 {
+		t.wait--
+		nd.pacerTick(t.wait)
+		if t.wait == 0 {
 			nd.transferFetchOn(t.from)
 		}
-		return true // paced (Config.TransferBytesPerTick)
+		return true // paced (Config.TransferBytesPerTick, TransferYield)
 	}
 	if t.tries >= nd.transferTries() && !nd.notMember {
 		t.on = false
@@ -349,8 +353,8 @@ func (nd *Node) stepTransfer(m *Message) {
 		if gaining {
 			t.gap = gap
 		}
-		if r := nd.cfg.TransferBytesPerTick; r > 0 && gaining {
-			if t.wait = (size+r-1)/r - took; t.wait > 0 {
+		if r := nd.transferPace(); r > 0 && gaining {
+			if t.wait = nd.pacerWait((size+r-1)/r - took); t.wait > 0 {
 				t.from = m.From
 				return // tickTransfer asks when the wait is over
 			}

@@ -38,10 +38,11 @@ import (
 //	                                key K (16 bytes: K, then zeros). trace: what commands print
 //	                                of what the hosts do (all: every frame and delivery;
 //	                                events: protocol events only; none)
-//	join X [amnesiac [transfer-pace=B]]
+//	join X [amnesiac [transfer-pace=B] [transfer-yield=P probe=T]]
 //	                                host X (the next id) starts outside the roster: following
 //	                                the rack's log, or amnesiac (a spare that transfers state;
-//	                                at most B bytes a tick: TransferBytesPerTick)
+//	                                at most B bytes a tick: TransferBytesPerTick; adaptive, keeping
+//	                                the rack at P percent, pauses of T ticks: TransferYield)
 //	broadcast X                     host X sends a frame now (as the token holder)
 //	propose X text                  queue a payload at X
 //	load rounds=N                   N payloads proposed at the first roster's hosts in turn,
@@ -63,7 +64,9 @@ import (
 //	tick [X ...] [n=N] [load] [until=COND [max=N]] [trace=L]
 //	                                tick hosts (all by default) N times, delivering after each
 //	                                round; load: every member up proposes a payload before
-//	                                each round. until: tick until COND holds after a round (at most
+//	                                each round. costly=X:B: a fetch answer of N bytes to host X
+//	                                costs its sender N/B of its next ticks (a transfer's cost to
+//	                                members that share their machine with it). until: tick until COND holds after a round (at most
 //	                                max rounds, 1,000 by default) and say after how many:
 //	                                an event name (takeover, installed, view-change, gap,
 //	                                key-switch, key-retired, ...: reported by any host),
@@ -93,7 +96,7 @@ import (
 //	same-log                        fail unless every host holds the same log
 func TestWalkthrough(t *testing.T) {
 	datadriven.Walk(t, "../testdata/walkthrough", func(t *testing.T, path string) {
-		s := &scenario{}
+		s := &scenario{costly: -1}
 		datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
 			s.t = t
 			return s.handle(d)
@@ -121,7 +124,13 @@ type scenario struct {
 	frames   map[int]int    // by sender
 	msgs     map[[2]int]int // (sender, type)
 	msgBytes map[[2]int]int // (sender, type): the entries' binary size
-	mark     struct {
+	// costly is the host whose fetches' answers cost their senders a
+	// tick per costBytes bytes (tick costly=X:B; -1: none); busy counts
+	// the ticks each sender still owes.
+	costly    int
+	costBytes int
+	busy      map[int]int
+	mark      struct {
 		rejects, proposed int
 		events            map[EventKind]int
 	}
@@ -401,8 +410,13 @@ func (s *scenario) newRack(d *datadriven.TestData) {
 	s.r.dropMsg = func(m Message) bool {
 		k := [2]int{int(m.From), int(m.Type)}
 		s.msgs[k]++
+		size := 0
 		for i := range m.Entries {
-			s.msgBytes[k] += m.Entries[i].BinarySize()
+			size += m.Entries[i].BinarySize()
+		}
+		s.msgBytes[k] += size
+		if s.costly >= 0 && m.Type == MsgFetchResp && int(m.To) == s.costly {
+			s.busy[int(m.From)] += size / s.costBytes
 		}
 		return false
 	}
@@ -422,6 +436,8 @@ func (s *scenario) join(d *datadriven.TestData) {
 	if d.HasArg("amnesiac") {
 		cfg.TransferBytesPerTick = s.intArg(d, "transfer-pace", 0)
 		cfg.TransferTurnBytes = s.intArg(d, "transfer-turn", 0)
+		cfg.TransferYield = s.intArg(d, "transfer-yield", 0)
+		cfg.TransferProbeTicks = s.intArg(d, "probe", 0)
 		nd, err = NewAmnesiacNode(cfg)
 		s.printf("%s joins without state, outside the roster\n", hostName(u))
 	} else {
@@ -617,6 +633,16 @@ func (s *scenario) tick(d *datadriven.TestData) {
 	if until != "" {
 		n = s.intArg(d, "max", 1000)
 	}
+	s.costly, s.costBytes = -1, 0
+	defer func() { s.costly, s.busy = -1, nil }()
+	if c := s.strArg(d, "costly", ""); c != "" {
+		host, k, ok := strings.Cut(c, ":")
+		b, err := strconv.Atoi(k)
+		if !ok || err != nil || b < 1 {
+			d.Fatalf(s.t, "costly=%s: want X:B (a host, bytes of its fetches' answers per tick of their sender's)", c)
+		}
+		s.costly, s.costBytes, s.busy = s.id(host), b, map[int]int{}
+	}
 	frames := s.r.frames
 	for k := 1; k <= n; k++ {
 		events := maps.Clone(s.r.events)
@@ -629,6 +655,10 @@ func (s *scenario) tick(d *datadriven.TestData) {
 			}
 		}
 		for i, nd := range s.r.nodes {
+			if s.busy[i] > 0 {
+				s.busy[i]-- // serving a transfer (costly): this tick is the answer's
+				continue
+			}
 			if !s.r.down[i] && (only == nil || slices.Contains(only, i)) {
 				nd.Tick()
 				s.r.collect(i)
@@ -884,6 +914,9 @@ func (s *scenario) recovery(i int) {
 	}
 	if rc.Transferring {
 		s.printf("; state transfer towards %d", rc.TransferTo)
+		if y := s.r.nodes[i].cfg.TransferYield; y > 0 {
+			s.printf(", pace %d bytes a tick, the rack at %d%% (yield %d%%)", rc.TransferPace, rc.TransferRackPercent, y)
+		}
 	}
 	s.printf("\n")
 }

@@ -89,6 +89,7 @@ step "simulator: $SIMSEEDS seeds per rack size, faults on"
 go build -buildvcs=auto -o bin/exo ./cmd/exo
 ./bin/exo sim --hosts 3,4,5,7,16 --seeds "$SIMSEEDS"
 ./bin/exo sim --hosts 3,5 --seeds 200 --amnesia 0.2
+./bin/exo sim --hosts 3,5 --seeds 300 --amnesia 0.2 --keep-entries 16 --retain 64 --transfer-pace 50 --transfer-yield 80 --quiet 1000   # state transfers paced adaptively (exo/pacer.go); a paced transfer needs the longer quiet phase
 ./bin/exo sim --hosts 3,5 --seeds 200 --forge 0.05   # an attacker forging copies: every one must be BAD_TAG
 ./bin/exo sim --hosts 3,5 --seeds 300 --roster-changes 0.02   # members removed, added, replaced under faults
 ./bin/exo sim --hosts 3,5,7 --seeds 300 --token-timeout-min 3   # the adaptive token timeout (exo/detector.go), between 3 and 16 ticks

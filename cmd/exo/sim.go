@@ -112,6 +112,7 @@ rejected BAD_TAG.
 	f.BoolVar(&o.Base.AcceptLoss, "accept-loss", false, "play exo recover --accept-loss when a run stalls on lost state (see above)")
 	f.IntVar(&o.Base.KeepEntries, "keep-entries", 0, "compact every host's log as the daemon's keep_entries does (0: never): a host that lost its state rejoins by state transfer")
 	f.IntVar(&o.Base.Config.TransferBytesPerTick, "transfer-pace", 0, "pace state transfers at this many bytes per tick (the daemon's transfer_rate; 0: none)")
+	f.IntVar(&o.Base.Config.TransferYield, "transfer-yield", 0, "with --transfer-pace: make it the ceiling of an adaptive pace that keeps the rack's growth at this percent of its growth in the transfer's pauses (the daemon's transfer_yield; 0: a fixed pace)")
 	f.IntVar(&o.Base.Retain, "retain", 0, "with --keep-entries: how far behind its agreement pointer a host keeps compacted entries on disk to answer fetches (retain.entries)")
 	f.Float64Var(&o.Base.Forge, "forge", 0, "probability per frame that a forged copy is delivered too (must be BAD_TAG)")
 	f.Float64Var(&o.Base.KeyRotations, "key-rotations", 0, "per-tick probability that the operator starts a key rotation (see below)")
@@ -158,6 +159,8 @@ func (o *simOptions) validate() error {
 		return fmt.Errorf("--keep-entries: %d must not be negative (0: never compact)", b.KeepEntries)
 	case b.Config.TransferBytesPerTick < 0:
 		return fmt.Errorf("--transfer-pace: %d must not be negative (0: no pacing)", b.Config.TransferBytesPerTick)
+	case b.Config.TransferYield < 0 || b.Config.TransferYield > 99 || (b.Config.TransferYield > 0 && b.Config.TransferBytesPerTick == 0):
+		return fmt.Errorf("--transfer-yield: %d must be 0, or a percent from 1 to 99 with --transfer-pace (the pace it adapts)", b.Config.TransferYield)
 	case b.Retain < 0 || (b.Retain > 0 && b.KeepEntries == 0):
 		return fmt.Errorf("--retain: %d must be 0, or positive with --keep-entries (it keeps what compaction cuts)", b.Retain)
 	case o.Workers < 1:

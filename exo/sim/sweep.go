@@ -26,7 +26,7 @@ type Sweep struct {
 	// (exo sim has a flag for each): Ticks, Quiet, Drop, Dup, MaxDelay,
 	// Partitions, Crashes, Amnesia, KeepEntries, Retain, AcceptLoss, Forge,
 	// RosterChanges, KeyRotations, ProposeP, OOBEntriesPerStep, Token,
-	// TokenLag, FaultTicks, LabTiming, DiskTicks, and Config's TransferBytesPerTick, MaxFetchEntries,
+	// TokenLag, FaultTicks, LabTiming, DiskTicks, and Config's TransferBytesPerTick, TransferYield (with pauses of SimTransferProbeTicks), MaxFetchEntries,
 	// IdleBackoffMax, IdleRotations, TokenTimeoutMin, FetchWindow and GoneTicks. Its other fields
 	// are not used: DefaultOptions sizes the rest by seed.
 	Base Options
@@ -42,6 +42,11 @@ type Sweep struct {
 	Progress func(done int)
 }
 
+// SimTransferProbeTicks is the length of a transfer's pauses with
+// --transfer-yield (exo.Config.TransferProbeTicks): ten of the
+// simulator's ticks, a few token hops.
+const SimTransferProbeTicks = 10
+
 // Options returns the options of the run of one seed on hosts hosts.
 func (s *Sweep) Options(hosts int, seed uint64) Options {
 	o, b := DefaultOptions(hosts, seed), s.Base
@@ -52,6 +57,10 @@ func (s *Sweep) Options(hosts int, seed uint64) Options {
 	o.KeepEntries = b.KeepEntries
 	o.Retain = b.Retain
 	o.Config.TransferBytesPerTick = b.Config.TransferBytesPerTick
+	o.Config.TransferYield = b.Config.TransferYield
+	if o.Config.TransferYield > 0 {
+		o.Config.TransferProbeTicks = SimTransferProbeTicks
+	}
 	o.AcceptLoss = b.AcceptLoss
 	o.RosterChanges = b.RosterChanges
 	o.KeyRotations = b.KeyRotations
@@ -102,6 +111,7 @@ func (s *Sweep) Replay(hosts int, seed uint64) string {
 	add(b.KeepEntries != 0, fmt.Sprintf("--keep-entries %d", b.KeepEntries))
 	add(b.Retain != 0, fmt.Sprintf("--retain %d", b.Retain))
 	add(b.Config.TransferBytesPerTick != 0, fmt.Sprintf("--transfer-pace %d", b.Config.TransferBytesPerTick))
+	add(b.Config.TransferYield != 0, fmt.Sprintf("--transfer-yield %d", b.Config.TransferYield))
 	add(b.AcceptLoss, "--accept-loss")
 	add(b.Forge != 0, fmt.Sprintf("--forge %g", b.Forge))
 	add(b.RosterChanges != 0, fmt.Sprintf("--roster-changes %g", b.RosterChanges))

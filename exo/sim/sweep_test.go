@@ -24,12 +24,12 @@ func TestSweepReplay(t *testing.T) {
 	s = &Sweep{Base: SweepDefaults()}
 	b = &s.Base
 	b.Drop, b.Dup, b.MaxDelay, b.Partitions, b.Crashes, b.Amnesia = 0.1, 0.2, 3, false, false, 0.5
-	b.KeepEntries, b.Retain, b.Config.TransferBytesPerTick, b.AcceptLoss = 10, 5, 100, true
+	b.KeepEntries, b.Retain, b.Config.TransferBytesPerTick, b.Config.TransferYield, b.AcceptLoss = 10, 5, 100, 80, true
 	b.Forge, b.RosterChanges, b.KeyRotations, b.ProposeP = 0.01, 0.02, 0.03, 0.9
 	b.Config.MaxFetchEntries, b.Config.IdleBackoffMax, b.OOBEntriesPerStep, b.Token = 9, -1, 0, true
 	b.Config.IdleRotations, b.Config.TokenTimeoutMin, b.TokenLag, b.Ticks, b.Quiet = 7, 3, 2, 100, 50
 	b.FaultTicks, b.LabTiming = 500, true
-	const every = "--drop 0.1 --dup 0.2 --delay 3 --partitions=false --crashes=false --amnesia 0.5 --keep-entries 10 --retain 5 --transfer-pace 100 --accept-loss --forge 0.01 --roster-changes 0.02 --key-rotations 0.03 --propose 0.9 --fetch-batch 9 --idle-backoff -1 --oob-bandwidth 0"
+	const every = "--drop 0.1 --dup 0.2 --delay 3 --partitions=false --crashes=false --amnesia 0.5 --keep-entries 10 --retain 5 --transfer-pace 100 --transfer-yield 80 --accept-loss --forge 0.01 --roster-changes 0.02 --key-rotations 0.03 --propose 0.9 --fetch-batch 9 --idle-backoff -1 --oob-bandwidth 0"
 	if got, want := s.Replay(7, 11), "exo sim --hosts 7 --seed 11 --seeds 1 "+every+" --token --idle-rotations 7 --token-timeout-min 3 --token-lag 2 --fault-ticks 500 --lab-timing --ticks 100 --quiet 50 -v"; got != want {
 		t.Errorf("every flag:\n%q, want\n%q", got, want)
 	}
