@@ -374,9 +374,11 @@ func parseBytes(s string) (int64, error) {
 }
 
 // DefaultTransferRate is transfer_rate when the config does not set it:
-// 25 MB/s, at which 2 GiB joins on the lab rack of a 2-vCPU machine kept
-// the rack's agreed rate at 0.93-1.08 of its rate before (0.62-0.84 at
-// 40-50 MB/s; docs/recovery.md).
+// 25 MB/s, the ceiling of the adaptive pace (transfer_yield). At that
+// fixed pace 2 GiB joins on the lab rack of a 2-vCPU machine kept the
+// rack's agreed rate at 0.48-1.08 of its rate before, as the machine and
+// the rack's own rate moved between sessions (0.62-0.84 at 40-50 MB/s;
+// docs/recovery.md).
 const DefaultTransferRate = 25_000_000
 
 // DefaultTransferYield is transfer_yield when the config does not set it,

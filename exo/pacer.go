@@ -10,26 +10,30 @@ package exo
 // log grows, which the joiner hears in the frames it receives (the rack's
 // log end, Recovery.RackSeq) whether it is a member or not.
 //
-// So the transfer measures it, as a background transport measures the
-// delay it adds (LEDBAT, RFC 6817), by comparison: every probeEvery
-// probes' lengths of transfer it pauses for Config.TransferProbeTicks
+// So the transfer measures it by comparison, as a background transport
+// measures the delay it adds (LEDBAT, RFC 6817): after every probeEvery
+// pauses' lengths of transfer it pauses for Config.TransferProbeTicks
 // after a batch, and takes the rack's growth over the pause's second half
-// (the "quiet" rate; smoothed, 1/4 a probe) and over the stretch of
-// transfer since the last pause (the "busy" rate). Both are measured on
-// the same machine minutes apart at most, so that the machine's own
-// swings (a factor of two between windows of seconds on the lab rack)
-// fall on both. When busy is below Config.TransferYield percent of
-// quiet, the pace falls in proportion (times busy/quiet over the yield, at
-// most halved), to a sixteenth of the ceiling (Config.TransferBytesPerTick)
-// at least; otherwise it rises by an eighth of the ceiling, to the
-// ceiling. The pauses take 1/(probeEvery+1) of
-// the transfer's time. A pause without a frame heard decides nothing.
-// All on ticks:
-// the simulator runs it as the daemon does.
+// (the "quiet" rate, smoothed over pauses, 1/4 a pause) and over the
+// stretch of transfer since the last pause (the "busy" rate). The two are
+// measured seconds apart, so that the machine's own swings (a factor of
+// two between windows of seconds on the lab rack) fall on both. When busy
+// is below Config.TransferYield percent of quiet, the pace falls in
+// proportion (times busy/quiet over the yield, at most halved), to a
+// sixteenth of the ceiling (Config.TransferBytesPerTick) at least;
+// otherwise it rises by an eighth of the ceiling, to the ceiling. The
+// pauses take 1/(probeEvery+1) of the transfer's time. A rack that grew
+// by fewer than idleEntries in a pause's measured half (idle: its token
+// passes back off; or unheard) has capacity to spare: the pace rises. All
+// on ticks: the simulator runs it as the daemon does.
 
 // probeEvery is how many probe lengths of transfer come between two
 // pauses.
 const probeEvery = 8
+
+// idleEntries is the least growth of the rack over a pause's measured
+// half that compares: below it the rack is taken as idle.
+const idleEntries = 8
 
 // growthScale is the fixed point of the growth rates: entries per
 // growthScale ticks.
@@ -128,7 +132,12 @@ func (nd *Node) pacerTick(left int) {
 	if left > 0 {
 		return
 	}
-	if g, ok := nd.pacerGrowth(); ok {
+	if nd.rackSeq < p.markSeq+idleEntries && p.marked {
+		// A rack that hardly grew in the pause is idle (its passes back
+		// off) or unheard: it has capacity to spare, and a few entries
+		// measure nothing. The pace rises.
+		p.pace = min(nd.cfg.TransferBytesPerTick, nd.transferPace()+max(1, nd.cfg.TransferBytesPerTick/8))
+	} else if g, ok := nd.pacerGrowth(); ok {
 		if p.quietN == 0 {
 			p.quiet = g
 		} else {

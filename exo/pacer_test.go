@@ -30,3 +30,54 @@ func TestPacerDecide(t *testing.T) {
 		}
 	}
 }
+
+// TestPacerPauses drives a transfer's pacer through its pauses on a node's
+// clock: a rack that grows at half its pace while the transfer runs lowers
+// the pace at each pause; a rack that hardly grows in a pause (idle, or
+// unheard) raises it back to the ceiling.
+func TestPacerPauses(t *testing.T) {
+	const ceil, probe = 1000, 40
+	nd, err := NewAmnesiacNode(Config{Hosts: 3, ID: 2, MaxFetchEntries: 4, TransferBytesPerTick: ceil, TransferYield: 80, TransferProbeTicks: probe})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// run advances the clock by n ticks, the rack growing by busy entries
+	// a tick while the transfer runs and by quiet in its pauses; a batch
+	// every 4 ticks outside a pause.
+	run := func(n, busy, quiet int) {
+		for range n {
+			nd.clock++
+			if nd.transfer.pacer.probe > 0 {
+				nd.rackSeq += uint64(quiet)
+			} else {
+				nd.rackSeq += uint64(busy)
+			}
+			t := &nd.transfer
+			if t.wait > 0 {
+				t.wait--
+				nd.pacerTick(t.wait)
+			} else if nd.clock%4 == 0 {
+				t.wait = nd.pacerWait(0)
+			}
+		}
+	}
+	nd.rackSeq = 1
+	stretch := (probeEvery + 1) * probe
+	run(3*stretch, 2, 2) // a rack the transfer does not slow
+	if got := nd.transferPace(); got != ceil || nd.transfer.pacer.ratio != 100 {
+		t.Fatalf("a rack as fast while the transfer runs: pace %d (ratio %d%%), want the ceiling %d (100%%)", got, nd.transfer.pacer.ratio, ceil)
+	}
+	run(3*stretch, 1, 2) // at half its pace while the transfer runs
+	low := nd.transferPace()
+	if low >= ceil/2 || nd.transfer.pacer.ratio >= 80 {
+		t.Fatalf("a rack at half its pace while the transfer ran: pace %d (ratio %d%%), want below %d", low, nd.transfer.pacer.ratio, ceil/2)
+	}
+	if run(40*stretch, 1, 2); nd.transferPace() != ceil/16 {
+		t.Fatalf("a rack kept at half its pace: pace %d, want the floor %d", nd.transferPace(), ceil/16)
+	}
+	// An idle rack: nothing grows at all; the pace climbs back.
+	run(20*stretch, 0, 0)
+	if got := nd.transferPace(); got != ceil {
+		t.Fatalf("an idle rack: pace %d (from %d), want the ceiling %d", got, low, ceil)
+	}
+}

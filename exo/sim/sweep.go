@@ -43,8 +43,13 @@ type Sweep struct {
 }
 
 // SimTransferProbeTicks is the length of a transfer's pauses with
-// --transfer-yield (exo.Config.TransferProbeTicks): ten of the
-// simulator's ticks, a few token hops.
+// --transfer-yield (exo.Config.TransferProbeTicks): 10 of the simulator's
+// ticks, so that its short transfers pause (one after every 80 ticks of
+// transfer). Their measured half (5 ticks) mostly sees the rack grow by
+// fewer entries than the pacer compares (it takes such a rack as idle and
+// keeps the pace up): the simulator checks that pauses never keep a
+// transfer from ending; the walkthrough and the unit tests check the
+// pace's decisions.
 const SimTransferProbeTicks = 10
 
 // Options returns the options of the run of one seed on hosts hosts.
