@@ -116,6 +116,14 @@ func TestRackJoinLarge(t *testing.T) {
 			t.Fatal(err)
 		}
 		var st daemon.Status
+		var paces []string // the joiner's pace (MB/s) and the rack's share (%) at each change
+		notePace := func(st daemon.Status) {
+			if rs := st.Recovery; rs.StateTransfer {
+				if p := fmt.Sprintf("%.1f/%d", float64(rs.TransferPace)/1e6, rs.TransferRackPercent); len(paces) == 0 || paces[len(paces)-1] != p {
+					paces = append(paces, p)
+				}
+			}
+		}
 		if add {
 			// As docs/operator.md says: the spare follows the log first
 			// (a transfer while it is no member: the rack does not wait
@@ -124,6 +132,9 @@ func TestRackJoinLarge(t *testing.T) {
 				var err error
 				if st, err = c.Status(ctx, i); err == nil && st.Agreed >= a0.Agreed {
 					break
+				}
+				if err == nil {
+					notePace(st)
 				}
 				if ctx.Err() != nil {
 					t.Fatalf("%s did not follow the log: %+v (err %v)", name, st, err)
@@ -136,17 +147,14 @@ func TestRackJoinLarge(t *testing.T) {
 				t.Fatalf("exo roster add %d: %v\n%s", i, err, out)
 			}
 		}
-		var paces []string // the joiner's pace (MB/s) and the rack's share (%) at each change
 		for {
 			var err error
 			st, err = c.Status(ctx, i)
 			if err == nil && !st.Halted && !st.Recovery.StateTransfer && !st.Removed && st.Agreed >= a0.Agreed {
 				break
 			}
-			if rs := st.Recovery; err == nil && rs.StateTransfer {
-				if p := fmt.Sprintf("%.1f/%d", float64(rs.TransferPace)/1e6, rs.TransferRackPercent); len(paces) == 0 || paces[len(paces)-1] != p {
-					paces = append(paces, p)
-				}
+			if err == nil {
+				notePace(st)
 			}
 			if ctx.Err() != nil {
 				t.Fatalf("%s did not catch up: %+v (err %v)", name, st, err)
