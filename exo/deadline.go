@@ -38,6 +38,9 @@ func (nd *Node) NextTick() int {
 				at(nd.fetchRTO() - nd.fetchTicks)
 			} else {
 				at(nd.transfer.wait) // paced, or at once
+				if pr := nd.transfer.pacer.probe; pr > 0 && nd.transfer.wait > pr/2 {
+					at(nd.transfer.wait - pr/2) // a pause's measured half begins (pacer.go)
+				}
 			}
 		case nd.notMember && nd.vc == nil:
 		case nd.vc != nil:
