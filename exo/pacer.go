@@ -43,7 +43,7 @@ const growthScale = 1024
 type pacer struct {
 	pace int // bytes per tick in force; 0: the ceiling
 	// mark is where the window under way started: the clock, and the
-	// rack's log end and epoch as this host heard them.
+	// rack's log end as this host heard it.
 	markAt  uint64
 	markSeq uint64
 	marked  bool
@@ -78,7 +78,7 @@ func (nd *Node) pacerMark() {
 // growthScale ticks; false when the window measures nothing (no mark, no
 // tick, no frame heard). Across epochs: seqs go on from one epoch to the
 // next (a view change cuts at most the unagreed suffix, a few entries),
-// and the lab rack, loaded, changed epoch some 20 times a second, so that
+// and the lab rack, loaded, changed epoch some 14 times a second, so that
 // windows within one epoch were too few to measure anything.
 func (nd *Node) pacerGrowth() (int, bool) {
 	p := &nd.transfer.pacer
