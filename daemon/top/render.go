@@ -59,6 +59,9 @@ func Render(s Snapshot) string {
 		}
 		if h.Transfer && h.TransferETA > 0 {
 			top = "xfer ETA " + time.Duration(h.TransferETA*float64(time.Second)).Round(time.Second).String()
+			if h.TransferPace > 0 {
+				top += fmt.Sprintf(" @%.0fMB/s", float64(h.TransferPace)/1e6)
+			}
 		}
 		key := h.Key
 		if key == "" {

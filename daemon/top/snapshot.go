@@ -56,6 +56,10 @@ type Host struct {
 	// (0: not known yet); shown in the TOP REJECT column while it runs.
 	TransferETA float64 `json:"transfer_eta_seconds,omitempty"`
 	transferTo  uint64
+	// TransferPace is the transfer's pace in force, in bytes per second
+	// (transfer_rate, lowered by transfer_yield while the rack slows; 0:
+	// unpaced), shown beside the ETA.
+	TransferPace int64 `json:"transfer_pace_bytes_per_second,omitempty"`
 	// Key is the key slot this host sends under, with the rotation in
 	// flight: "1", "0>1" (slot 1 staged, waiting for announcements), "1+0"
 	// (switched, the old key still valid); "" when the status has none.
@@ -155,7 +159,7 @@ func build(targets []target, prev map[string]sample, cur []sample, now time.Time
 			continue
 		}
 		h.Up, h.ID, h.Epoch, h.Halted = true, st.ID, st.Epoch, st.Halted
-		h.Transfer, h.transferTo = st.Recovery.StateTransfer, st.Recovery.TransferTo
+		h.Transfer, h.transferTo, h.TransferPace = st.Recovery.StateTransfer, st.Recovery.TransferTo, st.Recovery.TransferPace
 		if k := st.Keys; k != nil {
 			switch other := 1 - k.SendPhase; {
 			case k.Staged:

@@ -260,17 +260,19 @@ func TestTransfer(t *testing.T) {
 }
 
 // TestTransferETA: a host in a state transfer shows XFER and, from its
-// fetch rate and where the transfer heads, the time it still takes.
+// fetch rate and where the transfer heads, the time it still takes, with
+// its pace in force.
 func TestTransferETA(t *testing.T) {
 	targets, prev, cur, now := fixture()
 	c := cur[2].St
 	c.Recovery.StateTransfer, c.Recovery.TransferTo = true, c.Append+8192 // 4096 entries/s: 2 s
+	c.Recovery.TransferPace = 12_500_000
 	snap := build(targets, prev, cur, now, 500*time.Millisecond)
-	if eta := snap.Hosts[2].TransferETA; eta != 2 {
-		t.Fatalf("ETA %v s, want 2", eta)
+	if eta := snap.Hosts[2].TransferETA; eta != 2 || snap.Hosts[2].TransferPace != 12_500_000 {
+		t.Fatalf("ETA %v s, pace %d B/s; want 2, 12500000", eta, snap.Hosts[2].TransferPace)
 	}
 	got := Render(snap)
-	for _, want := range []string{"XFER", "xfer ETA 2s"} {
+	for _, want := range []string{"XFER", "xfer ETA 2s @12MB/s"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("no %q in:\n%s", want, got)
 		}
