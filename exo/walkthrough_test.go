@@ -61,12 +61,13 @@ import (
 //	config X add=Y|remove=Y         X proposes a roster change
 //	stage-key X ... key=K           the hosts stage key K (a key rotation)
 //	retire-key X ...                the hosts empty the key slot they do not send under
-//	tick [X ...] [n=N] [load] [until=COND [max=N]] [trace=L]
+//	tick [X ...] [n=N] [load] [costly=X:B] [until=COND [max=N]] [trace=L]
 //	                                tick hosts (all by default) N times, delivering after each
 //	                                round; load: every member up proposes a payload before
-//	                                each round. costly=X:B: a fetch answer of N bytes to host X
+//	                                each round. costly: a fetch answer of N bytes to host X
 //	                                costs its sender N/B of its next ticks (a transfer's cost to
-//	                                members that share their machine with it). until: tick until COND holds after a round (at most
+//	                                members that share their machine with it).
+//	                                until: tick until COND holds after a round (at most
 //	                                max rounds, 1,000 by default) and say after how many:
 //	                                an event name (takeover, installed, view-change, gap,
 //	                                key-switch, key-retired, ...: reported by any host),
