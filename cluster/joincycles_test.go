@@ -110,16 +110,14 @@ func TestRackJoinCycles(t *testing.T) {
 			}
 		}
 		var st daemon.Status
-		var paces []float64 // MB/s, at each change while F transferred
-		var percents []int
+		var paces paceTrail
 		for {
 			var err error
 			if st, err = c.Status(ctx, spare); err == nil && st.Agreed >= a.Agreed {
 				break
 			}
-			if rs := st.Recovery; err == nil && rs.StateTransfer && (len(paces) == 0 || paces[len(paces)-1] != float64(rs.TransferPace)/1e6 ||
-				percents[len(percents)-1] != rs.TransferRackPercent) {
-				paces, percents = append(paces, float64(rs.TransferPace)/1e6), append(percents, rs.TransferRackPercent)
+			if err == nil {
+				paces.note(st)
 			}
 			if ctx.Err() != nil {
 				t.Fatalf("F did not follow the log: %+v (err %v)", st, err)
@@ -134,7 +132,7 @@ func TestRackJoinCycles(t *testing.T) {
 		byDrop[dropped] = append(byDrop[dropped], during/before)
 		byYield[yield] = append(byYield[yield], during/before)
 		if yields != nil {
-			t.Logf("cycle %d: F's transfer_yield %q; its pace (MB/s) %.1f, the rack in its pauses' terms (%%) %d", k, yield, paces, percents)
+			t.Logf("cycle %d: F's transfer_yield %q; its pace in MB/s / the rack's growth while it fetched, in %% of its growth in the pauses: %s", k, yield, paces)
 		}
 		if lowered {
 			t.Logf("cycle %d: F's daemon at nice %d", k, nice)

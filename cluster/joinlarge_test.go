@@ -116,14 +116,7 @@ func TestRackJoinLarge(t *testing.T) {
 			t.Fatal(err)
 		}
 		var st daemon.Status
-		var paces []string // the joiner's pace (MB/s) and the rack's share (%) at each change
-		notePace := func(st daemon.Status) {
-			if rs := st.Recovery; rs.StateTransfer {
-				if p := fmt.Sprintf("%.1f/%d", float64(rs.TransferPace)/1e6, rs.TransferRackPercent); len(paces) == 0 || paces[len(paces)-1] != p {
-					paces = append(paces, p)
-				}
-			}
-		}
+		var paces paceTrail
 		if add {
 			// As docs/operator.md says: the spare follows the log first
 			// (a transfer while it is no member: the rack does not wait
@@ -134,7 +127,7 @@ func TestRackJoinLarge(t *testing.T) {
 					break
 				}
 				if err == nil {
-					notePace(st)
+					paces.note(st)
 				}
 				if ctx.Err() != nil {
 					t.Fatalf("%s did not follow the log: %+v (err %v)", name, st, err)
@@ -154,7 +147,7 @@ func TestRackJoinLarge(t *testing.T) {
 				break
 			}
 			if err == nil {
-				notePace(st)
+				paces.note(st)
 			}
 			if ctx.Err() != nil {
 				t.Fatalf("%s did not catch up: %+v (err %v)", name, st, err)
@@ -169,7 +162,7 @@ func TestRackJoinLarge(t *testing.T) {
 		t.Logf("%s: caught up with A's %d entries in %v: fetched %d entries, %.0f MB (%.1f MB/s); A delivered %.0f msgs/s during it, %.2f of the %.0f before; floor jumps %d",
 			name, a0.Agreed, took.Round(time.Millisecond), st.Counters["fetched_entries"], mb, mb/took.Seconds(), during, during/before, before, st.Counters["floor_jumps"])
 		t.Logf("%s: before it: %s; during it: %s; the members read %.0f MB from the disk", name, cpus(c0, c1, -1), cpus(c1, c2, i), float64(diskReads(t, c, serving...)-read0)/1e6)
-		t.Logf("%s: its pace in MB/s / the rack's growth while it fetched, in %% of its growth in the pauses: %s", name, strings.Join(paces, " "))
+		t.Logf("%s: its pace in MB/s / the rack's growth while it fetched, in %% of its growth in the pauses: %s", name, paces)
 		if st.Counters["floor_jumps"] != 0 || st.Counters["past_floor"] != 0 {
 			t.Errorf("%s started at a member's base: the retained logs should have served it from seq 0", name)
 		}
@@ -275,3 +268,20 @@ func joinRackConfig(dir, pace string) func(*daemon.Config) {
 		cfg.ArchiveIOText = class
 	}
 }
+
+// paceTrail is a joiner's transfer pace (MB/s) and the rack's share it
+// measured at its pauses (%), one "pace/share" at each change seen.
+type paceTrail []string
+
+// note takes a status of the joiner.
+func (p *paceTrail) note(st daemon.Status) {
+	rs := st.Recovery
+	if !rs.StateTransfer {
+		return
+	}
+	if v := fmt.Sprintf("%.1f/%d", float64(rs.TransferPace)/1e6, rs.TransferRackPercent); len(*p) == 0 || (*p)[len(*p)-1] != v {
+		*p = append(*p, v)
+	}
+}
+
+func (p paceTrail) String() string { return strings.Join(p, " ") }

@@ -1491,7 +1491,7 @@ func (d *Daemon) watchBehind(now time.Time) {
 	if r.Gathered > 0 {
 		args = append(args, "gathering_epoch", r.GatherEpoch, "gathered_entries", r.Gathered)
 	}
-	if vc := recoveryStatus(r, p, nil, 0).ViewChange; vc != nil {
+	if vc := recoveryStatus(r, p, nil, d.cfg.Tick).ViewChange; vc != nil {
 		args = append(args, "view_change", vc.Epoch, "promises", vc.Promised, "need", vc.Need, "ambiguous", vc.Ambiguous)
 	}
 	d.log.Warn("behind the rack and not catching up", args...)
