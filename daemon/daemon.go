@@ -851,6 +851,7 @@ func (d *Daemon) ready() error {
 			if err := d.disk.Commit(); err != nil {
 				return err
 			}
+			d.metrics.walCommit.Observe(time.Since(now).Seconds())
 			d.metrics.walFsyncs.Add(float64(d.disk.Syncs() - before))
 			d.syncedAt = now
 		}

@@ -273,6 +273,7 @@ func TestDuplicateIDOwnMAC(t *testing.T) {
 	}
 }
 
+// metricValue is a counter's or a gauge's value, or a histogram's count.
 func metricValue(t *testing.T, d *Daemon, name string) float64 {
 	t.Helper()
 	mfs, err := d.metrics.reg.Gather()
@@ -284,8 +285,11 @@ func metricValue(t *testing.T, d *Daemon, name string) float64 {
 			continue
 		}
 		for _, m := range mf.GetMetric() {
-			if m.Counter != nil {
+			switch {
+			case m.Counter != nil:
 				return m.Counter.GetValue()
+			case m.Histogram != nil:
+				return float64(m.Histogram.GetSampleCount())
 			}
 			return m.Gauge.GetValue()
 		}
@@ -539,3 +543,29 @@ func TestRestartServesRetainedStream(t *testing.T) {
 }
 
 var errEnoughMsgs = errors.New("enough")
+
+// TestWALCommitObserved: every commit a publish's frame waits for is timed
+// (exo_wal_commit_seconds), as many as the segments' fsyncs or more (a
+// commit of the meta alone, an epoch or a promise, syncs no segment).
+func TestWALCommitObserved(t *testing.T) {
+	r := startRackDurable(t, t.TempDir())
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	c, err := client.Dial(ctx, r.sockets[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	for i := range 5 {
+		if _, err := c.Publish(ctx, []byte(fmt.Sprintf("m%d", i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d := r.daemons[0]
+	d.core.Lock()
+	commits, syncs := metricValue(t, d, "exo_wal_commit_seconds"), metricValue(t, d, "exo_wal_fsyncs_total")
+	d.core.Unlock()
+	if syncs < 5 || commits < syncs {
+		t.Fatalf("after 5 publishes: %v commits timed, %v fsyncs", commits, syncs)
+	}
+}

@@ -56,6 +56,7 @@ type metrics struct {
 	behindEntries, behindEpoch      prometheus.Gauge
 	transferPace, transferRack      prometheus.Gauge
 	tokenWait                       prometheus.Histogram
+	walCommit                       prometheus.Histogram
 }
 
 func newMetrics() *metrics {
@@ -129,6 +130,9 @@ func newMetrics() *metrics {
 			Help: "View changes this host led, from their start to their install here.", Buckets: prometheus.ExponentialBuckets(1e-4, 2, 18)}),
 		epochFirstFrame: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: ns, Name: "epoch_first_frame_seconds",
 			Help: "From this host's install of a new epoch to the first frame of that epoch in its log (the rest of a view change's hold).", Buckets: prometheus.ExponentialBuckets(1e-4, 2, 18)}),
+		walCommit: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: ns, Name: "wal_commit_seconds",
+			Help:    "Durable log commits (its fsync, and the meta's when an epoch or a promise changed) that the frames, promises and answers of a Ready waited for; fsync: none commits without a sync.",
+			Buckets: prometheus.ExponentialBuckets(1e-4, 2, 16)}),
 		tokenWait: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: ns, Name: "token_record_wait_seconds",
 			Help:    "Token mode: how long the newest record of each batch waited in the fast path's ring before the daemon read it (the wake-up, as a rule).",
 			Buckets: prometheus.ExponentialBuckets(1e-6, 2, 22)}),
@@ -136,7 +140,7 @@ func newMetrics() *metrics {
 	m.reg.MustRegister(m.info, m.appendPtr, m.agreedPtr, m.epoch, m.queueDepth, m.halted, m.framesIn, m.framesOut,
 		m.oobOut, m.fetchedEntries, m.fetchedBytes, m.walFsyncs, m.walSegments, m.readErrors, m.writeErrors, m.foreignMAC, m.badFragments, m.published, m.delivered, m.queueFull,
 		m.viewChanges, m.viewChangeCauses, m.viewChangeTime, m.pastFloor, m.floorJumps, m.archiveAnswers, m.archiveMisses, m.archiveSubscribed, m.retainedBase, m.logBytes, m.memAnon, m.memHuge, m.rackFloor, m.retainLagging, m.epochFirstFrame, m.takeovers, m.falseTakeovers, m.lateFrames, m.goneNotices, m.tokenTimeout, m.rejects, m.tokenHold, m.offloadDrops, m.offloadPushes,
-		m.keyPhase, m.keyEvents, m.safetyEvents, m.behindEntries, m.behindEpoch, m.transferPace, m.transferRack, m.ticks, m.wakeups, m.tokenWait, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+		m.keyPhase, m.keyEvents, m.safetyEvents, m.behindEntries, m.behindEpoch, m.transferPace, m.transferRack, m.ticks, m.wakeups, m.tokenWait, m.walCommit, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	for r := exo.Reason(1); r < exo.NumReasons; r++ {
 		m.rejects.WithLabelValues(r.String())
 	}
