@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -266,6 +267,15 @@ func joinRackConfig(dir, pace string) func(*daemon.Config) {
 		cfg.Retain = daemon.Retain{Entries: 1 << 40}
 		cfg.TransferRateText = pace
 		cfg.ArchiveIOText = class
+		if joinMetrics() {
+			cfg.MetricsAddr = "127.0.0.1:9477"
+		}
+		if d := os.Getenv("EXO_JOIN_SPARE_DIR"); d != "" && cfg.ID == 5 {
+			cfg.DataDir = filepath.Join(d, "data-5")
+		}
+		if v := os.Getenv("EXO_JOIN_PROCS"); v != "" {
+			fmt.Sscan(v, &cfg.Procs)
+		}
 	}
 }
 
@@ -285,3 +295,108 @@ func (p *paceTrail) note(st daemon.Status) {
 }
 
 func (p paceTrail) String() string { return strings.Join(p, " ") }
+
+// churn is the rack's view changes, takeovers and the takeovers' victims
+// (false takeovers) summed over some members: what a transfer sets off
+// beside the agreed rate it costs.
+type churn struct {
+	viewChanges, takeovers, falseTakeovers uint64
+	// From the members' metrics (EXO_JOIN_METRICS=1), else 0: token holds
+	// (token to frame) over 4.1 ms, durable-log commits over 6.4 ms.
+	slowHolds, slowCommits uint64
+}
+
+// joinMetrics reports whether the join tests' daemons serve their metrics
+// (EXO_JOIN_METRICS=1: each on 127.0.0.1:9477 in its namespace).
+func joinMetrics() bool { return os.Getenv("EXO_JOIN_METRICS") == "1" }
+
+// histOver is how many observations of the histogram name in a metrics
+// text exceeded its bucket le (the count less that bucket's).
+func histOver(text, name, le string) (uint64, error) {
+	var count, in uint64
+	var haveCount, haveBucket bool
+	for _, line := range strings.Split(text, "\n") {
+		switch {
+		case strings.HasPrefix(line, name+"_count "):
+			_, err := fmt.Sscan(strings.TrimPrefix(line, name+"_count "), &count)
+			haveCount = err == nil
+		case strings.HasPrefix(line, name+`_bucket{le="`+le+`"} `):
+			_, err := fmt.Sscan(strings.TrimPrefix(line, name+`_bucket{le="`+le+`"} `), &in)
+			haveBucket = err == nil
+		}
+	}
+	if !haveCount || !haveBucket {
+		return 0, fmt.Errorf("no %s count or bucket le=%s in the metrics", name, le)
+	}
+	return count - in, nil
+}
+
+// churnOf reads the members' counters (their status).
+func churnOf(ctx context.Context, t *testing.T, c *Cluster, hosts ...int) churn {
+	t.Helper()
+	var s churn
+	for _, h := range hosts {
+		st, err := c.Status(ctx, h)
+		if err != nil {
+			t.Fatalf("host %d's status: %v", h, err)
+		}
+		s.viewChanges += st.Counters["view_changes"]
+		s.takeovers += st.Counters["takeovers"]
+		s.falseTakeovers += st.Detector.FalseTakeovers
+		if !joinMetrics() {
+			continue
+		}
+		out, err := c.Rack.Exec(ctx, h, "curl", "-sf", "http://127.0.0.1:9477/metrics")
+		if err != nil {
+			t.Fatalf("host %d's metrics: %v", h, err)
+		}
+		holds, err := histOver(string(out), "exo_token_hold_seconds", "0.004096")
+		if err != nil {
+			t.Fatalf("host %d: %v", h, err)
+		}
+		commits, err := histOver(string(out), "exo_wal_commit_seconds", "0.0064")
+		if err != nil {
+			t.Fatalf("host %d: %v", h, err)
+		}
+		s.slowHolds += holds
+		s.slowCommits += commits
+	}
+	return s
+}
+
+// rates is the churn from s to later, a second over d.
+func (s churn) rates(later churn, d time.Duration) string {
+	sec := d.Seconds()
+	r := fmt.Sprintf("%.1f view changes, %.1f takeovers, %.1f false takeovers a second",
+		float64(later.viewChanges-s.viewChanges)/sec, float64(later.takeovers-s.takeovers)/sec, float64(later.falseTakeovers-s.falseTakeovers)/sec)
+	if joinMetrics() {
+		r += fmt.Sprintf(", %.1f token holds over 4.1 ms, %.1f log commits over 6.4 ms a second", float64(later.slowHolds-s.slowHolds)/sec, float64(later.slowCommits-s.slowCommits)/sec)
+	}
+	return r
+}
+
+// keepLogs copies the daemons' logs of hosts 0..n-1 to the directory
+// EXO_JOIN_LOGS names, if set, when the test ends (the test's own
+// directory goes with it): a long run's view changes and takeovers, for
+// reading afterwards.
+func keepLogs(t *testing.T, c *Cluster, n int) {
+	dir := os.Getenv("EXO_JOIN_LOGS")
+	if dir == "" {
+		return
+	}
+	t.Cleanup(func() {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Errorf("EXO_JOIN_LOGS: %v", err)
+			return
+		}
+		for i := range n {
+			b, err := os.ReadFile(c.LogPath(i))
+			if err == nil {
+				err = os.WriteFile(filepath.Join(dir, filepath.Base(c.LogPath(i))), b, 0o644)
+			}
+			if err != nil {
+				t.Errorf("EXO_JOIN_LOGS: host %d's log: %v", i, err)
+			}
+		}
+	})
+}
