@@ -44,7 +44,9 @@ import (
 // second. Knobs for finding where the churn comes from (joinRackConfig):
 // EXO_JOIN_PROCS=N sets every daemon's procs (GOMAXPROCS; -1 every CPU),
 // EXO_JOIN_SPARE_DIR=dir puts F's durable log there (a tmpfs: F's writes
-// off the rack's disk); EXO_JOIN_LOGS=dir keeps the daemons' logs.
+// off the rack's disk); EXO_JOIN_LOGS=dir keeps the daemons' logs;
+// EXO_JOIN_BULK=1 makes every second cycle no join but its bytes over TCP
+// from the members to F's namespace (bulkLike), against the same 10 s.
 func TestRackJoinCycles(t *testing.T) {
 	if os.Getenv("EXO_JOIN_CYCLES") == "" {
 		t.Skip("a long run (minutes of load): EXO_JOIN_CYCLES=3 runs it (docs/recovery.md)")
@@ -82,6 +84,11 @@ func TestRackJoinCycles(t *testing.T) {
 	}
 	time.Sleep(time.Second)
 	drop := os.Getenv("EXO_JOIN_DROP_CACHES") == "1"
+	// EXO_JOIN_BULK=1: every second cycle sends a join's bytes over TCP
+	// instead of joining (bulkLike), for as long as the join before took.
+	bulk := os.Getenv("EXO_JOIN_BULK") == "1"
+	byBulk := map[bool][]float64{}
+	lastTook := 15 * time.Second
 	// EXO_JOIN_YIELD="off,80%": F's transfer_yield in turn, one value a
 	// cycle (unset: the config's default in every cycle).
 	var yields []string
@@ -110,6 +117,22 @@ func TestRackJoinCycles(t *testing.T) {
 			yield = yields[(k-1)%len(yields)]
 			setConfig(t, c, spare, func(cfg *daemon.Config) { cfg.TransferYieldText = yield })
 		}
+		if bulk && k%2 == 0 {
+			// Not a join: the bytes of one, from the members in turns,
+			// for as long as the last join took.
+			start := time.Now()
+			sent, err := bulkLike(ctx, c.Rack, members, spare, 25e6, fetchKB<<10, 64<<20, lastTook)
+			if err != nil {
+				t.Fatal(err)
+			}
+			took := time.Since(start)
+			during := float64(delivered()-d1) / took.Seconds()
+			c2 := churnOf(ctx, t, c, members...)
+			byBulk[true] = append(byBulk[true], during/before)
+			t.Logf("cycle %d: no join, %.0f MB over TCP from the members to F's namespace in %v; the members' churn in the 10 s before: %s; during: %s; A delivered %.0f msgs/s during it, %.2f of the %.0f in the 10 s before",
+				k, float64(sent)/1e6, took.Round(time.Millisecond), c0.rates(c1, 10*time.Second), c1.rates(c2, took), during, during/before, before)
+			continue
+		}
 		start := time.Now()
 		if err := c.StartHost(ctx, spare, true); err != nil {
 			t.Fatal(err)
@@ -136,7 +159,9 @@ func TestRackJoinCycles(t *testing.T) {
 			time.Sleep(50 * time.Millisecond)
 		}
 		took := time.Since(start)
+		lastTook = took
 		during := float64(delivered()-d1) / took.Seconds()
+		byBulk[false] = append(byBulk[false], during/before)
 		c2 := churnOf(ctx, t, c, members...)
 		t.Logf("cycle %d: the members' churn in the 10 s before: %s; during: %s", k, c0.rates(c1, 10*time.Second), c1.rates(c2, took))
 		read := diskReads(t, c, 0, 1, 2, 3, 4) - read0
@@ -168,6 +193,9 @@ func TestRackJoinCycles(t *testing.T) {
 	}
 	if drop {
 		t.Logf("page cache kept: ratios %.2f; dropped: %.2f", byDrop[false], byDrop[true])
+	}
+	if bulk {
+		t.Logf("joins: ratios %.2f; a join's bytes over TCP alone: %.2f", byBulk[false], byBulk[true])
 	}
 	for _, y := range yields {
 		if rs, ok := byYield[y]; ok {
