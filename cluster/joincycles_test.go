@@ -44,7 +44,9 @@ import (
 // second. Knobs for finding where the churn comes from (joinRackConfig):
 // EXO_JOIN_PROCS=N sets every daemon's procs (GOMAXPROCS; -1 every CPU),
 // EXO_JOIN_SPARE_DIR=dir puts F's durable log there (a tmpfs: F's writes
-// off the rack's disk); EXO_JOIN_LOGS=dir keeps the daemons' logs;
+// off the rack's disk), EXO_JOIN_KEEP=N every daemon's keep_entries (N
+// above the log's entries: the members answer from memory, no disk
+// read); EXO_JOIN_LOGS=dir keeps the daemons' logs;
 // EXO_JOIN_BULK=1 makes every second cycle no join but its bytes over TCP
 // from the members to F's namespace (bulkLike), against the same 10 s.
 func TestRackJoinCycles(t *testing.T) {

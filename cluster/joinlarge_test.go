@@ -270,6 +270,9 @@ func joinRackConfig(dir, pace string) func(*daemon.Config) {
 		if joinMetrics() {
 			cfg.MetricsAddr = "127.0.0.1:9477"
 		}
+		if v := os.Getenv("EXO_JOIN_KEEP"); v != "" {
+			fmt.Sscan(v, &cfg.KeepEntries)
+		}
 		if d := os.Getenv("EXO_JOIN_SPARE_DIR"); d != "" && cfg.ID == 5 {
 			cfg.DataDir = filepath.Join(d, "data-5")
 		}
