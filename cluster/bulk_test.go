@@ -18,7 +18,10 @@ import (
 // transfer costs the rack beyond its bytes' way through the kernel (the
 // members' reads of their logs, their commits, the joiner's daemon) is
 // then the difference (TestRackJoinCycles, EXO_JOIN_BULK).
-func bulkLike(ctx context.Context, r *lab.Rack, members []int, to int, rate float64, chunk, turn int, d time.Duration) (int64, error) {
+//
+// fresh writes and reads each chunk in memory of its own, as the members
+// and the joiner do (an answer's buffers), instead of one buffer reused.
+func bulkLike(ctx context.Context, r *lab.Rack, members []int, to int, rate float64, chunk, turn int, d time.Duration, fresh bool) (int64, error) {
 	addr := net.JoinHostPort(r.Hosts[to].OOBAddr.String(), "7799")
 	var ln net.Listener
 	if err := lab.InNetns(r.Hosts[to].Netns, func() (err error) {
@@ -34,7 +37,21 @@ func bulkLike(ctx context.Context, r *lab.Rack, members []int, to int, rate floa
 			if err != nil {
 				return
 			}
-			go func() { io.Copy(io.Discard, c); c.Close() }()
+			go func() {
+				defer c.Close()
+				if !fresh {
+					io.Copy(io.Discard, c)
+					return
+				}
+				for {
+					// Each chunk into memory of its own, as the joiner reads
+					// an answer: the pages are new to the process.
+					b := make([]byte, chunk)
+					if _, err := io.ReadFull(c, b); err != nil {
+						return
+					}
+				}
+			}()
 		}
 	}()
 	conns := make([]net.Conn, len(members))
@@ -52,6 +69,12 @@ func bulkLike(ctx context.Context, r *lab.Rack, members []int, to int, rate floa
 	var sent int64
 	start := time.Now()
 	for k, inTurn := 0, 0; time.Since(start) < d; {
+		if fresh {
+			buf = make([]byte, chunk) // as a member encodes an answer
+			for i := 0; i < len(buf); i += 4096 {
+				buf[i] = byte(i)
+			}
+		}
 		if _, err := conns[k].Write(buf); err != nil {
 			return sent, fmt.Errorf("bulk: write from %s: %w", r.Hosts[members[k]].Name, err)
 		}

@@ -48,7 +48,8 @@ import (
 // above the log's entries: the members answer from memory, no disk
 // read); EXO_JOIN_LOGS=dir keeps the daemons' logs;
 // EXO_JOIN_BULK=1 makes every second cycle no join but its bytes over TCP
-// from the members to F's namespace (bulkLike), against the same 10 s.
+// from the members to F's namespace (bulkLike), against the same 10 s
+// (EXO_JOIN_BULK_FRESH=1: each chunk in new memory at both ends).
 func TestRackJoinCycles(t *testing.T) {
 	if os.Getenv("EXO_JOIN_CYCLES") == "" {
 		t.Skip("a long run (minutes of load): EXO_JOIN_CYCLES=3 runs it (docs/recovery.md)")
@@ -123,7 +124,7 @@ func TestRackJoinCycles(t *testing.T) {
 			// Not a join: the bytes of one, from the members in turns,
 			// for as long as the last join took.
 			start := time.Now()
-			sent, err := bulkLike(ctx, c.Rack, members, spare, 25e6, fetchKB<<10, 64<<20, lastTook)
+			sent, err := bulkLike(ctx, c.Rack, members, spare, 25e6, fetchKB<<10, 64<<20, lastTook, os.Getenv("EXO_JOIN_BULK_FRESH") == "1")
 			if err != nil {
 				t.Fatal(err)
 			}
