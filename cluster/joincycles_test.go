@@ -68,7 +68,7 @@ func TestRackJoinCycles(t *testing.T) {
 	}
 	r := rack(t, 6)
 	dir := t.TempDir()
-	c := startWith(t, r, Hooks(joinRackConfig(dir, pace), func(cfg *daemon.Config) { cfg.FetchBytes = fetchKB << 10 }))
+	c := startWith(t, r, Hooks(joinRackConfig(t, dir, pace), func(cfg *daemon.Config) { cfg.FetchBytes = fetchKB << 10 }))
 	ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
 	defer cancel()
 	const spare = 5

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -41,7 +42,7 @@ func TestRackJoinLarge(t *testing.T) {
 	// EXO_JOIN_PROFILE=<dir>: every daemon writes a CPU profile there
 	// (<host>.cpu.pprof, with the daemons' configs and logs).
 	profile := os.Getenv("EXO_JOIN_PROFILE")
-	c := startOpts(t, r, Options{Dir: profile, CPUProfile: profile != "", Config: joinRackConfig(dir, pace)})
+	c := startOpts(t, r, Options{Dir: profile, CPUProfile: profile != "", Config: joinRackConfig(t, dir, pace)})
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Hour)
 	defer cancel()
 	const spare = 5
@@ -253,8 +254,10 @@ func loadLog(ctx context.Context, t *testing.T, c *Cluster, members []int, msg i
 // EXO_JOIN_ARCHIVE_IO names (archive_io: idle, the default, or normal),
 // transfer_yield as EXO_JOIN_YIELD says (one value; TestRackJoinCycles
 // takes a list, one a cycle).
-func joinRackConfig(dir, pace string) func(*daemon.Config) {
+func joinRackConfig(t *testing.T, dir, pace string) func(*daemon.Config) {
 	class := os.Getenv("EXO_JOIN_ARCHIVE_IO")
+	keep, keepSet := envSigned(t, "EXO_JOIN_KEEP")
+	procs, procsSet := envSigned(t, "EXO_JOIN_PROCS")
 	yield := os.Getenv("EXO_JOIN_YIELD")
 	if strings.Contains(yield, ",") {
 		yield = ""
@@ -270,14 +273,14 @@ func joinRackConfig(dir, pace string) func(*daemon.Config) {
 		if joinMetrics() {
 			cfg.MetricsAddr = "127.0.0.1:9477"
 		}
-		if v := os.Getenv("EXO_JOIN_KEEP"); v != "" {
-			fmt.Sscan(v, &cfg.KeepEntries)
+		if keepSet {
+			cfg.KeepEntries = keep
 		}
 		if d := os.Getenv("EXO_JOIN_SPARE_DIR"); d != "" && cfg.ID == 5 {
 			cfg.DataDir = filepath.Join(d, "data-5")
 		}
-		if v := os.Getenv("EXO_JOIN_PROCS"); v != "" {
-			fmt.Sscan(v, &cfg.Procs)
+		if procsSet {
+			cfg.Procs = procs
 		}
 	}
 }
@@ -402,4 +405,19 @@ func keepLogs(t *testing.T, c *Cluster, n int) {
 			}
 		}
 	})
+}
+
+// envSigned is the integer in the environment variable name, if set (a
+// value that is not one fails the test).
+func envSigned(t *testing.T, name string) (int, bool) {
+	t.Helper()
+	v, ok := os.LookupEnv(name)
+	if !ok || v == "" {
+		return 0, false
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		t.Fatalf("%s=%q: want an integer", name, v)
+	}
+	return n, true
 }
