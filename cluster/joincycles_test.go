@@ -49,7 +49,9 @@ import (
 // read); EXO_JOIN_LOGS=dir keeps the daemons' logs;
 // EXO_JOIN_BULK=1 makes every second cycle no join but its bytes over TCP
 // from the members to F's namespace (bulkLike), against the same 10 s
-// (EXO_JOIN_BULK_FRESH=1: each chunk in new memory at both ends).
+// (EXO_JOIN_BULK_FRESH=1: each chunk in new memory at both ends;
+// EXO_JOIN_FETCHER=1: fetches as F's daemon makes them, from a process
+// that is not a daemon, TestFetcherProcess).
 func TestRackJoinCycles(t *testing.T) {
 	if os.Getenv("EXO_JOIN_CYCLES") == "" {
 		t.Skip("a long run (minutes of load): EXO_JOIN_CYCLES=3 runs it (docs/recovery.md)")
@@ -90,6 +92,10 @@ func TestRackJoinCycles(t *testing.T) {
 	// EXO_JOIN_BULK=1: every second cycle sends a join's bytes over TCP
 	// instead of joining (bulkLike), for as long as the join before took.
 	bulk := os.Getenv("EXO_JOIN_BULK") == "1"
+	// EXO_JOIN_FETCHER=1: those cycles fetch as a joiner instead, without
+	// the joiner's daemon (TestFetcherProcess).
+	fetcher := os.Getenv("EXO_JOIN_FETCHER") == "1"
+	bulk = bulk || fetcher
 	byBulk := map[bool][]float64{}
 	lastTook := 15 * time.Second
 	// EXO_JOIN_YIELD="off,80%": F's transfer_yield in turn, one value a
@@ -124,7 +130,13 @@ func TestRackJoinCycles(t *testing.T) {
 			// Not a join: the bytes of one, from the members in turns,
 			// for as long as the last join took.
 			start := time.Now()
-			sent, err := bulkLike(ctx, c.Rack, members, spare, 25e6, fetchKB<<10, 64<<20, lastTook, os.Getenv("EXO_JOIN_BULK_FRESH") == "1")
+			var sent int64
+			var err error
+			if fetcher {
+				sent, err = fetchAsJoiner(ctx, c, spare, 25e6, lastTook)
+			} else {
+				sent, err = bulkLike(ctx, c.Rack, members, spare, 25e6, fetchKB<<10, 64<<20, lastTook, os.Getenv("EXO_JOIN_BULK_FRESH") == "1")
+			}
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -132,8 +144,8 @@ func TestRackJoinCycles(t *testing.T) {
 			during := float64(delivered()-d1) / took.Seconds()
 			c2 := churnOf(ctx, t, c, members...)
 			byBulk[true] = append(byBulk[true], during/before)
-			t.Logf("cycle %d: no join, %.0f MB over TCP from the members to F's namespace in %v; the members' churn in the 10 s before: %s; during: %s; A delivered %.0f msgs/s during it, %.2f of the %.0f in the 10 s before",
-				k, float64(sent)/1e6, took.Round(time.Millisecond), c0.rates(c1, 10*time.Second), c1.rates(c2, took), during, during/before, before)
+			t.Logf("cycle %d: no join, %.0f MB over TCP from the members to F's namespace (as fetches: %v) in %v; the members' churn in the 10 s before: %s; during: %s; A delivered %.0f msgs/s during it, %.2f of the %.0f in the 10 s before",
+				k, float64(sent)/1e6, fetcher, took.Round(time.Millisecond), c0.rates(c1, 10*time.Second), c1.rates(c2, took), during, during/before, before)
 			continue
 		}
 		start := time.Now()
@@ -283,4 +295,23 @@ func reniceThreads(pid, n int) error {
 		}
 	}
 	return nil
+}
+
+// fetchAsJoiner runs TestFetcherProcess in host i's namespace with its
+// config, at rate bytes a second for d, and returns the bytes it fetched.
+func fetchAsJoiner(ctx context.Context, c *Cluster, i int, rate float64, d time.Duration) (int64, error) {
+	cmd := c.Rack.CommandContext(ctx, i, os.Args[0], "-test.run=^TestFetcherProcess$", "-test.count=1")
+	cmd.Env = append(os.Environ(), "EXO_FETCHER_CONFIG="+c.configPath(i), fmt.Sprintf("EXO_FETCHER_RATE=%d", int64(rate)), "EXO_FETCHER_FOR="+d.String())
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return 0, fmt.Errorf("the fetcher: %w: %s", err, out)
+	}
+	var answers, lo, late int64
+	var got int64
+	for _, line := range strings.Split(string(out), "\n") {
+		if _, err := fmt.Sscanf(line, "fetcher: %d answers, %d bytes, up to seq %d, %d late", &answers, &got, &lo, &late); err == nil {
+			return got, nil
+		}
+	}
+	return 0, fmt.Errorf("the fetcher said nothing of what it fetched: %s", out)
 }

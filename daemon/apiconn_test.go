@@ -106,7 +106,7 @@ func TestConnGrowsKeepingPipelinedFrames(t *testing.T) {
 	}
 	conn.SetReadDeadline(time.Now().Add(30 * time.Second))
 	r := bufio.NewReader(conn)
-	statuses, published, drops := 0, map[uint64]bool{}, 0
+	statuses, published, again := 0, map[uint64]bool{}, map[uint64]int{}
 	for statuses < 2 || len(published) < n {
 		typ, body, _, err := client.ReadFrame(r, nil)
 		if err != nil {
@@ -123,18 +123,21 @@ func TestConnGrowsKeepingPipelinedFrames(t *testing.T) {
 			published[id] = true
 		case client.TypeError:
 			id, code := binary.BigEndian.Uint64(body), binary.BigEndian.Uint16(body[8:])
-			if code == client.CodeDropped && id >= 1 && id <= n && !published[id] && drops < 10 {
+			if code == client.CodeDropped && id >= 1 && id <= n && !published[id] && again[id] < 3 {
 				// A false takeover on a busy machine: the API says to
-				// publish again (on the grown connection now).
-				drops++
-				var again bytes.Buffer
-				client.WriteFrame(&again, client.TypePublish, client.U64(id), bytes.Repeat([]byte{byte(id - 1)}, 100))
-				if _, err := conn.Write(again.Bytes()); err != nil {
+				// publish again (on the grown connection now). One view
+				// change drops every message not yet agreed, dozens of
+				// the 300 at once (CI: 11 in one test), so the bound is
+				// on each message's drops, not on their sum.
+				again[id]++
+				var b bytes.Buffer
+				client.WriteFrame(&b, client.TypePublish, client.U64(id), bytes.Repeat([]byte{byte(id - 1)}, 100))
+				if _, err := conn.Write(b.Bytes()); err != nil {
 					t.Fatal(err)
 				}
 				continue
 			}
-			t.Fatalf("error reply: id %d code %d %q (after %d drops published again)", id, code, body[10:], drops)
+			t.Fatalf("error reply: id %d code %d %q (published again %d times; %d messages published again)", id, code, body[10:], again[id], len(again))
 		default:
 			t.Fatalf("unexpected reply type %#x", typ)
 		}
