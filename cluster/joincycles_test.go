@@ -6,9 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -51,7 +53,11 @@ import (
 // from the members to F's namespace (bulkLike), against the same 10 s
 // (EXO_JOIN_BULK_FRESH=1: each chunk in new memory at both ends;
 // EXO_JOIN_FETCHER=1: fetches as F's daemon makes them, from a process
-// that is not a daemon, TestFetcherProcess).
+// that is not a daemon, TestFetcherProcess). EXO_JOIN_TRACE=dir writes
+// each daemon's execution trace and CPU profile (enable_pprof) of the 4 s
+// from 1 s into every cycle's transfer and into the 10 s before it to
+// dir/cycle<k>[-before]-<host>.trace and .cpu.pprof (go tool trace,
+// go tool pprof).
 func TestRackJoinCycles(t *testing.T) {
 	if os.Getenv("EXO_JOIN_CYCLES") == "" {
 		t.Skip("a long run (minutes of load): EXO_JOIN_CYCLES=3 runs it (docs/recovery.md)")
@@ -116,7 +122,9 @@ func TestRackJoinCycles(t *testing.T) {
 			}
 		}
 		d0, c0 := delivered(), churnOf(ctx, t, c, members...)
+		tracedBefore := traceRack(ctx, t, c, fmt.Sprintf("cycle%d-before", k), 5)
 		time.Sleep(10 * time.Second)
+		tracedBefore()
 		d1, c1 := delivered(), churnOf(ctx, t, c, members...)
 		before := float64(d1-d0) / 10
 		a, _ := c.Status(ctx, 0)
@@ -126,6 +134,7 @@ func TestRackJoinCycles(t *testing.T) {
 			yield = yields[(k-1)%len(yields)]
 			setConfig(t, c, spare, func(cfg *daemon.Config) { cfg.TransferYieldText = yield })
 		}
+		traced := traceRack(ctx, t, c, fmt.Sprintf("cycle%d", k), 6)
 		if bulk && k%2 == 0 {
 			// Not a join: the bytes of one, from the members in turns,
 			// for as long as the last join took.
@@ -144,6 +153,7 @@ func TestRackJoinCycles(t *testing.T) {
 			during := float64(delivered()-d1) / took.Seconds()
 			c2 := churnOf(ctx, t, c, members...)
 			byBulk[true] = append(byBulk[true], during/before)
+			traced()
 			t.Logf("cycle %d: no join, %.0f MB over TCP from the members to F's namespace (as fetches: %v) in %v; the members' churn in the 10 s before: %s; during: %s; A delivered %.0f msgs/s during it, %.2f of the %.0f in the 10 s before",
 				k, float64(sent)/1e6, fetcher, took.Round(time.Millisecond), c0.rates(c1, 10*time.Second), c1.rates(c2, took), during, during/before, before)
 			continue
@@ -178,6 +188,7 @@ func TestRackJoinCycles(t *testing.T) {
 		during := float64(delivered()-d1) / took.Seconds()
 		byBulk[false] = append(byBulk[false], during/before)
 		c2 := churnOf(ctx, t, c, members...)
+		traced()
 		t.Logf("cycle %d: the members' churn in the 10 s before: %s; during: %s", k, c0.rates(c1, 10*time.Second), c1.rates(c2, took))
 		read := diskReads(t, c, 0, 1, 2, 3, 4) - read0
 		ratios = append(ratios, during/before)
@@ -317,4 +328,41 @@ func fetchAsJoiner(ctx context.Context, c *Cluster, i int, rate float64, d time.
 		}
 	}
 	return 0, fmt.Errorf("the fetcher said nothing of what it fetched: %s", out)
+}
+
+// traceRack takes, with EXO_JOIN_TRACE=dir, the execution trace and a
+// CPU profile of the daemons of hosts 0..n-1 (those serving: enable_pprof)
+// over the 4 s from 1 s on, into dir/<name>-<host>.trace (the CPU
+// samples in it too: go tool trace) and .cpu.pprof; it returns a wait for
+// them (a no-op without EXO_JOIN_TRACE). A host whose daemon does not
+// answer (F's, not yet started in a cycle without a join) is logged and
+// skipped.
+func traceRack(ctx context.Context, t *testing.T, c *Cluster, name string, n int) func() {
+	dir := os.Getenv("EXO_JOIN_TRACE")
+	if dir == "" {
+		return func() {}
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for h := range n {
+		for _, what := range []struct{ path, ext string }{{"trace", "trace"}, {"profile", "cpu.pprof"}} {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				select {
+				case <-time.After(time.Second):
+				case <-ctx.Done():
+					return
+				}
+				host := c.Rack.Hosts[h].Name
+				out := filepath.Join(dir, fmt.Sprintf("%s-%s.%s", name, host, what.ext))
+				if b, err := c.Rack.Exec(ctx, h, "curl", "-sSf", "-o", out, "http://127.0.0.1:9477/debug/pprof/"+what.path+"?seconds=4"); err != nil {
+					t.Logf("%s: no %s of %s: %v: %s", name, what.path, host, err, b)
+				}
+			}()
+		}
+	}
+	return wg.Wait
 }

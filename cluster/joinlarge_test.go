@@ -270,8 +270,9 @@ func joinRackConfig(t *testing.T, dir, pace string) func(*daemon.Config) {
 		cfg.Retain = daemon.Retain{Entries: 1 << 40}
 		cfg.TransferRateText = pace
 		cfg.ArchiveIOText = class
-		if joinMetrics() {
+		if joinMetrics() || os.Getenv("EXO_JOIN_TRACE") != "" {
 			cfg.MetricsAddr = "127.0.0.1:9477"
+			cfg.EnablePprof = os.Getenv("EXO_JOIN_TRACE") != ""
 		}
 		if keepSet {
 			cfg.KeepEntries = keep

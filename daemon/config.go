@@ -125,6 +125,12 @@ type Config struct {
 	APISocket string `json:"api_socket"`
 	// MetricsAddr serves /metrics when set (e.g. 127.0.0.1:9477).
 	MetricsAddr string `json:"metrics_addr,omitempty"`
+	// EnablePprof also serves Go's profiles (net/http/pprof: CPU, heap,
+	// goroutines, the runtime's execution trace) under /debug/pprof/ on
+	// metrics_addr, as etcd's --enable-pprof does: for finding where a
+	// daemon's time goes on a running rack. Off by default: anyone who
+	// reaches metrics_addr can then make the daemon profile itself.
+	EnablePprof bool `json:"enable_pprof,omitempty"`
 	// TickText is the protocol tick as a Go duration (default "250us"); the
 	// timeouts below count ticks.
 	TickText     string        `json:"tick,omitempty"`
@@ -616,6 +622,9 @@ func (c *Config) Validate() error {
 		if _, _, err := net.SplitHostPort(c.MetricsAddr); err != nil {
 			return fieldErr("metrics_addr", "%q: %v", c.MetricsAddr, err)
 		}
+	}
+	if c.EnablePprof && c.MetricsAddr == "" {
+		return fieldErr("enable_pprof", "the profiles are served on metrics_addr, which is not set")
 	}
 	if _, err := exo.NewNode(c.coreConfig(1500)); err != nil {
 		return fieldErr("timeouts", "%v", err)

@@ -191,6 +191,9 @@ func checkConfigInvariants(t *testing.T, in []byte, c *Config) {
 			fail("metrics_addr %q: %v", c.MetricsAddr, err)
 		}
 	}
+	if c.EnablePprof && c.MetricsAddr == "" {
+		fail("enable_pprof without metrics_addr")
+	}
 	if !json.Valid(in) {
 		fail("it is not one JSON value")
 	}
@@ -265,6 +268,7 @@ func FuzzConfig(f *testing.F) {
 		{`"tick": "250us",`, `"unknown": 1,`},
 		{`"group": 7,`, `"group": 65536,`},
 		{`"metrics_addr": "127.0.0.1:9477",`, `"metrics_addr": "9477",`},
+		{`"metrics_addr": "127.0.0.1:9477",`, `"enable_pprof": true,`},
 		{`"interface": "exo0",`, ``},
 	} {
 		f.Add([]byte(strings.Replace(goodConfigJSON, edit[0], edit[1], 1)))

@@ -355,6 +355,7 @@ func TestConfigErrors(t *testing.T) {
 		{withRet(`"transfer_yield":"80",`), `transfer_yield: "80" is not a share`},
 		{withRet(`"transfer_yield":"100%",`), "transfer_yield"},
 		{withRet(`"transfer_yield":"0%",`), "transfer_yield"},
+		{withRet(`"enable_pprof":true,`), "enable_pprof: the profiles are served on metrics_addr, which is not set"},
 		{`{"group":1,"id":5,"interface":"exo0","api_socket":"/x","key_file":"/k","roster":[{"id":0,"mac":"02:00:00:00:00:01","oob":"10.0.0.1:1"}]}`, "id"},
 		{`{"group":1,"id":0,"interface":"","api_socket":"/x","key_file":"/k","roster":[{"id":0,"mac":"02:00:00:00:00:01","oob":"10.0.0.1:1"}]}`, "interface"},
 		{`{"group":1,"id":0,"interface":"e","api_socket":"/x","key_file":"/k","roster":[{"id":0,"mac":"zz","oob":"10.0.0.1:1"}]}`, "roster[0].mac"},

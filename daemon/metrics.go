@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"strconv"
 	"time"
 
@@ -228,6 +229,21 @@ func (m *metrics) counters() map[string]uint64 {
 	return out
 }
 
+// metricsHandler serves /metrics and, with enable_pprof, Go's profiles
+// under /debug/pprof/ (the execution trace too: /debug/pprof/trace).
+func (d *Daemon) metricsHandler() http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(d.metrics.reg, promhttp.HandlerOpts{}))
+	if d.cfg.EnablePprof {
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	}
+	return mux
+}
+
 func (d *Daemon) serveMetrics(ctx context.Context) error {
 	if d.cfg.MetricsAddr == "" {
 		return nil
@@ -236,9 +252,7 @@ func (d *Daemon) serveMetrics(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("metrics: %w", err)
 	}
-	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(d.metrics.reg, promhttp.HandlerOpts{}))
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	srv := &http.Server{Handler: d.metricsHandler(), ReadHeaderTimeout: 5 * time.Second}
 	go func() {
 		<-ctx.Done()
 		sctx, cancel := context.WithTimeout(context.Background(), time.Second)
