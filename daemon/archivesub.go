@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"errors"
 	"sync"
+	"time"
 
 	"github.com/exo-rack/exo/client"
 	"github.com/exo-rack/exo/exo"
@@ -14,6 +15,12 @@ import (
 // from it needs (retention removed it meanwhile, or it has no base below
 // the subscription's start).
 var errArchiveGone = errors.New("daemon: the retained log no longer holds it")
+
+// bulkYieldEvery is how long the daemon's reads of its retained log (for
+// fetch answers and subscribers below the history) run before they give
+// the daemon's one P to the protocol loop (wal.Reader.YieldEvery, package
+// yield): the token's hop through this host waits for that P.
+const bulkYieldEvery = time.Millisecond
 
 // archiveBatch is how many bytes of entries a subscription from the
 // retained log reads at a time (one flush each).
@@ -42,6 +49,7 @@ type archiveStream struct {
 func (d *Daemon) newArchiveStream(from uint64) *archiveStream {
 	a := &archiveStream{d: d, from: from, rd: wal.NewReader(d.cfg.DataDir)}
 	a.rd.Class = d.cfg.ArchiveIO
+	a.rd.YieldEvery = bulkYieldEvery
 	d.core.Lock()
 	defer d.core.Unlock()
 	span := uint64(d.cfg.MaxMessage/max(1, d.chunk)+2) * uint64(max(1, len(d.roster))+1)

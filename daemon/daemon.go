@@ -204,6 +204,7 @@ func newDaemon(cfg *Config, conn FrameConn, o OOB, log *slog.Logger) (*Daemon, e
 	if disk != nil {
 		archive = wal.NewReader(cfg.DataDir)
 		archive.Class = cfg.ArchiveIO
+		archive.YieldEvery = bulkYieldEvery
 		nd.SetArchive(disk.Archive()) // the retained log below the core's (retain)
 	}
 	d := &Daemon{cfg: cfg, log: log, conn: conn, oob: o, node: nd, disk: disk, archive: archive, restarted: restarted, started: started,
@@ -1059,15 +1060,20 @@ func (d *Daemon) retain(nd *exo.Node, compacted bool) error {
 // durable log's segments, outside the core's lock. False when they no
 // longer hold what it needs: the message is dropped, as a lost one (a
 // fetch is asked again, and answered from the new base; a view change
-// times out and starts again).
-func (d *Daemon) FillArchive(m *exo.Message) bool {
+// times out and starts again). The first read goes into scratch when the
+// caller gives one (nil: buffers of its own), the others (a promise's
+// range may take several) into buffers of their own: every entry stays
+// valid until the message is encoded.
+func (d *Daemon) FillArchive(m *exo.Message, scratch *[]byte) bool {
 	if d.archive == nil {
 		d.metrics.archiveMisses.Inc()
 		return false
 	}
 	var rerr error
 	ok := exo.FillFromArchive(m, func(lo, hi uint64, lim exo.FetchLimit) ([]exo.Entry, error) {
-		es, err := d.archive.Read(lo, hi, lim)
+		into := scratch
+		scratch = nil
+		es, err := d.archive.ReadInto(into, lo, hi, lim)
 		if err != nil {
 			rerr = err
 		}

@@ -4,9 +4,12 @@ import (
 	"bytes"
 	"encoding/gob"
 	"reflect"
+	"runtime"
 	"testing"
+	"time"
 
 	"github.com/exo-rack/exo/exo"
+	"github.com/exo-rack/exo/internal/yield"
 )
 
 // batch is a fetch response as a catch-up moves them: n entries of 11
@@ -48,6 +51,63 @@ func TestMessageCodec(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestEncodeMessageFrameReuse: a sender's pooled buffer, reused from a
+// large message to a small one and back, makes the same frames as a new
+// buffer each time; a large message's buffer is grown once, to its size
+// (give or take the allocator's rounding).
+func TestEncodeMessageFrameReuse(t *testing.T) {
+	var buf []byte
+	s := &yield.Slicer{Every: time.Nanosecond}
+	for _, m := range []exo.Message{batch(4096), {Type: exo.MsgFetch, From: 3, To: 1, Epoch: 4, Lo: 10, Hi: 20}, batch(7), batch(2000)} {
+		want, err := encodeFrame(&m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		got, err := encodeMessageFrame(&buf, &m, s)
+		runtime.ReadMemStats(&after)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Fatalf("%v with %d entries: the pooled frame differs from a new one (%d and %d bytes)", m.Type, len(m.Entries), len(got), len(want))
+		}
+		// Grown once to the frame's size (and a few KiB of the header's
+		// encoding), or not at all: never grown as it filled.
+		if alloc := after.TotalAlloc - before.TotalAlloc; alloc > uint64(len(want))+64<<10 {
+			t.Errorf("%v with %d entries: %d bytes allocated for a %d-byte frame", m.Type, len(m.Entries), alloc, len(want))
+		}
+	}
+}
+
+// BenchmarkAnswerEncode encodes a 4 MiB fetch answer (fetch_bytes'
+// default) as a sender does: into a new buffer each time (encodeFrame),
+// or into its pooled one, yielding every millisecond.
+func BenchmarkAnswerEncode(b *testing.B) {
+	m := batch(5500)
+	b.Run("new", func(b *testing.B) {
+		for b.Loop() {
+			raw, err := encodeFrame(&m)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.SetBytes(int64(len(raw)))
+		}
+	})
+	b.Run("pooled", func(b *testing.B) {
+		var buf []byte
+		s := &yield.Slicer{Every: sliceEvery}
+		for b.Loop() {
+			raw, err := encodeMessageFrame(&buf, &m, s)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.SetBytes(int64(len(raw)))
+		}
+	})
 }
 
 // BenchmarkMessageCodec compares the message encoding (gob fields, binary

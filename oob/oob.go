@@ -26,12 +26,14 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
 
 	"github.com/exo-rack/exo/exo"
+	"github.com/exo-rack/exo/internal/yield"
 )
 
 // Config configures a Transport.
@@ -78,8 +80,10 @@ type Config struct {
 	// log never holds the caller's core. It returns false when the
 	// entries are no longer there; the answer is then dropped (counted in
 	// Stats.Dropped; the requester asks again). Without Fill such answers
-	// are dropped.
-	Fill func(m *exo.Message) bool
+	// are dropped. scratch is the sender's buffer for the entries read,
+	// valid until the answer is encoded (wal.Reader.ReadInto): the sender
+	// reuses it for its next.
+	Fill func(m *exo.Message, scratch *[]byte) bool
 }
 
 // Stats counts what a Transport did. Resets counts the connections
@@ -102,7 +106,19 @@ type Transport struct {
 	// keys are the group keys: keys[0] is the one this host proves, every
 	// one is accepted in a peer's proof (two during a key rotation).
 	keys atomic.Pointer[[][]byte]
+
+	// spare holds the buffers senders read and encode fetch answers
+	// into, reused once written: an answer is megabytes, and new buffers
+	// for each cost the serving host their zeroing, page faults (on this
+	// machine's virtual CPUs, 40 ms for one 4 MiB buffer) and collections
+	// (docs/recovery.md). A channel rather than a sync.Pool: a collection
+	// empties a pool, and the serving host collects every few answers.
+	spare chan *[]byte
 }
+
+// spareBuffers is how many buffers a Transport keeps (each at most
+// maxPooled bytes): two senders' answers at once.
+const spareBuffers = 4
 
 // SetKeys replaces the group keys: primary is the one this host proves
 // (the key it sends frames under), others are accepted from peers as well
@@ -235,7 +251,7 @@ func New(cfg Config) (*Transport, error) {
 	if err != nil {
 		return nil, fmt.Errorf("oob: listen on %s: %w", cfg.Listen, err)
 	}
-	t := &Transport{cfg: cfg, ln: ln, in: make(chan exo.Message, 4096), peers: map[uint8]*peer{}, log: cfg.Logger}
+	t := &Transport{cfg: cfg, ln: ln, in: make(chan exo.Message, 4096), peers: map[uint8]*peer{}, log: cfg.Logger, spare: make(chan *[]byte, spareBuffers)}
 	for id, addr := range cfg.Peers {
 		if id == cfg.ID {
 			continue
@@ -641,19 +657,26 @@ func (t *Transport) readFrame(r *bufio.Reader, c net.Conn, v any) error {
 // each chunk.
 const progressChunk = 1 << 20
 
-// progressWriter writes to c in chunks of at most progressChunk bytes, each
-// within timeout (a peer that stops reading is cut off; one that reads a
-// large message slowly is not).
+// progressWriter writes to c with a deadline for each progressChunk bytes
+// (a peer that stops reading is cut off; one that reads a large message
+// slowly is not), in pieces of sliceBytes, giving its slicer (nil: none) a
+// chance to yield between them.
 type progressWriter struct {
 	c       net.Conn
 	timeout time.Duration
+	slicer  *yield.Slicer
 }
 
 func (p *progressWriter) Write(b []byte) (int, error) {
 	n := 0
 	for n < len(b) {
-		end := min(n+progressChunk, len(b))
-		p.c.SetWriteDeadline(time.Now().Add(p.timeout))
+		if n > 0 && p.slicer != nil {
+			p.slicer.Maybe()
+		}
+		end := min(n+sliceBytes, len(b))
+		if n%progressChunk == 0 { // (a Write writes all of a piece, or fails)
+			p.c.SetWriteDeadline(time.Now().Add(p.timeout))
+		}
 		k, err := p.c.Write(b[n:end])
 		n += k
 		if err != nil {
@@ -728,23 +751,80 @@ func decodeBody(buf []byte, v any) error {
 // gob's reflection for a log batch (a catch-up moves many):
 //
 //	gob_len u32 BE, gob(Message without Entries), count u32 BE, entries
-func encodeMessage(b []byte, m *exo.Message) ([]byte, error) {
+//
+// It appends to b, grown once to the whole message's size; s (nil: never)
+// is given a chance to yield every sliceBytes of entries.
+func encodeMessage(b []byte, m *exo.Message, s *yield.Slicer) ([]byte, error) {
 	var g bytes.Buffer
 	head := *m
 	head.Entries = nil
 	if err := gob.NewEncoder(&g).Encode(&head); err != nil {
 		return nil, err
 	}
+	b = slices.Grow(b, 8+g.Len()+messageSize(m))
 	b = binary.BigEndian.AppendUint32(b, uint32(g.Len()))
 	b = append(b, g.Bytes()...)
 	b = binary.BigEndian.AppendUint32(b, uint32(len(m.Entries)))
+	mark := len(b)
 	for i := range m.Entries {
 		var err error
 		if b, err = m.Entries[i].AppendBinary(b); err != nil {
 			return nil, fmt.Errorf("entry %d: %w", i, err)
 		}
+		if s != nil && len(b)-mark >= sliceBytes {
+			s.Maybe()
+			mark = len(b)
+		}
 	}
 	return b, nil
+}
+
+// sliceBytes is the piece of a large message a sender encodes or writes
+// between chances to yield its P to the protocol loop (package yield):
+// a fraction of a millisecond of work.
+const sliceBytes = 256 << 10
+
+// sliceEvery is how long a sender works on large messages before it
+// yields (yield.Slicer).
+const sliceEvery = time.Millisecond
+
+// maxPooled bounds a buffer put back in Transport.spare (larger ones, a
+// view change's install of a long suffix, go to the collector).
+const maxPooled = 8 << 20
+
+// buffer returns a spare buffer, or a new one.
+func (t *Transport) buffer() *[]byte {
+	select {
+	case b := <-t.spare:
+		return b
+	default:
+		return new([]byte)
+	}
+}
+
+// release keeps a sender's buffer for the next, unless it is too big or
+// enough are kept.
+func (t *Transport) release(b *[]byte) {
+	if cap(*b) > maxPooled {
+		return
+	}
+	select {
+	case t.spare <- b:
+	default:
+	}
+}
+
+// encodeMessageFrame encodes m as one frame (length, body) into the
+// pooled buffer *buf, yielding through s; the frame is valid until *buf
+// is reused.
+func encodeMessageFrame(buf *[]byte, m *exo.Message, s *yield.Slicer) ([]byte, error) {
+	out, err := encodeMessage(append((*buf)[:0], 0, 0, 0, 0), m, s)
+	if err != nil {
+		return nil, err
+	}
+	binary.BigEndian.PutUint32(out, uint32(len(out)-4))
+	*buf = out
+	return out, nil
 }
 
 // decodeMessage decodes a message body; its entries alias buf (a buffer
@@ -800,7 +880,7 @@ func encodeFrame(v any) ([]byte, error) {
 	var out []byte
 	if m, ok := v.(*exo.Message); ok {
 		var err error
-		if out, err = encodeMessage(make([]byte, 4, 4+64+messageSize(m)), m); err != nil {
+		if out, err = encodeMessage(make([]byte, 4), m, nil); err != nil {
 			return nil, err
 		}
 	} else {
@@ -856,12 +936,12 @@ func (t *Transport) handshake(c net.Conn, peer uint8) error {
 // sender keeps a connection to one peer and writes its queue to it,
 // reconnecting with back-off.
 // fill readies m for encoding: an answer left to the archive is filled
-// (Config.Fill), once; false drops it.
-func (t *Transport) fill(m *exo.Message) bool {
+// (Config.Fill, its entries read into scratch), once; false drops it.
+func (t *Transport) fill(m *exo.Message, scratch *[]byte) bool {
 	if m.ArchiveHi == 0 {
 		return true
 	}
-	if t.cfg.Fill == nil || !t.cfg.Fill(m) {
+	if t.cfg.Fill == nil || !t.cfg.Fill(m, scratch) {
 		t.dropped.Add(1)
 		return false
 	}
@@ -872,6 +952,9 @@ func (t *Transport) fill(m *exo.Message) bool {
 func (t *Transport) sender(ctx context.Context, p *peer) {
 	var c net.Conn
 	var w *bufio.Writer
+	// The sender's bulk work (a fetch answer's encoding and writing)
+	// yields its P now and then to the protocol loop (package yield).
+	slicer := &yield.Slicer{Every: sliceEvery}
 	backoff := 20 * time.Millisecond
 	defer func() {
 		if c != nil {
@@ -885,6 +968,10 @@ func (t *Transport) sender(ctx context.Context, p *peer) {
 			return
 		case m = <-p.q:
 		}
+		// An answer's entries are read into scratch and encoded into buf
+		// (both kept for the next message, spare), for every attempt:
+		// m's entries alias scratch once it is filled.
+		scratch, buf := t.buffer(), t.buffer()
 		for attempt := 0; attempt < 2; attempt++ {
 			if c == nil {
 				d := net.Dialer{Timeout: t.cfg.DialTimeout, Control: t.control}
@@ -909,33 +996,34 @@ func (t *Transport) sender(ctx context.Context, p *peer) {
 					break
 				}
 				backoff = 20 * time.Millisecond
-				c, w = conn, bufio.NewWriter(&progressWriter{c: conn, timeout: t.cfg.WriteTimeout})
+				c, w = conn, bufio.NewWriter(&progressWriter{c: conn, timeout: t.cfg.WriteTimeout, slicer: slicer})
 				if tc, ok := conn.(*net.TCPConn); ok {
 					p.conn.Store(tc)
 				}
 			}
-			if !t.fill(&m) {
+			if !t.fill(&m, scratch) {
 				break
 			}
-			b, err := encodeFrame(&m)
+			b, err := encodeMessageFrame(buf, &m, slicer)
 			if err != nil {
 				t.log.Error("oob encode", "err", err)
 				break
 			}
-			if len(b)-4 > t.cfg.MaxMessage {
-				t.log.Warn("oob message too large, dropped", "type", m.Type, "bytes", len(b))
+			size := len(b)
+			if size-4 > t.cfg.MaxMessage {
+				t.log.Warn("oob message too large, dropped", "type", m.Type, "bytes", size)
 				t.dropped.Add(1)
 				break
 			}
-			_, err = w.Write(b)
+			_, err = w.Write(b) // (b is written or copied into w when Write returns)
 			// Coalesce whatever else is queued into one flush.
 			for err == nil && len(p.q) > 0 {
 				m2 := <-p.q
-				if !t.fill(&m2) {
+				if !t.fill(&m2, nil) { // (not scratch: m's entries, kept for a retry)
 					continue
 				}
 				var b2 []byte
-				if b2, err = encodeFrame(&m2); err == nil {
+				if b2, err = encodeMessageFrame(buf, &m2, slicer); err == nil {
 					_, err = w.Write(b2)
 					t.sent.Add(1)
 					t.bytesOut.Add(uint64(len(b2)))
@@ -946,12 +1034,14 @@ func (t *Transport) sender(ctx context.Context, p *peer) {
 			}
 			if err == nil {
 				t.sent.Add(1)
-				t.bytesOut.Add(uint64(len(b)))
+				t.bytesOut.Add(uint64(size))
 				break
 			}
 			c.Close()
 			p.conn.Store(nil)
 			c, w = nil, nil
 		}
+		t.release(scratch)
+		t.release(buf)
 	}
 }

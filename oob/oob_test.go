@@ -510,3 +510,56 @@ func TestStaleConnectionClosedOnInbound(t *testing.T) {
 		t.Fatal("A's message never reached B back")
 	}
 }
+
+// TestFilledAnswersKeepTheirEntries: answers filled into the sender's
+// reused scratch buffer (Config.Fill), many queued at once (the sender
+// coalesces them), each arrive with their own entries: no answer is sent
+// with a later one's bytes.
+func TestFilledAnswersKeepTheirEntries(t *testing.T) {
+	a, err := New(Config{ID: 0, Group: 1, Listen: "127.0.0.1:0", Peers: map[uint8]string{}, Key: testKey})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fill := func(m *exo.Message, scratch *[]byte) bool {
+		n := 64<<10 + int(m.Start%7)<<10
+		var p []byte
+		if scratch != nil {
+			if cap(*scratch) < n {
+				*scratch = make([]byte, 0, n)
+			}
+			p = (*scratch)[:n]
+		} else {
+			p = make([]byte, n)
+		}
+		for i := range p {
+			p[i] = byte(m.Start)
+		}
+		m.Entries = []exo.Entry{{Seq: m.Start, Sender: 1, Count: 1, Payload: p}}
+		return true
+	}
+	b, err := New(Config{ID: 1, Group: 1, Listen: "127.0.0.1:0", Peers: map[uint8]string{0: a.Addr().String()}, Key: testKey, Fill: fill})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.peers[1] = newPeer(1, b.Addr().String(), 16)
+	run(t, a)
+	run(t, b)
+	const n = 300
+	for i := range n {
+		b.Send(exo.Message{Type: exo.MsgFetchResp, From: 1, To: 0, Start: uint64(i), ArchiveHi: uint64(i) + 1})
+	}
+	for i := range n {
+		select {
+		case m := <-a.Recv():
+			if m.Start != uint64(i) || len(m.Entries) != 1 {
+				t.Fatalf("answer %d: got %v", i, m)
+			}
+			p := m.Entries[0].Payload
+			if want := 64<<10 + i%7<<10; len(p) != want || bytes.Count(p, []byte{byte(i)}) != want {
+				t.Fatalf("answer %d: %d payload bytes, %d of them its own (want %d)", i, len(p), bytes.Count(p, []byte{byte(i)}), want)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("answer %d never arrived", i)
+		}
+	}
+}

@@ -46,7 +46,9 @@ func BenchmarkAppendBatch(b *testing.B) {
 // with a fresh Reader (a member asked for its first batch), beside 256 MiB
 // of live heap (a daemon's, which paces its collector): first_ms is
 // the first answer's time, the one a joiner's fetch timeout must allow;
-// the bytes are the whole read's.
+// the bytes are the whole read's. read: Read, new buffers for each
+// answer; into: ReadInto one buffer, reused, in slices with yields (a
+// daemon's sender).
 //
 //	go test ./wal -run '^$' -bench ReaderTransfer
 func BenchmarkReaderTransfer(b *testing.B) {
@@ -70,31 +72,38 @@ func BenchmarkReaderTransfer(b *testing.B) {
 		}
 	}
 	l.Close()
-	b.SetBytes(int64(n) * int64(per))
 	lim := exo.FetchLimit{Entries: 1, Bytes: 4 << 20}
-	var first time.Duration
 	// A daemon's heap (its in-memory log, the subscribers' history):
 	// the collector's pace follows it.
 	heap := make([]byte, 256<<20)
 	for i := range heap {
 		heap[i] = byte(i)
 	}
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		r := NewReader(dir)
-		for lo := uint64(0); lo < n; {
-			t0 := time.Now()
-			got, err := r.Read(lo, n, lim)
-			if err != nil || len(got) == 0 {
-				b.Fatalf("read at %d: %d entries, %v", lo, len(got), err)
+	for _, mode := range []string{"read", "into"} {
+		b.Run(mode, func(b *testing.B) {
+			b.SetBytes(int64(n) * int64(per))
+			var first time.Duration
+			for i := 0; i < b.N; i++ {
+				r := NewReader(dir)
+				var buf *[]byte
+				if mode == "into" {
+					r.YieldEvery, buf = time.Millisecond, new([]byte)
+				}
+				for lo := uint64(0); lo < n; {
+					t0 := time.Now()
+					got, err := r.ReadInto(buf, lo, n, lim)
+					if err != nil || len(got) == 0 {
+						b.Fatalf("read at %d: %d entries, %v", lo, len(got), err)
+					}
+					if lo == 0 {
+						first += time.Since(t0)
+					}
+					lo += uint64(len(got))
+				}
 			}
-			if lo == 0 {
-				first += time.Since(t0)
-			}
-			lo += uint64(len(got))
-		}
+			b.ReportMetric(float64(first.Microseconds())/1e3/float64(b.N), "first_ms")
+		})
 	}
-	b.ReportMetric(float64(first.Microseconds())/1e3/float64(b.N), "first_ms")
 	runtime.KeepAlive(heap)
 }
 

@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/exo-rack/exo/exo"
 )
@@ -73,7 +74,8 @@ func wantRead(all []exo.Entry, firsts []uint64, lo, hi uint64, lim exo.FetchLimi
 }
 
 // TestReaderMatchesTake: reads in order (as a transfer does), jumps back
-// and forth, across segments and records longer than a read chunk, with
+// and forth (in slices with yields too), across segments and records
+// longer than a read chunk, with
 // limits by entries and by bytes, return exactly what the core's
 // FetchLimit.Take takes of the entries written; a read of a removed
 // segment says ErrNotRetained; the segment being written is read as it
@@ -95,9 +97,16 @@ func TestReaderMatchesTake(t *testing.T) {
 		}
 		return exo.FetchLimit{Entries: 1 << 16, Bytes: 4 << 20}
 	}
+	var into []byte // ReadInto's buffer, reused from read to read
 	check := func(r *Reader, lo, hi uint64, lim exo.FetchLimit) []exo.Entry {
 		t.Helper()
-		got, err := r.Read(lo, hi, lim)
+		var got []exo.Entry
+		var err error
+		if r.YieldEvery > 0 {
+			got, err = r.ReadInto(&into, lo, hi, lim)
+		} else {
+			got, err = r.Read(lo, hi, lim)
+		}
 		if err != nil {
 			t.Fatalf("read [%d, %d) %+v: %v", lo, hi, lim, err)
 		}
@@ -120,13 +129,18 @@ func TestReaderMatchesTake(t *testing.T) {
 	}
 	// Anywhere, with a kept answer checked again after later reads (the
 	// entries alias buffers of their own).
+	// Every second read by a Reader that reads in slices and yields
+	// between them (a daemon's: YieldEvery), into one buffer reused from
+	// read to read (ReadInto, as a sender does), the same answers.
+	sliced := NewReader(dir)
+	sliced.YieldEvery = time.Nanosecond
 	var kept []exo.Entry
 	var keptLo uint64
-	for range 400 {
+	for k := range 400 {
 		lo := uint64(rng.IntN(int(end)))
 		hi := lo + 1 + uint64(rng.IntN(int(end-lo)))
-		got := check(r, lo, hi, limit())
-		if kept == nil && len(got) > 0 {
+		got := check([]*Reader{r, sliced}[k%2], lo, hi, limit())
+		if kept == nil && len(got) > 0 && k%2 == 0 {
 			kept, keptLo = got, lo
 		}
 	}

@@ -43,6 +43,7 @@ import (
 	"time"
 
 	"github.com/exo-rack/exo/exo"
+	"github.com/exo-rack/exo/internal/yield"
 	"golang.org/x/sys/unix"
 )
 
@@ -1015,7 +1016,13 @@ type Reader struct {
 	// Class is the I/O class its reads run in (IONormal unless set
 	// before the first Read): see IOClass.
 	Class IOClass
-	mu    sync.Mutex
+	// YieldEvery, when set before the first Read, makes a long read go
+	// in pieces of readSlice bytes and give its P away (package yield)
+	// once it has worked that long since it last did: a daemon reads its
+	// fetch answers on the one P its protocol loop runs on.
+	YieldEvery time.Duration
+	mu         sync.Mutex
+	slicer     yield.Slicer // (under mu)
 	// what it knows of the segments it read last, the latest last
 	// (readCursors at most: two transfers at once, in different
 	// segments, each go on from their own last read)
@@ -1061,19 +1068,46 @@ var ErrNotRetained = errors.New("wal: position not retained")
 // with ErrNotRetained when no segment holds lo. The entries alias a
 // buffer of their own (the caller may keep them).
 func (r *Reader) Read(lo, hi uint64, lim exo.FetchLimit) ([]exo.Entry, error) {
+	return r.ReadInto(nil, lo, hi, lim)
+}
+
+// ReadInto is Read with the records read into the caller's buffer *buf
+// (nil buf: Read's own buffers), grown first to what lim may take if it
+// is smaller, and *buf set to it: the entries alias it until the caller
+// reuses it. A sender that encodes each answer before it reads the next
+// reads them all into one buffer, where new buffers for each cost the
+// serving host their zeroing, page faults and collections. A record that
+// does not fit goes into a buffer of its own, as with Read.
+func (r *Reader) ReadInto(buf *[]byte, lo, hi uint64, lim exo.FetchLimit) ([]exo.Entry, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if lo >= hi {
 		return nil, nil
 	}
+	if buf != nil {
+		if want := readChunk(lim); int64(cap(*buf)) < want {
+			*buf = make([]byte, 0, want)
+		}
+	}
 	var es []exo.Entry
 	var err error
-	inClass(r.Class, func() { es, err = r.read(lo, hi, lim) })
+	inClass(r.Class, func() { es, err = r.read(buf, lo, hi, lim) })
 	return es, err
 }
 
+// readChunk is what a read under lim takes from the file at once: the
+// whole answer (records and their headers) when it is bounded by bytes,
+// at least 1 MiB.
+func readChunk(lim exo.FetchLimit) int64 {
+	chunk := int64(1 << 20)
+	if lim.Bytes > 0 {
+		chunk = max(chunk, int64(lim.Bytes)+int64(lim.Bytes)/8+64<<10)
+	}
+	return chunk
+}
+
 // read is Read's work, on the thread of the Reader's class.
-func (r *Reader) read(lo, hi uint64, lim exo.FetchLimit) ([]exo.Entry, error) {
+func (r *Reader) read(into *[]byte, lo, hi uint64, lim exo.FetchLimit) ([]exo.Entry, error) {
 	seg, err := r.segmentOf(lo)
 	if err != nil {
 		return nil, err
@@ -1096,8 +1130,16 @@ func (r *Reader) read(lo, hi uint64, lim exo.FetchLimit) ([]exo.Entry, error) {
 	if err != nil {
 		return nil, err
 	}
-	return c.collect(f, fi.Size(), lo, hi, off, lim)
+	var slicer *yield.Slicer
+	if r.YieldEvery > 0 {
+		r.slicer.Every = r.YieldEvery
+		slicer = &r.slicer
+	}
+	return c.collect(f, fi.Size(), lo, hi, off, lim, slicer, into)
 }
+
+// readSlice is the piece a Reader with YieldEvery reads at once.
+const readSlice = 256 << 10
 
 // cursor returns the Reader's cursor of the segment seg, the file fi (a
 // new one if it has none, or had one of another file of that name),
@@ -1206,15 +1248,22 @@ func (c *segCursor) skip(f *os.File, size int64, seq uint64, off int64, lo uint6
 
 // collect reads and checks the records from lo's (at off) on, below hi,
 // as many as lim allows, up to the segment's end (a torn record at the end
-// of the segment being written ends the answer there).
-func (c *segCursor) collect(f *os.File, size int64, lo, hi uint64, off int64, lim exo.FetchLimit) ([]exo.Entry, error) {
+// of the segment being written ends the answer there). With a slicer it
+// reads readSlice bytes at a time, and lets the slicer yield between.
+// With into (ReadInto) it reads on into *into, contiguously, while it has
+// room.
+func (c *segCursor) collect(f *os.File, size int64, lo, hi uint64, off int64, lim exo.FetchLimit, slicer *yield.Slicer, into *[]byte) ([]exo.Entry, error) {
 	var es []exo.Entry
-	chunk := int64(1 << 20)
-	if lim.Bytes > 0 {
-		chunk = max(chunk, int64(lim.Bytes)+int64(lim.Bytes)/8+64<<10)
+	chunk := readChunk(lim)
+	if slicer != nil {
+		chunk = readSlice
 	}
 	want, total, limited := lo, 0, false
 	var buf []byte
+	caller := into != nil // buf is the caller's buffer
+	if caller {
+		buf = (*into)[:0]
+	}
 	bufOff := off
 	whole := func() bool { // the record at off is whole in buf
 		end := bufOff + int64(len(buf))
@@ -1222,11 +1271,23 @@ func (c *segCursor) collect(f *os.File, size int64, lo, hi uint64, off int64, li
 	}
 	for want < hi && off < size {
 		if !whole() {
-			// Read on from the record into a new buffer (the entries
-			// returned alias the old one): a chunk, or the record whole
-			// when it is longer.
+			// Read on: into the caller's buffer after what it holds
+			// while it has room, else from the record into a new buffer
+			// (the entries returned alias the old one), a chunk or the
+			// record whole when it is longer.
+			if slicer != nil && len(buf) > 0 {
+				slicer.Maybe()
+			}
+			if end := bufOff + int64(len(buf)); caller && len(buf) < cap(buf) && end < size {
+				n := min(int64(cap(buf)-len(buf)), chunk, size-end)
+				got, _ := f.ReadAt(buf[len(buf):len(buf)+int(n)], end)
+				buf = buf[:len(buf)+got]
+				if got > 0 {
+					continue
+				}
+			}
 			read := func(n int64) {
-				buf, bufOff = make([]byte, n), off
+				buf, bufOff, caller = make([]byte, n), off, false
 				got, _ := f.ReadAt(buf, off)
 				buf = buf[:got]
 			}

@@ -111,7 +111,7 @@ func Open(cfg *daemon.Config, log *slog.Logger) (*Host, error) {
 	// Fetch answers left to the retained log are read by the daemon, in
 	// the transport's senders (which start with Run, after New).
 	var d *daemon.Daemon
-	fill := func(m *exo.Message) bool { return d.FillArchive(m) }
+	fill := func(m *exo.Message, scratch *[]byte) bool { return d.FillArchive(m, scratch) }
 	tr, err := oob.New(oob.Config{ID: uint8(cfg.ID), Group: cfg.Group, Listen: ownOOB(cfg), Peers: peers, Key: key, Logger: log, Fill: fill})
 	if err != nil {
 		return fail(err)
