@@ -31,3 +31,5 @@ go mod download
 # The etcd raft peer of `exo bench --peer raft` is its own module (exo does
 # not depend on raft): its modules too, so that it builds offline.
 (cd "$(dirname "$0")/raftpeer" && go mod download)
+# So is the execution-trace reader (golang.org/x/exp/trace).
+(cd "$(dirname "$0")/schedwait" && go mod download)

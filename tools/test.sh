@@ -46,6 +46,9 @@ step "the etcd raft peer of exo bench --peer raft (its own module, tools/raftpee
 go build -o bin/staticcheck honnef.co/go/tools/cmd/staticcheck
 (cd tools/raftpeer && go vet ./... && ../../bin/staticcheck ./... && go test -count=1 ./...)
 
+step "the execution-trace reader (its own module, tools/schedwait)"
+(cd tools/schedwait && go vet ./... && ../../bin/staticcheck ./... && go mod tidy -diff && go test -count=1 ./...)
+
 step "generated files are current, go.mod tidy"
 go mod tidy -diff
 go run ./tools/hwgen -check
