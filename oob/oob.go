@@ -26,7 +26,6 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -761,7 +760,17 @@ func encodeMessage(b []byte, m *exo.Message, s *yield.Slicer) ([]byte, error) {
 	if err := gob.NewEncoder(&g).Encode(&head); err != nil {
 		return nil, err
 	}
-	b = slices.Grow(b, 8+g.Len()+messageSize(m))
+	if need := 8 + g.Len() + messageSize(m); cap(b)-len(b) < need {
+		// Not slices.Grow: it zeroes the whole new buffer at once, and on
+		// memory new to the heap that is every page's fault in one go
+		// (tens of milliseconds for 4 MiB on the lab's virtual CPUs, the
+		// P held); make does not zero memory new to the heap (the
+		// kernel's pages are zero), whose pages then fault as the
+		// encoding below touches them, slice by slice.
+		nb := make([]byte, len(b), len(b)+need)
+		copy(nb, b)
+		b = nb
+	}
 	b = binary.BigEndian.AppendUint32(b, uint32(g.Len()))
 	b = append(b, g.Bytes()...)
 	b = binary.BigEndian.AppendUint32(b, uint32(len(m.Entries)))
