@@ -59,6 +59,10 @@ type ChaosRun struct {
 	// default: the durable log's next segment written ahead, appends
 	// synced with fdatasync; "off": segments grow as they are written).
 	Preallocate string
+	// LogLevel is the daemons' log level ("debug": every fetch a host
+	// sends, answers and receives, with its range and size; default
+	// "info").
+	LogLevel string
 	// Chaos configures the nemesis; its Log receives the actions.
 	Chaos ChaosOptions
 	// Say, if set, receives the run's own lines: what runs where, once the
@@ -116,7 +120,7 @@ func RunChaos(ctx context.Context, r ChaosRun) (rep ChaosReport, dir string, err
 				c.Preallocate = r.Preallocate
 			}
 		}
-		c, err := l.Start(ctx, Options{Dir: dir, CPUProfile: r.CPUProfile, MemProfile: r.MemProfile, RestartProfileFor: r.RestartProfileFor, Config: Hooks(Durable(dir, true), setOffload, timeout)})
+		c, err := l.Start(ctx, Options{Dir: dir, LogLevel: r.LogLevel, CPUProfile: r.CPUProfile, MemProfile: r.MemProfile, RestartProfileFor: r.RestartProfileFor, Config: Hooks(Durable(dir, true), setOffload, timeout)})
 		if err != nil {
 			return err
 		}

@@ -617,6 +617,7 @@ func (d *Daemon) countFetched(m *exo.Message) {
 	}
 	d.metrics.fetchedEntries.Add(float64(len(m.Entries)))
 	d.metrics.fetchedBytes.Add(float64(n))
+	d.log.Debug("fetch answer received", "from", m.From, "start", m.Start, "entries", len(m.Entries), "bytes", n, "hi", m.Hi, "agreed", m.Agreed, "log_epoch", m.LogEpoch)
 }
 
 // readyLocked carries out the core's Ready; an error stops the daemon.
@@ -823,6 +824,7 @@ func (d *Daemon) ready() error {
 		if m.Type == exo.MsgFetch && !d.dup.raised {
 			d.oob.Send(m)
 			d.metrics.oobOut.Inc()
+			d.log.Debug("fetch sent", "to", m.To, "epoch", m.Epoch, "lo", m.Lo, "hi", m.Hi, "transfer", m.Amnesiac)
 		}
 	}
 	// The durable log first: nothing else is sent that the disk does not
@@ -887,6 +889,9 @@ func (d *Daemon) ready() error {
 		if m.Type != exo.MsgFetch {
 			d.oob.Send(m)
 			d.metrics.oobOut.Inc()
+			if m.Type == exo.MsgFetchResp {
+				d.log.Debug("fetch answered", "to", m.To, "start", m.Start, "entries", len(m.Entries), "archive_hi", m.ArchiveHi, "hi", m.Hi, "agreed", m.Agreed, "log_epoch", m.LogEpoch)
+			}
 		}
 	}
 	for _, r := range rd.Rejects {

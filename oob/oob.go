@@ -1010,6 +1010,7 @@ func (t *Transport) sender(ctx context.Context, p *peer) {
 					p.conn.Store(tc)
 				}
 			}
+			began := time.Now()
 			if !t.fill(&m, scratch) {
 				break
 			}
@@ -1044,6 +1045,9 @@ func (t *Transport) sender(ctx context.Context, p *peer) {
 			if err == nil {
 				t.sent.Add(1)
 				t.bytesOut.Add(uint64(size))
+				if m.Type == exo.MsgFetchResp {
+					t.log.Debug("fetch answer written", "to", p.id, "start", m.Start, "entries", len(m.Entries), "bytes", size, "took", time.Since(began))
+				}
 				break
 			}
 			c.Close()

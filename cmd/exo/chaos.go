@@ -18,7 +18,7 @@ import (
 
 func newChaosCmd() *cobra.Command {
 	var hosts, wipes, count, timeout, timeoutMin, fetchWindow, goneTicks, loadWindow int
-	var fsync, hugePages, preallocate string
+	var fsync, hugePages, preallocate, logLevel string
 	var dur, every, catchUp, spacing time.Duration
 	var only []string
 	var seed uint64
@@ -129,6 +129,9 @@ and profiles stay. Needs root.`,
 			if fetchWindow < 0 || fetchWindow > exo.MaxFetchWindow {
 				return &exitError{code: 2, err: fmt.Errorf("--fetch-window: %d is outside 1..%d (0: the daemons' default, %d)", fetchWindow, exo.MaxFetchWindow, exo.DefaultFetchWindow)}
 			}
+			if logLevel != "debug" && logLevel != "info" && logLevel != "warn" && logLevel != "error" {
+				return &exitError{code: 2, err: fmt.Errorf("--log-level: %q is none of debug, info, warn, error", logLevel)}
+			}
 			if restartProfile < 0 {
 				return &exitError{code: 2, err: fmt.Errorf("--restart-cpuprofile: %v must not be negative", restartProfile)}
 			}
@@ -150,7 +153,7 @@ and profiles stay. Needs root.`,
 			copts.Log = func(s string) { fmt.Fprintln(logw, "  "+s) }
 			rep, dir, err := cluster.RunChaos(cmd.Context(), cluster.ChaosRun{
 				Lab:     cluster.LabOptions{Prefix: prefix, Hosts: hosts},
-				Offload: offload, CPUProfile: cpuProfile, MemProfile: memProfile, RestartProfileFor: restartProfile, KeepData: keepData, TokenTimeout: timeout, TokenTimeoutMin: timeoutMin, FetchWindow: fetchWindow, GoneTicks: goneTicks, Fsync: fsync, HugePages: hugePages, Preallocate: preallocate, Chaos: copts,
+				Offload: offload, CPUProfile: cpuProfile, MemProfile: memProfile, RestartProfileFor: restartProfile, KeepData: keepData, TokenTimeout: timeout, TokenTimeoutMin: timeoutMin, FetchWindow: fetchWindow, GoneTicks: goneTicks, Fsync: fsync, HugePages: hugePages, Preallocate: preallocate, LogLevel: logLevel, Chaos: copts,
 				Say: func(s string) { fmt.Fprintln(logw, s) },
 			})
 			if err != nil {
@@ -197,6 +200,7 @@ and profiles stay. Needs root.`,
 	cmd.Flags().BoolVar(&keepData, "keep-data", false, "keep the daemons' durable logs after a run without violations (removed by default: 1-2 GB a 5-minute run; the daemons' logs stay)")
 	cmd.Flags().BoolVar(&cpuProfile, "cpuprofile", false, "every daemon writes a CPU profile to <daemon log dir>/<host>.cpu.pprof (a killed daemon's run leaves none)")
 	cmd.Flags().BoolVar(&memProfile, "memprofile", false, "every daemon writes a heap profile to <daemon log dir>/<host>.mem.pprof when the run stops it (a killed daemon's run leaves none; its restart's run writes it)")
+	cmd.Flags().StringVar(&logLevel, "log-level", "info", "every daemon's log level: debug (also every fetch sent, answered and received, with its range, size and time: a catch-up traced), info, warn or error")
 	cmd.Flags().DurationVar(&restartProfile, "restart-cpuprofile", 0, "every restarted daemon writes a CPU profile of its first this long (its log read and catch-up) to <daemon log dir>/<host>.restart<k>.cpu.pprof (0: none)")
 	return cmd
 }

@@ -136,6 +136,16 @@ func newLogger(level, format string) (*slog.Logger, error) {
 		return nil, fmt.Errorf("--log-level: %w", err)
 	}
 	opts := &slog.HandlerOptions{Level: lv}
+	if lv <= slog.LevelDebug {
+		// Debug traces (a catch-up's fetches) are read merged by time
+		// across hosts: microseconds, not the default milliseconds.
+		opts.ReplaceAttr = func(groups []string, a slog.Attr) slog.Attr {
+			if a.Key == slog.TimeKey && len(groups) == 0 {
+				return slog.String(slog.TimeKey, a.Value.Time().UTC().Format("2006-01-02T15:04:05.000000Z07:00"))
+			}
+			return a
+		}
+	}
 	switch format {
 	case "text":
 		return slog.New(slog.NewTextHandler(os.Stderr, opts)), nil
