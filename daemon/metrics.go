@@ -56,6 +56,8 @@ type metrics struct {
 	ticks, wakeups                  prometheus.Counter
 	behindEntries, behindEpoch      prometheus.Gauge
 	transferPace, transferRack      prometheus.Gauge
+	fetchRepeats                    prometheus.Counter
+	repeatsSeen                     uint64 // the core's FetchRepeats already counted
 	tokenWait                       prometheus.Histogram
 	walCommit                       prometheus.Histogram
 }
@@ -124,6 +126,7 @@ func newMetrics() *metrics {
 		behindEntries: g("behind_entries", "How far ahead of this host's append pointer, in its own epoch, the frames it hears show the rack (0: in step)."),
 		behindEpoch:   g("behind_epoch", "1 while the frames this host hears are of a later epoch than its log's (it catches up)."),
 		transferPace:  g("transfer_pace_bytes_per_second", "This host's state transfer's pace in force (transfer_rate, lowered by transfer_yield while the rack slows; 0: no transfer, or unpaced)."),
+		fetchRepeats:  c("fetch_repeats_total", "Fetches this host did not answer because their requester had asked the same a moment before: an OOB connection held them behind a partition and delivered them at once (docs/protocol.md section 4)."),
 		transferRack:  g("transfer_rack_percent", "How fast the rack's log grew while this host's state transfer fetched, in percent of its growth in the transfer's pauses, at the last pause (transfer_yield; 0: none)."),
 		tokenHold: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: ns, Name: "token_hold_seconds",
 			Help: "Time from receiving the token to sending a frame.", Buckets: prometheus.ExponentialBuckets(1e-6, 4, 12)}),
@@ -141,7 +144,7 @@ func newMetrics() *metrics {
 	m.reg.MustRegister(m.info, m.appendPtr, m.agreedPtr, m.epoch, m.queueDepth, m.halted, m.framesIn, m.framesOut,
 		m.oobOut, m.fetchedEntries, m.fetchedBytes, m.walFsyncs, m.walSegments, m.readErrors, m.writeErrors, m.foreignMAC, m.badFragments, m.published, m.delivered, m.queueFull,
 		m.viewChanges, m.viewChangeCauses, m.viewChangeTime, m.pastFloor, m.floorJumps, m.archiveAnswers, m.archiveMisses, m.archiveSubscribed, m.retainedBase, m.logBytes, m.memAnon, m.memHuge, m.rackFloor, m.retainLagging, m.epochFirstFrame, m.takeovers, m.falseTakeovers, m.lateFrames, m.goneNotices, m.tokenTimeout, m.rejects, m.tokenHold, m.offloadDrops, m.offloadPushes,
-		m.keyPhase, m.keyEvents, m.safetyEvents, m.behindEntries, m.behindEpoch, m.transferPace, m.transferRack, m.ticks, m.wakeups, m.tokenWait, m.walCommit, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+		m.keyPhase, m.keyEvents, m.safetyEvents, m.behindEntries, m.behindEpoch, m.transferPace, m.transferRack, m.fetchRepeats, m.ticks, m.wakeups, m.tokenWait, m.walCommit, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	for r := exo.Reason(1); r < exo.NumReasons; r++ {
 		m.rejects.WithLabelValues(r.String())
 	}
@@ -164,6 +167,10 @@ func (m *metrics) setInfo(c *Config) {
 func (m *metrics) observe(p exo.Pointers, pending int, r exo.Recovery, tick time.Duration) {
 	m.transferPace.Set(float64(r.TransferPace) / tick.Seconds())
 	m.transferRack.Set(float64(r.TransferRackPercent))
+	if r.FetchRepeats > m.repeatsSeen {
+		m.fetchRepeats.Add(float64(r.FetchRepeats - m.repeatsSeen))
+		m.repeatsSeen = r.FetchRepeats
+	}
 	behind, later := r.Behind(p)
 	m.behindEntries.Set(float64(behind))
 	if later {

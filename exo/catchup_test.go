@@ -790,3 +790,85 @@ func askedTwice(asked map[uint64]int, lo uint64) []uint64 {
 	slices.Sort(twice)
 	return twice
 }
+
+// TestFarBehindFetchWaitsAsABatch: a host more than a window behind the
+// rack in its own epoch (SEQ_TOO_FAR) fetches everything from its append
+// pointer: a batch of up to FetchBytes, which it waits TransferTicks for
+// before it asks another member, as a catch-up to a later epoch does.
+// Timed as a gap repair (FetchTicks), a lab host restarted 1,300 entries
+// behind in its epoch asked three members for its first batch within 19
+// ms and fetched it three times.
+func TestFarBehindFetchWaitsAsABatch(t *testing.T) {
+	r := loadedRack(t, 3, 4, 30)
+	x := r.nodes[2]
+	x.cfg.TransferTicks = 8 * x.cfg.FetchTicks
+	p := x.Pointers()
+	far := Frame{Group: p.Group, Epoch: p.Epoch, Sender: 0, Seq: p.Append + p.Window + 5, History: make([]uint8, 1)}
+	if got := x.step(&far); got != ReasonSeqTooFar {
+		t.Fatalf("the frame far ahead is %v, want SEQ_TOO_FAR", got)
+	}
+	var at []int
+	if len(fetches(x.Ready())) > 0 {
+		at = append(at, -1)
+	}
+	x.Advance()
+	for k := 0; k < x.cfg.TransferTicks; k++ {
+		x.Tick()
+		if len(fetches(x.Ready())) > 0 {
+			at = append(at, k)
+		}
+		x.Advance()
+	}
+	want := []int{-1, x.cfg.TransferTicks - 1} // asked again once TransferTicks went by
+	if !slices.Equal(at, want) {
+		t.Fatalf("fetches at ticks %v, want %v (TransferTicks %d, FetchTicks %d)", at, want, x.cfg.TransferTicks, x.cfg.FetchTicks)
+	}
+}
+
+// TestRepeatedFetchAnsweredOnce: fetches that a partition held in an OOB
+// connection come at once when it heals, all alike (a lab host probed
+// every member ten times into its stuck connection); a member answers
+// the first and not those that ask the same within FetchTicks/2, which
+// no requester's retry does (it waits FetchTicks at least). The same
+// fetch later is answered again (its answer may have been lost), as is
+// another range or another requester's.
+func TestRepeatedFetchAnsweredOnce(t *testing.T) {
+	r := loadedRack(t, 3, 4, 30)
+	x := r.nodes[0]
+	x.Advance()
+	ask := func(from uint8, lo uint64) Message {
+		return Message{Type: MsgFetch, From: from, To: x.uid, Epoch: x.Pointers().Epoch, Lo: lo}
+	}
+	answers := func() int {
+		n := 0
+		for _, m := range x.Ready().Messages {
+			if m.Type == MsgFetchResp {
+				n++
+			}
+		}
+		x.Advance()
+		return n
+	}
+	for k := 0; k < 10; k++ {
+		x.Step(ask(1, 3))
+	}
+	if got := answers(); got != 1 {
+		t.Fatalf("10 alike fetches in one tick: %d answers, want 1", got)
+	}
+	x.Step(ask(1, 4))
+	x.Step(ask(2, 3))
+	if got := answers(); got != 2 {
+		t.Fatalf("another range, another requester: %d answers, want 2", got)
+	}
+	if got := x.Recovery().FetchRepeats; got != 9 {
+		t.Fatalf("FetchRepeats %d, want 9", got)
+	}
+	for k := 0; k < max(1, x.cfg.FetchTicks/2); k++ {
+		x.Tick()
+	}
+	x.Advance()
+	x.Step(ask(1, 4))
+	if got := answers(); got != 1 {
+		t.Fatalf("the same fetch FetchTicks/2 later: %d answers, want 1", got)
+	}
+}

@@ -290,6 +290,17 @@ type Node struct {
 	hurry      int      // entries to come whose passes skip the idle back-off (MsgWake)
 	woke       bool     // this host asked for a wake and has not sent since
 	catchup    *catchUp // a later epoch's log, gathered batch by batch (catchup.go)
+
+	// fetchWide: the fetch under way asks for everything from the append
+	// pointer on, in this host's own epoch, more than a window behind the
+	// rack (SEQ_TOO_FAR, or the next batch after a full one): its answer
+	// is a batch of up to FetchBytes, timed as one (batchFetch).
+	fetchWide bool
+	// fetchesAnswered is, by requester (member id), the last fetch this
+	// host answered and when (answerOnce).
+	fetchesAnswered [MaxHosts]answeredFetch
+	fetchRepeats    uint64 // fetches not answered: the same as one just answered (answerOnce)
+
 	// deferVC counts down the ticks during which a divergence does not make
 	// this host lead a view change: a host refused as far behind leaves it
 	// to the host that refused it (diverged).
@@ -777,6 +788,11 @@ func (nd *Node) step(f *Frame) Reason {
 		if !nd.fetching {
 			nd.event(EventGap, f.Epoch, nd.p.Append, f.Sender)
 			nd.fetch(nd.uidOf(f.Sender), nd.p.Append, 0)
+			// A batch, not a gap's few entries: timed as one. Timed
+			// as a gap repair (FetchTicks), a lab host restarted 1,300
+			// entries behind in its epoch asked three members for its
+			// first batch within 19 ms, and fetched it three times.
+			nd.fetchWide = true
 		}
 	default:
 		nd.reject(f, r)
@@ -1010,6 +1026,7 @@ func (nd *Node) catchUpTo(f *Frame) {
 
 // fetch asks member peer (a member id) for its log from lo on.
 func (nd *Node) fetch(peer uint8, lo, hi uint64) {
+	nd.fetchWide = false // (a caller that asks for a batch in its epoch sets it)
 	nd.fetching = true
 	nd.fetchTicks = 0
 	nd.fetchPeer, nd.fetchLo = peer, lo
@@ -1027,7 +1044,8 @@ func (nd *Node) fetch(peer uint8, lo, hi uint64) {
 // that did not answer in time: from the append pointer, or for a catch-up
 // from where the batches gathered end.
 func (nd *Node) fetchAgain() {
-	defer func() { nd.fetchTries++ }()
+	wide := nd.fetchWide
+	defer func() { nd.fetchTries++; nd.fetchWide = wide }()
 	pos, _ := nd.posOf(nd.fetchPeer)
 	peer := uint8((int(pos) + 1) % nd.n)
 	if peer == nd.id {
@@ -1157,9 +1175,10 @@ func (nd *Node) answered(m *Message) {
 
 // batchFetch reports whether the fetch under way (or the next) is for a
 // batch of up to FetchBytes: a state transfer's, a catch-up's to a later
-// epoch, its first fetch included.
+// epoch, its first fetch included, or one in this host's own epoch from
+// more than a window behind (fetchWide).
 func (nd *Node) batchFetch() bool {
-	return nd.transfer.on || nd.catchup != nil || nd.fetchEpoch > nd.p.Epoch
+	return nd.transfer.on || nd.catchup != nil || nd.fetchEpoch > nd.p.Epoch || nd.fetchWide
 }
 
 // fetchCap is the longest a fetch waits for its answer, back-off included.

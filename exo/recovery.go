@@ -38,6 +38,10 @@ type Recovery struct {
 	// pauses, at the last pause (0: none yet; Config.TransferYield).
 	TransferPace        int
 	TransferRackPercent int
+	// FetchRepeats counts the fetches this host did not answer because
+	// their requester had asked the same a moment before (answerOnce): an
+	// OOB connection that had held them behind a partition.
+	FetchRepeats uint64
 }
 
 // ViewChangeStatus is a view change in progress at its initiator.
@@ -72,7 +76,7 @@ func (r Recovery) Behind(p Pointers) (entries uint64, laterEpoch bool) {
 
 // Recovery returns what this host does to get back in step with the rack.
 func (nd *Node) Recovery() Recovery {
-	r := Recovery{RackEpoch: nd.rackEpoch, RackSeq: nd.rackSeq,
+	r := Recovery{RackEpoch: nd.rackEpoch, RackSeq: nd.rackSeq, FetchRepeats: nd.fetchRepeats,
 		Fetching: nd.fetching, FetchPeer: nd.fetchPeer, FetchTicks: nd.fetchTicks, Transferring: nd.transfer.on}
 	if nd.transfer.on {
 		r.TransferTo = nd.transfer.seen

@@ -308,6 +308,43 @@ func (nd *Node) tickHalted() {
 	}
 }
 
+// answeredFetch is a fetch this host answered: what it asked, and when
+// (the clock).
+type answeredFetch struct {
+	epoch    uint32 // the requester's
+	lo, hi   uint64
+	transfer bool
+	logEpoch uint32 // this host's log epoch when it answered
+	at       uint64
+	ok       bool
+}
+
+// answerOnce reports whether fetch m is to be answered, and notes it: not
+// when its requester asked the same (epoch, range, kind) less than
+// FetchTicks/2 ago and this host is in the epoch it answered that from,
+// an answer to which is on its way. A requester asks the same again that
+// soon only when an answer showed it the responder's epoch changed (the
+// answer then differs); otherwise after its fetch's timeout, FetchTicks at
+// least. So such a fetch is one that waited in the network with others: a lab host
+// cut off for 1.5 s probed each member ten times into its stuck OOB
+// connection, the probes came at once when the partition healed, and each
+// member encoded and sent ten answers of 840 KB to each such host at the
+// moment the heal needed its CPU. An answer lost after all is asked for
+// again at the requester's next timeout.
+func (nd *Node) answerOnce(m *Message) bool {
+	if int(m.From) >= MaxHosts {
+		return true
+	}
+	a := &nd.fetchesAnswered[m.From]
+	if a.ok && a.epoch == m.Epoch && a.lo == m.Lo && a.hi == m.Hi && a.transfer == m.Amnesiac && a.logEpoch == nd.p.Epoch &&
+		nd.clock-a.at < uint64(max(1, nd.cfg.FetchTicks/2)) {
+		nd.fetchRepeats++
+		return false
+	}
+	*a = answeredFetch{epoch: m.Epoch, lo: m.Lo, hi: m.Hi, transfer: m.Amnesiac, logEpoch: nd.p.Epoch, at: nd.clock, ok: true}
+	return true
+}
+
 // Step applies one OOB message addressed to this host.
 func (nd *Node) Step(m Message) {
 	if m.Type == MsgGone {
@@ -334,6 +371,9 @@ func (nd *Node) Step(m Message) {
 			// epoch may hear of it).
 			nd.fetch(m.From, nd.catchUpLo(m.Epoch), 0)
 			nd.fetchEpoch = m.Epoch
+		}
+		if !nd.answerOnce(&m) {
+			return
 		}
 		if m.Lo < nd.base && nd.archOK && nd.archBase < nd.base {
 			nd.rd.Messages = append(nd.rd.Messages, nd.archiveAnswer(&m))
@@ -633,6 +673,7 @@ func (nd *Node) stepFetchResp(m Message) {
 		if progressed && len(m.Entries) >= nd.cfg.MaxFetchEntries && !nd.p.Halted {
 			// The responder had more: go on from where this batch ended.
 			nd.fetch(m.From, nd.p.Append, 0)
+			nd.fetchWide = true
 		}
 		nd.maybeSend(false)
 	case m.LogEpoch > nd.p.Epoch:
