@@ -191,7 +191,8 @@ func newDaemon(cfg *Config, conn FrameConn, o OOB, log *slog.Logger) (*Daemon, e
 	switch {
 	case restarted:
 		nd, err = exo.RestartNode(cc, hs)
-		log.Info("restarting from the durable log", "dir", cfg.DataDir, "entries", len(hs.Log), "epoch", hs.Epoch, "amnesiac", hs.Amnesiac)
+		log.Info("restarting from the durable log", "dir", cfg.DataDir, "entries", len(hs.Log), "epoch", hs.Epoch, "amnesiac", hs.Amnesiac,
+			"read_in", time.Since(started)) // (the log read and the core rebuilt from it)
 	case cfg.Join:
 		nd, err = exo.NewAmnesiacNode(cc)
 	default:
@@ -297,7 +298,8 @@ func (d *Daemon) Run(ctx context.Context) error {
 	go func() { defer wg.Done(); errc <- d.serveAPI(ctx, api) }()
 	go func() { defer wg.Done(); errc <- d.serveMetrics(ctx) }()
 	d.log.Info("exo daemon running", "id", d.cfg.ID, "members", len(d.roster), "known_hosts", len(d.cfg.Roster), "interface", d.cfg.Interface,
-		"mtu", d.conn.MTU(), "offload", d.cfg.Offload, "api", d.cfg.APISocket, "join", d.cfg.Join)
+		"mtu", d.conn.MTU(), "offload", d.cfg.Offload, "api", d.cfg.APISocket, "join", d.cfg.Join,
+		"up_in", time.Since(d.started)) // (from before the durable log was read: a restart's replay included)
 	select {
 	case <-ctx.Done():
 	case err = <-d.fatal:

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/exo-rack/exo/exo"
@@ -407,4 +408,107 @@ func TestOpenSkipsBelowBase(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestAgreedWrittenEveryStep: a new agreement pointer alone makes the
+// meta file be written again once it is AgreedStep past the one on disk,
+// not before (the file is written with two fsyncs); a restart then starts
+// from it rather than from the last epoch change's.
+func TestAgreedWrittenEveryStep(t *testing.T) {
+	d := t.TempDir()
+	l, _, err := Open(d, SyncBatch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 3 * AgreedStep
+	if err := l.Append(entries(0, n)); err != nil {
+		t.Fatal(err)
+	}
+	l.SetMeta(Meta{Epoch: 3, Promised: 3, Agreed: 10})
+	if err := l.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	l.SetMeta(Meta{Epoch: 3, Promised: 3, Agreed: 10 + AgreedStep - 1})
+	if err := l.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	reopen := func() uint64 {
+		l.Close()
+		var hs exo.HardState
+		if l, hs, err = Open(d, SyncBatch); err != nil {
+			t.Fatal(err)
+		}
+		return hs.Agreed
+	}
+	if got := reopen(); got != 10 {
+		t.Fatalf("agreement pointer %d after a step short of AgreedStep, want 10 (the meta file not written again)", got)
+	}
+	l.SetMeta(Meta{Epoch: 3, Promised: 3, Agreed: 10 + AgreedStep})
+	if !l.Pending() {
+		t.Fatalf("AgreedStep past the meta file's agreement pointer: nothing pending")
+	}
+	if err := l.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if got := reopen(); got != 10+AgreedStep {
+		t.Fatalf("agreement pointer %d after a step of AgreedStep, want %d", got, 10+AgreedStep)
+	}
+	l.Close()
+}
+
+// TestOpenWalksLongPrefix: the records below the core's log, several
+// times walkWindow of them and of sizes that straddle its end, are walked
+// through the window; the log from the base, the offsets of every record
+// (a cut, then appends after it) and the Reader's view below the base
+// come out as written.
+func TestOpenWalksLongPrefix(t *testing.T) {
+	big := func(from, to uint64) []exo.Entry {
+		es := entries(from, to)
+		for i := range es {
+			es[i].Payload = append(es[i].Payload, make([]byte, 7_000+int(es[i].Seq%13)*997)...)
+		}
+		return es
+	}
+	dir := t.TempDir()
+	l, _, err := Open(dir, SyncBatch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n, base = 900, 700 // some 8 MB below the base
+	if err := l.Append(big(0, n)); err != nil {
+		t.Fatal(err)
+	}
+	l.SetMeta(Meta{Epoch: 2, Promised: 2, Agreed: 800, Roster: []uint8{0, 1, 2}, RosterAt: base})
+	if err := l.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	offs := slices.Clone(l.offs)
+	l.Close()
+	l, hs, err := Open(dir, SyncBatch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	equal(t, hs.Log, big(base, n))
+	if !slices.Equal(l.offs, offs) {
+		t.Fatalf("the records' offsets after the reopen differ from the writer's (%d and %d of them)", len(l.offs), len(offs))
+	}
+	if err := l.Truncate(850); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Append(entries(850, 860)); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	l.Close()
+	if _, hs, err = Open(dir, SyncBatch); err != nil {
+		t.Fatal(err)
+	}
+	equal(t, hs.Log, append(big(base, 850), entries(850, 860)...))
+	got, err := NewReader(dir).Read(100, 300, exo.FetchLimit{Entries: 200})
+	if err != nil {
+		t.Fatal(err)
+	}
+	equal(t, got, big(100, 300))
 }
