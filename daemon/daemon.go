@@ -11,6 +11,7 @@ import (
 	"net"
 	"os"
 	"runtime"
+	"runtime/debug"
 	"slices"
 	"sync"
 	"time"
@@ -153,6 +154,34 @@ type rxBatch struct {
 	n    int
 }
 
+// gcPause counts the daemons of this process reading their logs
+// (pauseGC): the collector's setting is the process's, and daemons built
+// side by side (tests, an embedding process) must not restore each
+// other's "off".
+var gcPause struct {
+	sync.Mutex
+	n    int
+	prev int
+}
+
+// pauseGC turns the collector off until the returned func is called, for
+// the first of the callers under way; the last one puts it back.
+func pauseGC() func() {
+	gcPause.Lock()
+	if gcPause.n == 0 {
+		gcPause.prev = debug.SetGCPercent(-1)
+	}
+	gcPause.n++
+	gcPause.Unlock()
+	return func() {
+		gcPause.Lock()
+		if gcPause.n--; gcPause.n == 0 {
+			debug.SetGCPercent(gcPause.prev)
+		}
+		gcPause.Unlock()
+	}
+}
+
 // newDaemon is New without the data_dir lock.
 func newDaemon(cfg *Config, conn FrameConn, o OOB, log *slog.Logger) (*Daemon, error) {
 	started := time.Now()
@@ -179,6 +208,13 @@ func newDaemon(cfg *Config, conn FrameConn, o OOB, log *slog.Logger) (*Daemon, e
 	var disk *wal.Log
 	var hs exo.HardState
 	if cfg.DataDir != "" {
+		// No collection while the log is read and the core rebuilt from
+		// it: everything they allocate lives on (the core's arena) or is
+		// dropped at once (the segment's buffer), and a fresh heap grown
+		// from nothing to the log's size was collected again and again on
+		// the way. A lab restart spent a third of its log read's CPU in
+		// the collector's assists.
+		defer pauseGC()()
 		pol, _ := wal.ParseSync(cfg.Fsync)
 		if disk, hs, err = wal.OpenWith(cfg.DataDir, pol, wal.Options{SegmentBytes: cfg.SegmentBytes, Preallocate: cfg.Preallocate == "on"}); err != nil {
 			return nil, fmt.Errorf("daemon: %w", err)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"log/slog"
+	"runtime/debug"
 	"slices"
 	"testing"
 
@@ -219,4 +220,22 @@ func (r *records) add(t *testing.T, rec []byte) {
 		t.Fatal(err)
 	}
 	r.count++
+}
+
+// TestPauseGCNested: daemons that read their logs side by side in one
+// process turn the collector off once and back on once, to the setting it
+// had, when the last of them is done (restored by the first, it ran again
+// under the second; restored by each, the second put back "off").
+func TestPauseGCNested(t *testing.T) {
+	orig := debug.SetGCPercent(77)
+	defer debug.SetGCPercent(orig)
+	first, second := pauseGC(), pauseGC()
+	first()
+	if got := debug.SetGCPercent(-1); got != -1 {
+		t.Fatalf("GC percent %d while a second daemon reads its log, want -1 (off)", got)
+	}
+	second()
+	if got := debug.SetGCPercent(77); got != 77 {
+		t.Fatalf("GC percent %d once both are done, want 77 (as before)", got)
+	}
 }
