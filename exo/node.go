@@ -425,7 +425,9 @@ func RestartNode(cfg Config, hs HardState) (*Node, error) {
 		}
 	}
 	nd.p.EpochStart = math.MaxUint64 // agreement comes from hs.Agreed
-	nd.log = slices.Grow(nd.log, len(hs.Log)) // (grown entry by entry, the log was copied over and over into fresh pages)
+	// Sized ahead: grown entry by entry, the log was copied over and over
+	// into fresh pages.
+	nd.log = slices.Grow(nd.log, len(hs.Log))
 	for i := range hs.Log {
 		if hs.Log[i].Seq != nd.p.Append {
 			return nil, fmt.Errorf("exo: restart: log entry %d has seq %d, want %d", i, hs.Log[i].Seq, nd.p.Append)
