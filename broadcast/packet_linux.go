@@ -200,6 +200,20 @@ func (c *PacketConn) MTU() int { return c.mtu }
 // it should hold it (runtime.LockOSThread).
 func (c *PacketConn) RxPoll() RxPoll { return c.poll }
 
+// Pending reports whether a frame waits to be read on the socket (a
+// poll(2) with no timeout: about a microsecond). Bulk work on the reader's
+// P asks it before it yields (package yield): yielding when nothing waits
+// costs a whole sleep of the runtime's poller, 1 ms at least.
+func (c *PacketConn) Pending() bool {
+	pending := false
+	c.rc.Control(func(fd uintptr) {
+		fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+		n, err := unix.Poll(fds, 0)
+		pending = err == nil && n > 0 && fds[0].Revents&unix.POLLIN != 0
+	})
+	return pending
+}
+
 // SetReadDeadline sets the read deadline.
 func (c *PacketConn) SetReadDeadline(t time.Time) error {
 	if c.poll != RxPollRuntime {

@@ -541,3 +541,31 @@ func TestPacketConnRxPoll(t *testing.T) {
 		t.Fatal("ParseRxPoll accepted spin")
 	}
 }
+
+// TestPacketConnPending: Pending says whether a frame waits on the socket,
+// without reading it: false on a quiet socket, true once a frame came,
+// false again once it was read.
+func TestPacketConnPending(t *testing.T) {
+	p := newVethPair(t, 1500)
+	a := listenIn(t, p.A, Options{})
+	b := listenIn(t, p.B, Options{})
+	if b.Pending() {
+		t.Fatalf("a frame pending on a socket nothing was sent to")
+	}
+	if err := a.WriteFrame(frameOfLen(t, 7, 1, 200)); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(2 * time.Second)
+	for !b.Pending() {
+		if time.Now().After(deadline) {
+			t.Fatalf("no frame pending 2 s after one was sent")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if got, _ := readOne(t, b); seqOf(t, got) != 7 {
+		t.Fatalf("read seq %d, want 7", seqOf(t, got))
+	}
+	if b.Pending() {
+		t.Fatalf("a frame still pending after the only one was read")
+	}
+}

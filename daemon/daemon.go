@@ -242,6 +242,9 @@ func newDaemon(cfg *Config, conn FrameConn, o OOB, log *slog.Logger) (*Daemon, e
 		archive = wal.NewReader(cfg.DataDir)
 		archive.Class = cfg.ArchiveIO
 		archive.YieldEvery = bulkYieldEvery
+		if pc, ok := conn.(interface{ Pending() bool }); ok {
+			archive.YieldIf = pc.Pending // (a yield with no frame waiting sleeps a millisecond for nothing)
+		}
 		nd.SetArchive(disk.Archive()) // the retained log below the core's (retain)
 	}
 	d := &Daemon{cfg: cfg, log: log, conn: conn, oob: o, node: nd, disk: disk, archive: archive, restarted: restarted, started: started,

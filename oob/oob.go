@@ -83,6 +83,11 @@ type Config struct {
 	// valid until the answer is encoded (wal.Reader.ReadInto): the sender
 	// reuses it for its next.
 	Fill func(m *exo.Message, scratch *[]byte) bool
+	// YieldIf, if set, says whether a sender building or writing a large
+	// message gives its P away after each slice of work (yield.Slicer's
+	// Waiting: whether the protocol loop's frame waits); nil: it always
+	// does.
+	YieldIf func() bool
 }
 
 // Stats counts what a Transport did. Resets counts the connections
@@ -963,7 +968,7 @@ func (t *Transport) sender(ctx context.Context, p *peer) {
 	var w *bufio.Writer
 	// The sender's bulk work (a fetch answer's encoding and writing)
 	// yields its P now and then to the protocol loop (package yield).
-	slicer := &yield.Slicer{Every: sliceEvery}
+	slicer := &yield.Slicer{Every: sliceEvery, Waiting: t.cfg.YieldIf}
 	backoff := 20 * time.Millisecond
 	defer func() {
 		if c != nil {

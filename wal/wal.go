@@ -1083,8 +1083,11 @@ type Reader struct {
 	// once it has worked that long since it last did: a daemon reads its
 	// fetch answers on the one P its protocol loop runs on.
 	YieldEvery time.Duration
-	mu         sync.Mutex
-	slicer     yield.Slicer // (under mu)
+	// YieldIf, if set with YieldEvery, says whether to yield at all
+	// (yield.Slicer.Waiting): whether the protocol loop's frame waits.
+	YieldIf func() bool
+	mu      sync.Mutex
+	slicer  yield.Slicer // (under mu)
 	// what it knows of the segments it read last, the latest last
 	// (readCursors at most: two transfers at once, in different
 	// segments, each go on from their own last read)
@@ -1194,7 +1197,7 @@ func (r *Reader) read(into *[]byte, lo, hi uint64, lim exo.FetchLimit) ([]exo.En
 	}
 	var slicer *yield.Slicer
 	if r.YieldEvery > 0 {
-		r.slicer.Every = r.YieldEvery
+		r.slicer.Every, r.slicer.Waiting = r.YieldEvery, r.YieldIf
 		slicer = &r.slicer
 	}
 	return c.collect(f, fi.Size(), lo, hi, off, lim, slicer, into)

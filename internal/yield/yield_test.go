@@ -76,3 +76,37 @@ func TestSlicerYieldsEvery(t *testing.T) {
 		}
 	}
 }
+
+// TestSlicerWaiting: with Waiting set, a Slicer yields only when it
+// reports something waiting; a yield costs a sleep of the runtime's
+// poller, so slicing with nothing waiting must not sleep at all.
+func TestSlicerWaiting(t *testing.T) {
+	asked := 0
+	waiting := false
+	s := Slicer{Every: time.Microsecond, Waiting: func() bool { asked++; return waiting }}
+	s.Maybe()
+	start := time.Now()
+	for i := 0; i < 200; i++ {
+		spin(2 * time.Microsecond)
+		s.Maybe()
+	}
+	idle := time.Since(start)
+	if asked == 0 {
+		t.Fatalf("Waiting was never asked")
+	}
+	waiting = true
+	start = time.Now()
+	for i := 0; i < 200; i++ {
+		spin(2 * time.Microsecond)
+		s.Maybe()
+	}
+	busy := time.Since(start)
+	// 200 yields sleep at least 200 x 20 us; 200 pieces of 2 us without
+	// them take a small part of that.
+	if busy < 200*sleep {
+		t.Fatalf("200 slices with something waiting took %v: fewer yields than slices (each sleeps %v)", busy, sleep)
+	}
+	if idle >= busy/2 {
+		t.Fatalf("200 slices with nothing waiting took %v, with something waiting %v: it yielded anyway", idle, busy)
+	}
+}
