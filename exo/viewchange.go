@@ -324,13 +324,13 @@ type answeredFetch struct {
 // FetchTicks/2 ago and this host is in the epoch it answered that from,
 // an answer to which is on its way. A requester asks the same again that
 // soon only when an answer showed it the responder's epoch changed (the
-// answer then differs); otherwise after its fetch's timeout, FetchTicks at
-// least. So such a fetch is one that waited in the network with others: a lab host
-// cut off for 1.5 s probed each member ten times into its stuck OOB
-// connection, the probes came at once when the partition healed, and each
-// member encoded and sent ten answers of 840 KB to each such host at the
-// moment the heal needed its CPU. An answer lost after all is asked for
-// again at the requester's next timeout.
+// answer then differs); otherwise after its fetch's timeout, FetchTicks
+// at least. So such a fetch is one that waited in the network with
+// others: a lab host cut off for 1.5 s probed each member ten times into
+// its stuck OOB connection, the probes came at once when the partition
+// healed, and each member encoded and sent ten answers of 840 KB to each
+// such host at the moment the heal needed its CPU. An answer lost after
+// all is asked for again at the requester's next timeout.
 func (nd *Node) answerOnce(m *Message) bool {
 	if int(m.From) >= MaxHosts {
 		return true
