@@ -49,10 +49,7 @@ type archiveStream struct {
 func (d *Daemon) newArchiveStream(from uint64) *archiveStream {
 	a := &archiveStream{d: d, from: from, rd: wal.NewReader(d.cfg.DataDir)}
 	a.rd.Class = d.cfg.ArchiveIO
-	a.rd.YieldEvery = bulkYieldEvery
-	if d.archive != nil {
-		a.rd.YieldIf = d.archive.YieldIf
-	}
+	a.rd.YieldEvery, a.rd.YieldIf = bulkYieldEvery, FramesWaiting(d.conn)
 	d.core.Lock()
 	defer d.core.Unlock()
 	span := uint64(d.cfg.MaxMessage/max(1, d.chunk)+2) * uint64(max(1, len(d.roster))+1)

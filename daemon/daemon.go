@@ -154,6 +154,18 @@ type rxBatch struct {
 	n    int
 }
 
+// FramesWaiting returns conn's check for a frame waiting to be read
+// (broadcast.PacketConn.Pending), nil if conn has none: bulk work on the
+// daemon's P yields only when it says so (yield.Slicer.Waiting; a yield
+// with nothing waiting sleeps a millisecond of the runtime's poller for
+// nothing). With nil it yields every time, as before.
+func FramesWaiting(conn FrameConn) func() bool {
+	if pc, ok := conn.(interface{ Pending() bool }); ok {
+		return pc.Pending
+	}
+	return nil
+}
+
 // gcPause counts the daemons of this process reading their logs
 // (pauseGC): the collector's setting is the process's, and daemons built
 // side by side (tests, an embedding process) must not restore each
@@ -242,9 +254,7 @@ func newDaemon(cfg *Config, conn FrameConn, o OOB, log *slog.Logger) (*Daemon, e
 		archive = wal.NewReader(cfg.DataDir)
 		archive.Class = cfg.ArchiveIO
 		archive.YieldEvery = bulkYieldEvery
-		if pc, ok := conn.(interface{ Pending() bool }); ok {
-			archive.YieldIf = pc.Pending // (a yield with no frame waiting sleeps a millisecond for nothing)
-		}
+		archive.YieldIf = FramesWaiting(conn)
 		nd.SetArchive(disk.Archive()) // the retained log below the core's (retain)
 	}
 	d := &Daemon{cfg: cfg, log: log, conn: conn, oob: o, node: nd, disk: disk, archive: archive, restarted: restarted, started: started,

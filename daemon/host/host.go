@@ -112,11 +112,8 @@ func Open(cfg *daemon.Config, log *slog.Logger) (*Host, error) {
 	// the transport's senders (which start with Run, after New).
 	var d *daemon.Daemon
 	fill := func(m *exo.Message, scratch *[]byte) bool { return d.FillArchive(m, scratch) }
-	var yieldIf func() bool // bulk work yields only to a frame that waits (yield.Slicer.Waiting)
-	if pc, ok := conn.(interface{ Pending() bool }); ok {
-		yieldIf = pc.Pending
-	}
-	tr, err := oob.New(oob.Config{ID: uint8(cfg.ID), Group: cfg.Group, Listen: ownOOB(cfg), Peers: peers, Key: key, Logger: log, Fill: fill, YieldIf: yieldIf})
+	tr, err := oob.New(oob.Config{ID: uint8(cfg.ID), Group: cfg.Group, Listen: ownOOB(cfg), Peers: peers, Key: key, Logger: log, Fill: fill,
+		YieldIf: daemon.FramesWaiting(conn)})
 	if err != nil {
 		return fail(err)
 	}
