@@ -872,3 +872,58 @@ func TestRepeatedFetchAnsweredOnce(t *testing.T) {
 		t.Fatalf("the same fetch FetchTicks/2 later: %d answers, want 1", got)
 	}
 }
+
+// TestFencedHostGivesUpForACatchUp: a fenced host leads a view change
+// (only a later epoch ends its fence); refused by a member whose log is of
+// a later epoch and far ahead, it gives the view change up and catches up
+// instead, and leads none for a view-change timeout: the later epoch it
+// fetches ends the fence. Without the wait it led one every tick and gave
+// each up at the first refusal, for 240 ticks (seed 94 of exo sim --hosts
+// 7 --token).
+func TestFencedHostGivesUpForACatchUp(t *testing.T) {
+	r := loadedRack(t, 3, 4, 30)
+	x := r.nodes[2]
+	x.Advance()
+	x.Fence()
+	prepares := func() int {
+		n := 0
+		for _, m := range x.Ready().Messages {
+			if m.Type == MsgPrepare {
+				n++
+			}
+		}
+		x.Advance()
+		return n
+	}
+	led := -1
+	for k := 0; k <= x.cfg.TokenTimeout && led < 0; k++ {
+		x.Tick()
+		if prepares() > 0 {
+			led = k
+		}
+	}
+	if led < 0 || x.vc == nil {
+		t.Fatalf("a fenced host led no view change in a token timeout (%d ticks)", x.cfg.TokenTimeout)
+	}
+	p := x.Pointers()
+	x.Step(Message{Type: MsgNack, From: r.nodes[0].uid, To: x.uid, Epoch: x.vc.epoch,
+		LogEpoch: p.Epoch + 1, Agreed: p.Agreed + uint64(x.cfg.MaxFetchEntries) + 10})
+	if x.vc != nil {
+		t.Fatalf("refused by a member far ahead in a later epoch, the view change goes on")
+	}
+	if len(fetches(x.Ready())) == 0 {
+		t.Fatalf("refused by a member far ahead in a later epoch, the host fetches nothing")
+	}
+	x.Advance()
+	wait := x.vcTimeout()
+	for k := 1; k < wait; k++ {
+		x.Tick()
+		if n := prepares(); n > 0 {
+			t.Fatalf("%d ticks after giving its view change up for a catch-up, the fenced host leads another (wait %d)", k, wait)
+		}
+	}
+	x.Tick()
+	if prepares() == 0 {
+		t.Fatalf("still fenced a view-change timeout (%d ticks) later, the host leads no view change", wait)
+	}
+}

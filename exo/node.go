@@ -301,9 +301,11 @@ type Node struct {
 	fetchesAnswered [MaxHosts]answeredFetch
 	fetchRepeats    uint64 // fetches not answered: the same as one just answered (answerOnce)
 
-	// deferVC counts down the ticks during which a divergence does not make
-	// this host lead a view change: a host refused as far behind leaves it
-	// to the host that refused it (diverged).
+	// deferVC counts down the ticks during which a divergence or a fence
+	// does not make this host lead a view change: a host refused as far
+	// behind leaves it to the host that refused it (diverged), and one that
+	// gave its view change up to catch up with a later epoch waits for the
+	// catch-up, which ends its fence.
 	deferVC int
 
 	vc         *viewChange
@@ -1498,7 +1500,7 @@ func (nd *Node) Tick() {
 		}
 	}
 	switch {
-	case nd.fenced && nd.vc == nil && !nd.notMember && nd.fenceTicks >= nd.cfg.TokenTimeout:
+	case nd.fenced && nd.vc == nil && !nd.notMember && nd.fenceTicks >= nd.cfg.TokenTimeout && nd.deferVC == 0:
 		// A fenced host sends nothing in this epoch (fastpath.go), not
 		// even its clients' proposals: once it had a token timeout to
 		// catch up with the frames it hears, a view change moves the rack
