@@ -11,8 +11,9 @@ import (
 // LabOptions say which lab rack WithLab builds and which exo binary runs
 // inside its hosts.
 type LabOptions struct {
-	// Prefix names the rack (lab.Options.Prefix); a rack left over under
-	// the same prefix is replaced.
+	// Prefix names the rack (lab.Options.Prefix; "": lab.DefaultPrefix);
+	// a rack left over under the same prefix is replaced, one that another
+	// live run uses is not (lab.ErrInUse).
 	Prefix string
 	// Hosts is the number of hosts.
 	Hosts int
@@ -56,7 +57,17 @@ func WithLab(ctx context.Context, o LabOptions, fn func(*Lab) error) (err error)
 			return fmt.Errorf("cluster: the exo binary to run in the rack: %w", err)
 		}
 	}
-	rack, err := lab.Up(ctx, lab.Options{Prefix: o.Prefix, Hosts: o.Hosts, Force: true, MTU: o.MTU, BPFDir: o.BPFDir})
+	// The prefix is this run's until it returns: a rack a finished run
+	// left behind is removed (Force), one another live run uses is not.
+	if o.Prefix == "" {
+		o.Prefix = lab.DefaultPrefix
+	}
+	claim, err := lab.ClaimPrefix(o.Prefix)
+	if err != nil {
+		return fmt.Errorf("cluster: %w", err)
+	}
+	defer claim.Release()
+	rack, err := lab.Up(ctx, lab.Options{Prefix: o.Prefix, Hosts: o.Hosts, Force: true, Claim: claim, MTU: o.MTU, BPFDir: o.BPFDir})
 	if err != nil {
 		return err
 	}

@@ -51,6 +51,8 @@ var (
 	ErrRefused = errors.New("the kernel refused")
 	// ErrExists: a rack with this prefix is already up.
 	ErrExists = errors.New("rack already exists")
+	// ErrInUse: a live process holds a claim on the rack (ClaimPrefix).
+	ErrInUse = errors.New("rack in use")
 	// ErrNoRack: no rack with this prefix is up.
 	ErrNoRack = errors.New("no such rack")
 	// ErrMissingTool: ip or nft is not installed.
@@ -70,8 +72,13 @@ type Options struct {
 	MTU int
 	// Subnet of the OOB addresses (IPv4). Default 10.77.0.0/16.
 	Subnet netip.Prefix
-	// Force removes a rack with the same prefix first instead of refusing.
+	// Force removes a rack with the same prefix first instead of refusing,
+	// unless a live process other than the caller's Claim uses it
+	// (ErrInUse).
 	Force bool
+	// Claim is the caller's claim on Prefix (ClaimPrefix), if it holds
+	// one: Force then removes the old rack without asking whose it is.
+	Claim *Claim
 	// BPFDir, if set, gets a bpffs mounted on it (unless it is one): the
 	// daemons' bpf_dir in token mode, mounted here, in the mount
 	// namespace the hosts' commands start from, so that the maps a killed
@@ -279,6 +286,17 @@ func Up(ctx context.Context, opts Options) (*Rack, error) {
 			l.release()
 			return nil, fmt.Errorf("lab up: %w: prefix %q has namespaces %s; run `exo lab down --prefix %s` or use --force",
 				ErrExists, opts.Prefix, strings.Join(existing, " "), opts.Prefix)
+		}
+		if opts.Claim == nil {
+			// A run that ended left it, or a live one uses it: only the
+			// first may be removed (a second chaos run on one prefix took
+			// the first one's namespaces from under its daemons).
+			c, err := ClaimPrefix(opts.Prefix)
+			if err != nil {
+				l.release()
+				return nil, fmt.Errorf("lab up --force: %w", err)
+			}
+			c.Release()
 		}
 		if err := down(ctx, opts.Prefix); err != nil {
 			l.release()

@@ -310,14 +310,41 @@ func TestRackLab(t *testing.T) {
 	})
 }
 
-// TestForceAndPartialDown: --force replaces a rack; Down cleans up a rack
-// left half built.
+// TestForceAndPartialDown: --force replaces a rack, unless a live run
+// claims it; Down cleans up a rack left half built.
 func TestForceAndPartialDown(t *testing.T) {
 	needRack(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	prefix := fmt.Sprintf("exof%d", os.Getpid())
 	upOrSkip(t, ctx, Options{Prefix: prefix, Hosts: 2})
+
+	// A rack a live run claims is not taken from under it, by a second
+	// claim or by --force; its own claim lets its holder replace it.
+	claim, err := ClaimPrefix(prefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c, err := ClaimPrefix(prefix); !errors.Is(err, ErrInUse) || !strings.Contains(err.Error(), fmt.Sprintf("pid %d", os.Getpid())) {
+		c.Release()
+		t.Fatalf("a second claim on a claimed rack: %v, want ErrInUse naming pid %d", err, os.Getpid())
+	}
+	if _, err := Up(ctx, Options{Prefix: prefix, Hosts: 3, Force: true}); !errors.Is(err, ErrInUse) {
+		t.Fatalf("--force on a rack a live run claims: %v, want ErrInUse", err)
+	}
+	if l, err := Load(ctx, prefix); err != nil || len(l.Hosts) != 2 {
+		t.Fatalf("the claimed rack after a refused --force: %v %+v", err, l)
+	}
+	if _, err := Up(ctx, Options{Prefix: prefix, Hosts: 3, Force: true, Claim: claim}); err != nil {
+		t.Fatalf("--force by the claim's holder: %v", err)
+	}
+	claim.Release()
+	again, err := ClaimPrefix(prefix)
+	if err != nil {
+		t.Fatalf("a claim after the last one was released: %v", err)
+	}
+	again.Release()
+
 	r, err := Up(ctx, Options{Prefix: prefix, Hosts: 4, MTU: 9000, Force: true})
 	if err != nil {
 		t.Fatal(err)

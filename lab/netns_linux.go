@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -146,6 +147,60 @@ func (l *rackLock) release() { l.f.Close() }
 func (l *rackLock) removeAndRelease() {
 	os.Remove(l.path)
 	l.f.Close()
+}
+
+// Claim is a process's claim on a rack prefix for as long as it uses the
+// rack (a demo, a bench, a chaos run): Up with Force removes a rack left
+// behind by a run that ended, never one that a live run still uses. It is
+// a flock(2) on <StateDir>/<prefix>.use, so the kernel ends it with its
+// process, however the process ends.
+type Claim struct {
+	f *os.File
+}
+
+// ClaimPrefix claims rack prefix for this process, or returns ErrInUse
+// naming the process that holds it.
+func ClaimPrefix(prefix string) (*Claim, error) {
+	if err := ValidPrefix(prefix); err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(StateDir, 0o755); err != nil {
+		return nil, fmt.Errorf("claiming rack %s: %w", prefix, err)
+	}
+	path := filepath.Join(StateDir, prefix+".use")
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("claiming rack %s: %w", prefix, err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		holder, _ := os.ReadFile(path)
+		f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			who := strings.TrimSpace(string(holder))
+			if who == "" {
+				who = "another process"
+			}
+			return nil, fmt.Errorf("%w: rack %s is used by %s; wait for it to end, or use another --prefix", ErrInUse, prefix, who)
+		}
+		return nil, fmt.Errorf("claiming rack %s: locking %s: %w", prefix, path, err)
+	}
+	// Who holds it, for the next one's error: the lock, not this text, is
+	// the claim.
+	cmd, _ := os.ReadFile("/proc/self/cmdline")
+	who := fmt.Sprintf("pid %d (%s)", os.Getpid(), strings.TrimSpace(strings.ReplaceAll(string(cmd), "\x00", " ")))
+	if f.Truncate(0) == nil {
+		_, _ = f.WriteAt([]byte(who+"\n"), 0)
+	}
+	return &Claim{f: f}, nil
+}
+
+// Release ends the claim.
+func (c *Claim) Release() {
+	if c != nil && c.f != nil {
+		_ = c.f.Truncate(0)
+		c.f.Close()
+		c.f = nil
+	}
 }
 
 // setDontFragment sets the don't-fragment bit on c's datagrams (and makes

@@ -20,3 +20,12 @@ func writeSysctls(string, map[string]string) error { return errNotLinux }
 func killNetnsProcs([]string, time.Duration) error { return errNotLinux }
 func lock(string) (*rackLock, error)               { return nil, errNotLinux }
 func setDontFragment(*net.UDPConn) error           { return errNotLinux }
+
+// Claim is a process's claim on a rack prefix (Linux only).
+type Claim struct{}
+
+// ClaimPrefix claims rack prefix (Linux only).
+func ClaimPrefix(string) (*Claim, error) { return nil, errNotLinux }
+
+// Release ends the claim.
+func (*Claim) Release() {}

@@ -100,7 +100,8 @@ exo lab needs root (network namespaces, veth, nftables). See docs/lab.md.`,
 MTU and the OOB addresses, with every link up, IPv6 off (no DAD or router
 solicitation noise) and static neighbour entries (no ARP: a one-way cut stays
 one-way). It refuses when a rack with the same prefix exists; --force removes
-that rack first.`,
+that rack first, unless a running exo demo, bench, probe or lab chaos uses it
+(it then names that process).`,
 		Example: `  sudo exo lab up --hosts 5
   sudo exo lab up --hosts 3 --prefix r2 --mtu 9000 --json
   sudo exo lab up --hosts 5 --force         # rebuild from scratch`,
