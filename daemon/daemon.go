@@ -966,7 +966,8 @@ func (d *Daemon) ready() error {
 			}
 		case exo.EventTakeover:
 			d.metrics.takeovers.Inc()
-			d.log.Info("token taken over", "from", e.Peer, "seq", e.Seq)
+			det := nd.Detector()
+			d.log.Info("token taken over", "from", e.Peer, "seq", e.Seq, "timeout_ticks", det.Timeout, "peak_ticks", det.Peak)
 		case exo.EventSkippedAlive:
 			d.metrics.falseTakeovers.Inc()
 			d.log.Warn("a takeover passed this running host over (a false takeover: the token timeout in force was too short for a hop, or this host stalled)",
