@@ -1305,7 +1305,7 @@ type DetectorStatus struct {
 	SRTTTicks    float64 `json:"srtt_ticks"`
 	RTTVarTicks  float64 `json:"rttvar_ticks"`
 	// PeakTicks is the longest gap between appends of the detector's last
-	// 4-8 s (exo.Detector.Peak): the timeout is at least half again as
+	// 33-66 s (exo.Detector.Peak): the timeout is at least half again as
 	// long, between MinTicks and MaxTicks.
 	PeakTicks int    `json:"peak_ticks"`
 	Samples   uint64 `json:"samples"`

@@ -43,7 +43,7 @@ func WriteStatusText(out io.Writer, raw []byte) error {
 		fmt.Fprintf(out, "%-20s %s\n", "recovery", recoveryLine(rs))
 	}
 	if ds, ok := st["detector"].(map[string]any); ok {
-		fmt.Fprintf(out, "%-20s %v ms (%v ticks, between %v and %v; smoothed gap %.2f ticks, deviation %.2f, longest of the last 4-8 s %v, %v samples); false takeovers %v, late frames of holders passed over %v\n",
+		fmt.Fprintf(out, "%-20s %v ms (%v ticks, between %v and %v; smoothed gap %.2f ticks, deviation %.2f, longest of the last 33-66 s %v, %v samples); false takeovers %v, late frames of holders passed over %v\n",
 			"token_timeout", ds["timeout_ms"], ds["timeout_ticks"], ds["min_ticks"], ds["max_ticks"], ds["srtt_ticks"], ds["rttvar_ticks"], ds["peak_ticks"], ds["samples"], ds["false_takeovers"], ds["late_frames"])
 		if g, ok := ds["gone"].([]any); ok && len(g) > 0 {
 			fmt.Fprintf(out, "%-20s members %v (their daemon's sockets closed: the token is taken over from them after %v ticks)\n", "gone", g, ds["gone_ticks"])

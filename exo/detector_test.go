@@ -1,6 +1,9 @@
 package exo
 
-import "testing"
+import (
+	"testing"
+	"time"
+)
 
 // TestDetectorEstimator: the RFC 6298 arithmetic in ticks, fixed point.
 func TestDetectorEstimator(t *testing.T) {
@@ -111,5 +114,33 @@ func TestDetectorPeak(t *testing.T) {
 	}
 	if p := d.peakAt(2*peakWindow + 7); p != 30 {
 		t.Fatalf("peakAt right after the gap of 30: %d", p)
+	}
+}
+
+// TestDetectorRemembersBursts: the lab rack's stalls come in bursts 10-60
+// s apart (a 10-minute run without faults, session v); the detector keeps
+// a burst's gap for at least 32 s of the daemon's 250 us ticks, so the
+// next burst finds the timeout still raised. Windows of 4 s forgot it and
+// took the token over 4.4 times a minute where these took it over 0.3.
+func TestDetectorRemembersBursts(t *testing.T) {
+	const tick = 250 * time.Microsecond
+	var d detector
+	for c := uint64(0); c < 100; c++ {
+		d.sample(1)
+		d.notePeak(1, c)
+	}
+	d.notePeak(40, 100) // a burst: 10 ms (a late frame's gap: the peak only)
+	for c := uint64(101); c < 200; c++ {
+		d.sample(1)
+		d.notePeak(1, c)
+	}
+	if d.rto() >= 40 {
+		t.Fatalf("the mean and deviation alone give %d ticks: the test needs them below the burst", d.rto())
+	}
+	for _, after := range []time.Duration{10 * time.Second, 30 * time.Second} {
+		c := 100 + uint64(after/tick)
+		if got := d.timeout(c); got < 40 {
+			t.Fatalf("%v after a gap of 40 ticks: timeout %d ticks, want at least 40 (the burst remembered)", after, got)
+		}
 	}
 }
