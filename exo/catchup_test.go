@@ -367,6 +367,19 @@ func TestFetchRetryBacksOff(t *testing.T) {
 	}
 }
 
+// sentAndAdvance counts the messages of type typ in x's Ready and
+// advances x past it.
+func sentAndAdvance(x *Node, typ MsgType) int {
+	n := 0
+	for _, m := range x.Ready().Messages {
+		if m.Type == typ {
+			n++
+		}
+	}
+	x.Advance()
+	return n
+}
+
 // fetches returns the fetches in rd, in order.
 func fetches(rd Ready) []Message {
 	var out []Message
@@ -839,16 +852,7 @@ func TestRepeatedFetchAnsweredOnce(t *testing.T) {
 	ask := func(from uint8, lo uint64) Message {
 		return Message{Type: MsgFetch, From: from, To: x.uid, Epoch: x.Pointers().Epoch, Lo: lo}
 	}
-	answers := func() int {
-		n := 0
-		for _, m := range x.Ready().Messages {
-			if m.Type == MsgFetchResp {
-				n++
-			}
-		}
-		x.Advance()
-		return n
-	}
+	answers := func() int { return sentAndAdvance(x, MsgFetchResp) }
 	for k := 0; k < 10; k++ {
 		x.Step(ask(1, 3))
 	}
@@ -885,16 +889,7 @@ func TestFencedHostGivesUpForACatchUp(t *testing.T) {
 	x := r.nodes[2]
 	x.Advance()
 	x.Fence()
-	prepares := func() int {
-		n := 0
-		for _, m := range x.Ready().Messages {
-			if m.Type == MsgPrepare {
-				n++
-			}
-		}
-		x.Advance()
-		return n
-	}
+	prepares := func() int { return sentAndAdvance(x, MsgPrepare) }
 	led := -1
 	for k := 0; k <= x.cfg.TokenTimeout && led < 0; k++ {
 		x.Tick()
