@@ -75,7 +75,8 @@ func (c *Cluster) CheckAckedAt(ctx context.Context, hosts []int, acked map[strin
 	var violations []string
 	for i, err := range errs {
 		if err != errEnough {
-			if cause := context.Cause(cctx); cause != nil && errors.Is(err, context.Canceled) {
+			if cause := context.Cause(cctx); cause != nil && !errors.Is(cause, context.Canceled) && errors.Is(err, context.Canceled) {
+				// Given up by watchStreams: say which stream stalled.
 				err = fmt.Errorf("%w (%v)", err, cause)
 			}
 			violations = append(violations, fmt.Sprintf("host %s: stream ended after %d messages: %v", c.Rack.Hosts[hosts[i]].Name, len(streams[i]), err))
