@@ -83,7 +83,8 @@ and profiles stay. Needs root.`,
   sudo exo lab chaos --hosts 7 --duration 1m --wipes 1   # a lost disk too (short logs: see docs/recovery.md)
   sudo exo lab chaos --duration 5m --offload xdp-token  # the token in the kernel
   sudo exo lab chaos --only kill --count 50 --spacing 1500ms   # kill -9 of a random host, 50 times
-  sudo exo lab chaos --only none --duration 10m --spacing 1s   # no fault: false takeovers`,
+  sudo exo lab chaos --only none --duration 10m --spacing 1s   # no fault: false takeovers
+  sudo exo lab chaos --only none --duration 10m --spacing 1s --token-timeout 200 --token-timeout-min 40   # the same, adaptive 10-50 ms`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := lab.CheckRoot(); err != nil {
 				return &exitError{code: 2, err: fmt.Errorf("exo lab chaos needs root: run with sudo")}
