@@ -56,8 +56,8 @@ type detector struct {
 // them. The lab rack's stalls come in bursts 10-60 s apart; windows of
 // 4.1 s forgot each burst before the next, and a 10-minute run without
 // faults at a floor of 10 ms and a ceiling of 50 ms took the token over
-// 4.4 times a minute, against 0.3 with these (docs/recovery.md, session
-// v). The cost is a timeout that stays up to a minute at the level of
+// 4.4 times a minute, against 0.3 and 1.3 with these (docs/recovery.md,
+// session v). The cost is a timeout that stays up to a minute at the level of
 // the last burst, never above the ceiling.
 const peakWindow = 1 << 17
 

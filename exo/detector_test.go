@@ -121,7 +121,8 @@ func TestDetectorPeak(t *testing.T) {
 // s apart (a 10-minute run without faults, session v); the detector keeps
 // a burst's gap for at least 32 s of the daemon's 250 us ticks, so the
 // next burst finds the timeout still raised. Windows of 4 s forgot it and
-// took the token over 4.4 times a minute where these took it over 0.3.
+// took the token over 4.4 times a minute where these took it over 0.3
+// and 1.3.
 func TestDetectorRemembersBursts(t *testing.T) {
 	const tick = 250 * time.Microsecond
 	var d detector
