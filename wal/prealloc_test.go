@@ -152,19 +152,11 @@ func TestPreallocatedCutStaysCut(t *testing.T) {
 		t.Fatal(err)
 	}
 	end := l.end
-	if err := l.Truncate(s0 + 10); err != nil {
-		t.Fatal(err)
-	}
 	later := entries(s0+10, s0+15)
 	for i := range later {
 		later[i].Epoch = 2 // the same size: the records line up
 	}
-	if err := l.Append(later); err != nil {
-		t.Fatal(err)
-	}
-	if err := l.Commit(); err != nil {
-		t.Fatal(err)
-	}
+	replaceTail(t, l, s0+10, later)
 	l.Close()
 	l, hs := openPrealloc(t, dir)
 	defer l.Close()

@@ -31,6 +31,21 @@ func equal(t *testing.T, got, want []exo.Entry) {
 	}
 }
 
+// replaceTail cuts l at seq at, appends es and commits: a view change's
+// install, as the daemon writes it.
+func replaceTail(t *testing.T, l *Log, at uint64, es []exo.Entry) {
+	t.Helper()
+	if err := l.Truncate(at); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Append(es); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Commit(); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestRoundTrip: entries and meta survive a reopen; a truncation too.
 func TestRoundTrip(t *testing.T) {
 	dir := t.TempDir()
@@ -47,15 +62,7 @@ func TestRoundTrip(t *testing.T) {
 		if err := l.Commit(); err != nil {
 			t.Fatal(err)
 		}
-		if err := l.Truncate(60); err != nil {
-			t.Fatal(err)
-		}
-		if err := l.Append(entries(60, 70)); err != nil {
-			t.Fatal(err)
-		}
-		if err := l.Commit(); err != nil {
-			t.Fatal(err)
-		}
+		replaceTail(t, l, 60, entries(60, 70))
 		l.Close()
 		l, hs, err = Open(d, pol)
 		if err != nil {
@@ -492,15 +499,7 @@ func TestOpenWalksLongPrefix(t *testing.T) {
 	if !slices.Equal(l.offs, offs) {
 		t.Fatalf("the records' offsets after the reopen differ from the writer's (%d and %d of them)", len(l.offs), len(offs))
 	}
-	if err := l.Truncate(850); err != nil {
-		t.Fatal(err)
-	}
-	if err := l.Append(entries(850, 860)); err != nil {
-		t.Fatal(err)
-	}
-	if err := l.Commit(); err != nil {
-		t.Fatal(err)
-	}
+	replaceTail(t, l, 850, entries(850, 860))
 	l.Close()
 	if _, hs, err = Open(dir, SyncBatch); err != nil {
 		t.Fatal(err)
