@@ -56,6 +56,9 @@ func (nd *Node) NextTick() int {
 		}
 		return d
 	}
+	if k := nd.untilPeakForgotten(); k > 0 {
+		at(k)
+	}
 	if nd.fetching {
 		at(nd.fetchRTO() - nd.fetchTicks)
 	}
@@ -117,7 +120,7 @@ func (nd *Node) NextTick() int {
 			}
 		}
 	case nd.p.Epoch > 0 && nd.p.Append == nd.p.EpochStart && nd.p.InHistory(nd.id) && nd.vc == nil && !nd.notMember:
-		at(nd.cfg.TokenTimeout + nd.n*nd.cfg.TakeoverStagger + nd.cfg.ViewChangeTimeout - nd.idle)
+		at(nd.neverBeganAfter() - nd.idle)
 	default:
 		if static {
 			at(max(sendFrom, nd.takeoverWait(holder)-nd.idle))

@@ -1,6 +1,7 @@
 package exo
 
 import (
+	"slices"
 	"testing"
 	"time"
 )
@@ -143,5 +144,57 @@ func TestDetectorRemembersBursts(t *testing.T) {
 		if got := d.timeout(c); got < 40 {
 			t.Fatalf("%v after a gap of 40 ticks: timeout %d ticks, want at least 40 (the burst remembered)", after, got)
 		}
+	}
+}
+
+// TestWaitsCountInTheCeiling: only the takeover (its timeout and
+// stagger) and the retransmissions follow the timeout in force; the other
+// waits counted in token timeouts count in the ceiling, whatever the
+// detector says (following it doubled the lab rack's view changes, session
+// w). And NextTick wakes a host whose timeout a peak raised when the
+// windows move on: its takeover may be due sooner from then on, and a
+// daemon sleeping past it would take the token over late.
+func TestWaitsCountInTheCeiling(t *testing.T) {
+	const lo, hi = 40, 200
+	cfg := func(min, max int) func(*Config) {
+		return func(c *Config) {
+			c.TokenTimeout, c.TokenTimeoutMin, c.TakeoverStagger, c.ViewChangeTimeout = max, min, 20, 800
+		}
+	}
+	waits := func(nd *Node) []int {
+		nd.leftOuts = 2
+		return []int{nd.probeInterval(0), nd.probeInterval(5), nd.leftOutAfter(), nd.laterSilence(),
+			nd.neverBeganAfter(), nd.stuckAfter()}
+	}
+	adaptive := newRack(t, 5, cfg(lo, hi)).nodes[3]
+	ceiling := newRack(t, 5, cfg(hi, hi)).nodes[3]
+	for range 50 {
+		adaptive.det.sample(2)
+	}
+	if got, want := waits(adaptive), waits(ceiling); adaptive.tokenTimeout() != lo || !slices.Equal(got, want) {
+		t.Fatalf("steady gaps of 2 ticks: timeout %d, waits %v; want %d and the ceiling's %v", adaptive.tokenTimeout(), got, lo, want)
+	}
+	if w := waits(ceiling); w[0] != hi || w[2] != 2*hi<<2 || w[4] != hi+5*20+800 {
+		t.Fatalf("waits %v: not the configured ones", w)
+	}
+	if k := adaptive.untilPeakForgotten(); k != 0 {
+		t.Fatalf("no peak: untilPeakForgotten %d, want 0", k)
+	}
+	adaptive.clock = 3*peakWindow + 100
+	adaptive.det.notePeak(100, adaptive.clock) // a stall: the timeout rises to 151
+	if got := adaptive.tokenTimeout(); got != 151 {
+		t.Fatalf("after a stall of 100 ticks: timeout %d, want 151", got)
+	}
+	if k := adaptive.untilPeakForgotten(); k != peakWindow-100 {
+		t.Fatalf("untilPeakForgotten %d, want %d (the window's end)", k, peakWindow-100)
+	}
+	adaptive.leaving = true // nothing else due: a leaving host neither sends nor probes
+	if d := adaptive.NextTick(); d != peakWindow-100 {
+		t.Fatalf("NextTick %d, want %d: the end of the window that holds the peak", d, peakWindow-100)
+	}
+	adaptive.leaving = false
+	adaptive.clock += 2 * peakWindow // two windows on: forgotten
+	if got := adaptive.tokenTimeout(); got != lo {
+		t.Fatalf("two windows after the stall: timeout %d, want the floor %d", got, lo)
 	}
 }

@@ -108,6 +108,9 @@ const (
 	CauseTokenStuck
 )
 
+// NumCauses bounds the causes' values (Cause < NumCauses).
+const NumCauses = len(causeNames)
+
 var causeNames = [...]string{"", "divergence", "retry", "promise-timeout", "amnesiac", "lead-for-behind", "roster-switch", "fenced", "epoch-never-began", "left-out", "token-stuck"}
 
 func (c Cause) String() string {
@@ -1513,7 +1516,7 @@ func (nd *Node) Tick() {
 	case holder == nd.id:
 		nd.maybeSend(false)
 	case nd.p.Epoch > 0 && nd.p.Append == nd.p.EpochStart && nd.p.InHistory(nd.id) && nd.vc == nil && !nd.notMember &&
-		nd.idle >= nd.cfg.TokenTimeout+nd.n*nd.cfg.TakeoverStagger+nd.cfg.ViewChangeTimeout:
+		nd.idle >= nd.neverBeganAfter():
 		// The epoch this host installed never began: no frame of it came,
 		// and this host may not send the first (it sent the last entry the
 		// install carried). Hosts that missed the install cannot learn of
@@ -1536,7 +1539,16 @@ func (nd *Node) Tick() {
 // under way elsewhere installs first), then a stagger by position (two
 // stuck hosts of a rack would otherwise lead theirs at once, and duel).
 func (nd *Node) stuckAfter() int {
-	return nd.cfg.TokenTimeout + nd.n*nd.cfg.TakeoverStagger + nd.cfg.ViewChangeTimeout + int(nd.id)*nd.cfg.TakeoverStagger
+	return nd.neverBeganAfter() + int(nd.id)*nd.cfg.TakeoverStagger
+}
+
+// neverBeganAfter is how long a host waits without an append, once every
+// takeover had its turn, before it gives the token up for lost: the token
+// timeout's ceiling, every rank's stagger (the configured one, the
+// longest), and a view change's timeout. CauseEpochNeverBegan leads one after it;
+// stuckAfter adds a stagger by position.
+func (nd *Node) neverBeganAfter() int {
+	return nd.cfg.TokenTimeout + nd.n*nd.cfg.TakeoverStagger + nd.cfg.ViewChangeTimeout
 }
 
 // stuck reports whether the token may be stuck at this host, not halted:

@@ -304,6 +304,10 @@ type Stats struct {
 	// reported by that host).
 	Pauses, FalseTakeovers uint64
 
+	// ViewChangeCauses counts the view changes started, by cause
+	// (exo.Cause): which waits set them off.
+	ViewChangeCauses [exo.NumCauses]uint64
+
 	// MajorityStall is the longest run of ticks in the faulty phase in
 	// which the up hosts that reach each other both ways made a majority
 	// of the rack and none of them advanced its agreement pointer (the
@@ -920,6 +924,9 @@ func (s *Sim) ready(i int) {
 		switch e.Kind {
 		case exo.EventViewChange:
 			s.Stats.ViewChanges++
+			if int(e.Cause) < exo.NumCauses {
+				s.Stats.ViewChangeCauses[e.Cause]++
+			}
 		case exo.EventTakeover:
 			s.Stats.Takeovers++
 		case exo.EventSkippedAlive:

@@ -176,7 +176,9 @@ type Report struct {
 	KeySwitches    uint64       `json:"key_switches"`
 	GenuineBadTag  uint64       `json:"genuine_bad_tag"`
 	ViewChanges    uint64       `json:"view_changes"`
-	Takeovers      uint64       `json:"takeovers"`
+	// ViewChangeCauses splits ViewChanges by cause (exo.Cause's names).
+	ViewChangeCauses map[string]uint64 `json:"view_change_causes,omitempty"`
+	Takeovers        uint64            `json:"takeovers"`
 	// Pauses and FalseTakeovers (Stats): hosts paused (Options.Pauses)
 	// and takeovers that passed a running host over.
 	Pauses         uint64 `json:"pauses,omitempty"`
@@ -345,6 +347,14 @@ func (rep *Report) add(r seedResult) {
 	rep.KeySwitches += st.KeySwitches
 	rep.GenuineBadTag += st.GenuineBadTag
 	rep.ViewChanges += st.ViewChanges
+	for c, k := range st.ViewChangeCauses {
+		if k > 0 {
+			if rep.ViewChangeCauses == nil {
+				rep.ViewChangeCauses = make(map[string]uint64)
+			}
+			rep.ViewChangeCauses[exo.Cause(c).String()] += k
+		}
+	}
 	rep.Takeovers += st.Takeovers
 	rep.Pauses += st.Pauses
 	rep.FalseTakeovers += st.FalseTakeovers
@@ -431,6 +441,15 @@ func (rep *Report) Summary() string {
 	fmt.Fprintf(&w, "  view-changes=%d takeovers=%d crashes=%d (unsynced entries lost %d, gone notices %d) partitions=%d converge-ticks p50=%d max=%d majority-stall-ticks p50=%d p99=%d max=%d (seed %d)\n",
 		rep.ViewChanges, rep.Takeovers, rep.Crashes, rep.UnsyncedLost, rep.GoneNotices, rep.Partitions, rep.ConvergeP50, rep.ConvergeMax,
 		rep.MajorityStallP50, rep.MajorityStallP99, rep.MajorityStallMax, rep.MajorityStallSeed)
+	if len(rep.ViewChangeCauses) > 0 {
+		fmt.Fprintf(&w, "  view-change causes:")
+		for _, c := range exo.Causes() {
+			if k := rep.ViewChangeCauses[c.String()]; k > 0 {
+				fmt.Fprintf(&w, " %s=%d", c, k)
+			}
+		}
+		fmt.Fprintln(&w)
+	}
 	fmt.Fprintf(&w, "  %.1fs, %.0f simulated frames/s\n", rep.Seconds, rep.FramesPerSec)
 	if rep.Violations > 0 {
 		fmt.Fprintf(&w, "  FIRST VIOLATION (seed %d): %s\n  replay: %s\n", rep.FailingSeeds[0], rep.FirstViolation, rep.Replay)

@@ -69,13 +69,20 @@ func TestSweepRun(t *testing.T) {
 		t.Fatalf("report %+v, progress %v", rep, progress)
 	}
 	sum := rep.Summary()
-	for _, want := range []string{"hosts=3 seeds=3..22: 0 violations", " compactions=", "\n  token: records=", "\n  view-changes=", " majority-stall-ticks p50="} {
+	for _, want := range []string{"hosts=3 seeds=3..22: 0 violations", " compactions=", "\n  token: records=", "\n  view-changes=", " majority-stall-ticks p50=", "\n  view-change causes: "} {
 		if !strings.Contains(sum, want) {
 			t.Errorf("summary lacks %q:\n%s", want, sum)
 		}
 	}
-	if strings.Contains(sum, "archive-answers") || strings.Contains(sum, "roster-switches") || strings.Count(sum, "\n") != 5 {
+	if strings.Contains(sum, "archive-answers") || strings.Contains(sum, "roster-switches") || strings.Count(sum, "\n") != 6 {
 		t.Errorf("summary:\n%s", sum)
+	}
+	var causes uint64
+	for _, k := range rep.ViewChangeCauses {
+		causes += k
+	}
+	if rep.ViewChanges == 0 || causes != rep.ViewChanges {
+		t.Errorf("view changes %d, by cause %v (sum %d): every view change has its cause", rep.ViewChanges, rep.ViewChangeCauses, causes)
 	}
 	b, err := json.Marshal(rep)
 	if err != nil || strings.Contains(string(b), "base") || !strings.Contains(string(b), `"token":{"records":`) {
