@@ -112,17 +112,21 @@ that rack first, unless a running exo demo, bench, probe or lab chaos uses it
 	up.Flags().BoolVar(&o.Force, "force", false, "remove a rack with the same prefix first")
 	up.Flags().BoolVar(&o.JSON, "json", false, "print the rack as JSON")
 
-	sub(&cobra.Command{
+	down := sub(&cobra.Command{
 		Use:   "down",
 		Short: "Remove the rack: stop its processes, delete its namespaces and state",
 		Long: `down stops the processes still running in the rack's namespaces (SIGTERM, then
 SIGKILL after 2 s), deletes the namespaces (and with them the veth pairs, the
 bridge and the nftables table) and the state file. It is safe on a half-built
-rack and on no rack at all.`,
+rack and on no rack at all. It refuses a rack that a live process still uses
+(an exo lab chaos or exo demo run, or a test: it names the process), unless
+--force.`,
 		Example: `  sudo exo lab down
-  sudo exo lab down --prefix r2`,
+  sudo exo lab down --prefix r2
+  sudo exo lab down --prefix exochaos --force   # even while a run uses it`,
 		Args: cobra.NoArgs,
 	}, nil, nil, runLabDown)
+	down.Flags().BoolVar(&o.Force, "force", false, "remove the rack even while a live process uses it (its run then fails)")
 
 	status := sub(&cobra.Command{
 		Use:   "status",
@@ -327,6 +331,21 @@ func runLabUp(ctx context.Context, o *labOptions) error {
 
 func runLabDown(ctx context.Context, o *labOptions) error {
 	start := time.Now()
+	if !o.Force {
+		if err := lab.CheckRoot(); err != nil {
+			return err
+		}
+		// Held while the rack goes down: a run starting meanwhile waits
+		// for nothing and builds its own afterwards.
+		c, err := lab.ClaimPrefix(o.Prefix)
+		if err != nil {
+			if errors.Is(err, lab.ErrInUse) {
+				return fmt.Errorf("lab down: %w (--force removes it anyway)", err)
+			}
+			return fmt.Errorf("lab down: %w", err)
+		}
+		defer c.Release()
+	}
 	if err := lab.Down(ctx, o.Prefix); err != nil {
 		return err
 	}

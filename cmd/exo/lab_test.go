@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/netip"
+	"os"
 	"reflect"
 	"strings"
 	"testing"
@@ -35,6 +36,7 @@ func TestLabArgs(t *testing.T) {
 		{args: []string{"up", "--hosts", "0"}, err: "lab up: --hosts: 0 is outside 1..255"},
 		{args: []string{"up", "--mtu", "67"}, err: "lab up: --mtu: 67 is outside 68..65535"},
 		{args: []string{"down", "--prefix", "Bad"}, err: `lab down: --prefix: prefix "Bad": want lower-case`},
+		{args: []string{"down", "--prefix", "r2", "--force"}, want: def(func(o *labOptions) { o.Prefix, o.Force = "r2", true })},
 		{args: []string{"status", "--json"}, want: def(func(o *labOptions) { o.JSON = true })},
 		{args: []string{"partition", "A,B/C"}, want: def(func(o *labOptions) { o.Spec = "A,B/C" })},
 		{args: []string{"partition", "--one-way", "A:B,C"}, want: def(func(o *labOptions) { o.Spec, o.OneWay = "A:B,C", true })},
@@ -154,4 +156,37 @@ D        X   X   ok  -
 A -> C: ok
 C -> A: dropped
 `)
+}
+
+// TestLabDownInUse: exo lab down refuses a rack that a live process
+// claims (a chaos run, a test: here this one), names it and says how to
+// remove it anyway; --force does, and so does down once the claim ended.
+func TestLabDownInUse(t *testing.T) {
+	if err := lab.CheckRoot(); err != nil {
+		t.Skipf("exo lab down needs root: %v", err)
+	}
+	const prefix = "exotdown"
+	c, err := lab.ClaimPrefix(prefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	o := &labOptions{Prefix: prefix, Out: &out}
+	err = runLabDown(context.Background(), o)
+	if !errors.Is(err, lab.ErrInUse) || !strings.Contains(err.Error(), fmt.Sprintf("pid %d", os.Getpid())) || !strings.Contains(err.Error(), "--force") {
+		t.Fatalf("down of a claimed rack: %v; want ErrInUse naming pid %d and --force", err, os.Getpid())
+	}
+	if out.Len() > 0 {
+		t.Errorf("down refused, yet printed %q", out.String())
+	}
+	o.Force = true
+	if err := runLabDown(context.Background(), o); err != nil || !strings.Contains(out.String(), "rack exotdown down") {
+		t.Fatalf("down --force: %v, printed %q", err, out.String())
+	}
+	c.Release()
+	out.Reset()
+	o.Force = false
+	if err := runLabDown(context.Background(), o); err != nil || !strings.Contains(out.String(), "rack exotdown down") {
+		t.Fatalf("down once the claim ended: %v, printed %q", err, out.String())
+	}
 }
