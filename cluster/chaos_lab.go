@@ -35,12 +35,12 @@ type ChaosRun struct {
 	// A run with violations or an error keeps them for a post-mortem.
 	KeepData bool
 	// TokenTimeout, when positive, sets every daemon's
-	// token_timeout_ticks: the token timeout, the adaptive timeout's
-	// ceiling (0: the daemon's default).
+	// token_timeout_ticks: the adaptive token timeout's ceiling, or,
+	// without TokenTimeoutMin, a fixed timeout (0: the daemon's default).
 	TokenTimeout int
 	// TokenTimeoutMin, when positive, sets every daemon's
 	// token_timeout_min_ticks: the floor of the adaptive token timeout
-	// (0: the daemon's default, the fixed timeout).
+	// (0: the daemon's default).
 	TokenTimeoutMin int
 	// FetchWindow, when positive, sets every daemon's fetch_window: the
 	// batches a catch-up keeps in flight (0: the daemon's default).

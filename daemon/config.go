@@ -138,11 +138,11 @@ type Config struct {
 	TokenTimeout int           `json:"token_timeout_ticks,omitempty"`
 	// TokenTimeoutMin is the floor of the adaptive token timeout: the
 	// timeout in force follows the gaps between appends this host sees,
-	// between it and token_timeout_ticks (the ceiling, default 40). Equal
-	// to token_timeout_ticks, the default: fixed. A floor of 8 ticks (2 ms)
-	// took live hosts over 708 times a minute on the 2-vCPU lab rack
-	// without a fault (docs/recovery.md): set it only where a hop's jitter
-	// is known to stay below it.
+	// between it and token_timeout_ticks (the ceiling). Defaults: 40 and
+	// 200 (tokenTimeouts); token_timeout_ticks set alone fixes the timeout
+	// at it. A floor of 8 ticks (2 ms) took live hosts over 708 times a
+	// minute on the 2-vCPU lab rack without a fault (docs/recovery.md):
+	// set a lower floor only where a hop's jitter is known to stay below it.
 	TokenTimeoutMin int `json:"token_timeout_min_ticks,omitempty"`
 	RetransmitTicks int `json:"retransmit_ticks,omitempty"`
 	// GoneTicks is how many ticks the token holder's successor waits
@@ -287,10 +287,24 @@ const maxTicks = 1_000_000
 
 // DefaultTokenTimeout is the token timeout's default, in ticks (250 us):
 // the ceiling of the adaptive timeout (the whole timeout until the
-// failure detector has samples), and its floor too unless the operator
-// sets a lower token_timeout_min_ticks (docs/protocol.md section 3): the
-// timeout is fixed by default.
+// failure detector has samples; docs/protocol.md section 3).
 const DefaultTokenTimeout = exo.LabTokenTimeout
+
+// DefaultTokenTimeoutMin is the adaptive timeout's floor when neither
+// token_timeout_min_ticks nor token_timeout_ticks is set. An operator who
+// sets token_timeout_ticks alone gets that timeout, fixed.
+const DefaultTokenTimeoutMin = exo.LabTokenTimeoutMin
+
+// tokenTimeouts is the token timeout's ceiling and floor, in ticks.
+func (c *Config) tokenTimeouts() (hi, lo int) {
+	switch {
+	case c.TokenTimeoutMin > 0:
+		return orDefault(c.TokenTimeout, DefaultTokenTimeout), c.TokenTimeoutMin
+	case c.TokenTimeout > 0:
+		return c.TokenTimeout, c.TokenTimeout
+	}
+	return DefaultTokenTimeout, DefaultTokenTimeoutMin
+}
 
 // DefaultFetchBytes is the default fetch_bytes: 4 MiB, some 5,000 entries of
 // a loaded rack (11 records of 64 bytes each), against 1,024 before.
@@ -583,8 +597,7 @@ func (c *Config) Validate() error {
 			return fieldErr(t.name, "%d is outside 0..%d (0: the default)", t.v, maxTicks)
 		}
 	}
-	if hi := orDefault(c.TokenTimeout, DefaultTokenTimeout); orDefault(c.TokenTimeoutMin, hi) > hi {
-		lo := c.TokenTimeoutMin
+	if hi, lo := c.tokenTimeouts(); lo > hi {
 		return fieldErr("token_timeout_min_ticks", "%d is above token_timeout_ticks (%d): it is the floor of the adaptive timeout, that its ceiling", lo, hi)
 	}
 	if hi := orDefault(c.TokenTimeout, DefaultTokenTimeout); c.GoneTicks > hi {
@@ -646,9 +659,10 @@ func (c *Config) coreConfig(mtu int) exo.Config {
 		// the same: exo.MaxFastFrame, and slots of 4096 bytes).
 		batch = min(batch, TokenMaxFrame-exo.HeaderLen-exo.HistoryLen(n), TokenMaxBatch)
 	}
+	hi, lo := c.tokenTimeouts()
 	return exo.Config{
 		ID: uint8(c.ID), Hosts: c.Hosts, Group: c.Group,
-		TokenTimeout: orDefault(c.TokenTimeout, DefaultTokenTimeout), TokenTimeoutMin: orDefault(c.TokenTimeoutMin, orDefault(c.TokenTimeout, DefaultTokenTimeout)),
+		TokenTimeout: hi, TokenTimeoutMin: lo,
 		RetransmitTicks: orDefault(c.RetransmitTicks, exo.LabRetransmitTicks), GoneTicks: c.goneTicks(),
 		IdleBackoffMax: orDefault(c.IdleBackoffMax, 256), ViewChangeTimeout: orDefault(c.ViewChangeTimeout, exo.LabViewChangeTimeout),
 		IdleRotations:   c.idleRotations(),

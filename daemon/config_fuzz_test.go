@@ -354,27 +354,68 @@ func TestConfigTrailingData(t *testing.T) {
 	}
 }
 
+// oneHostConfig is a minimal valid config of one host, its closing brace
+// left off: a test appends fields to it.
+const oneHostConfig = `{"id":0,"interface":"e","key_file":"k","api_socket":"s","roster":[{"id":0,"mac":"02:00:00:00:00:01","oob":"127.0.0.1:7700"}]`
+
+// parseField parses oneHostConfig with field added. With refused named, it
+// checks that the config is refused by an error naming that field and
+// returns nil; else it returns the config, or nil after reporting the error.
+func parseField(t *testing.T, field, refused string) *Config {
+	t.Helper()
+	cfg, err := ParseConfig([]byte(oneHostConfig + field + "}"))
+	switch {
+	case refused != "":
+		if err == nil || !strings.Contains(err.Error(), refused) {
+			t.Errorf("%s: error %v, want one naming %s", field, err, refused)
+		}
+		return nil
+	case err != nil:
+		t.Errorf("%s: %v", field, err)
+		return nil
+	}
+	return cfg
+}
+
 // TestGoneTicksConfig: gone_ticks' default (1), -1 (off) and its bounds.
 func TestGoneTicksConfig(t *testing.T) {
-	base := `{"id":0,"interface":"e","key_file":"k","api_socket":"s","roster":[{"id":0,"mac":"02:00:00:00:00:01","oob":"127.0.0.1:7700"}]`
 	for _, c := range []struct {
 		field string
 		want  int // exo.Config.GoneTicks; -2: refused
 	}{{"", 1}, {`,"gone_ticks":0`, 1}, {`,"gone_ticks":-1`, 0}, {`,"gone_ticks":3`, 3},
-		{`,"gone_ticks":-2`, -2}, {`,"gone_ticks":41`, -2}, {`,"gone_ticks":41,"token_timeout_ticks":80`, 41}} {
-		cfg, err := ParseConfig([]byte(base + c.field + "}"))
+		{`,"gone_ticks":-2`, -2}, {`,"gone_ticks":201`, -2}, {`,"gone_ticks":41`, 41}, {`,"gone_ticks":41,"token_timeout_ticks":40`, -2},
+		{`,"gone_ticks":41,"token_timeout_ticks":80`, 41}} {
+		refused := ""
 		if c.want == -2 {
-			if err == nil || !strings.Contains(err.Error(), "gone_ticks") {
-				t.Errorf("%s: error %v, want one naming gone_ticks", c.field, err)
+			refused = "gone_ticks"
+		}
+		if cfg := parseField(t, c.field, refused); cfg != nil {
+			if got := cfg.coreConfig(1500).GoneTicks; got != c.want {
+				t.Errorf("%s: GoneTicks %d, want %d", c.field, got, c.want)
 			}
-			continue
 		}
-		if err != nil {
-			t.Errorf("%s: %v", c.field, err)
-			continue
+	}
+}
+
+// TestTokenTimeoutDefaults: the token timeout is adaptive by default (a
+// ceiling of 200 ticks, a floor of 40); token_timeout_ticks alone fixes
+// it (an operator's timeout is kept as it was meant); a floor above the
+// ceiling is refused.
+func TestTokenTimeoutDefaults(t *testing.T) {
+	for _, c := range []struct {
+		field  string
+		hi, lo int // 0: refused
+	}{{"", 200, 40}, {`,"token_timeout_ticks":80`, 80, 80}, {`,"token_timeout_min_ticks":20`, 200, 20},
+		{`,"token_timeout_ticks":100,"token_timeout_min_ticks":50`, 100, 50},
+		{`,"token_timeout_min_ticks":300`, 0, 0}, {`,"token_timeout_ticks":40,"token_timeout_min_ticks":60`, 0, 0}} {
+		refused := ""
+		if c.hi == 0 {
+			refused = "token_timeout_min_ticks"
 		}
-		if got := cfg.coreConfig(1500).GoneTicks; got != c.want {
-			t.Errorf("%s: GoneTicks %d, want %d", c.field, got, c.want)
+		if cfg := parseField(t, c.field, refused); cfg != nil {
+			if got := cfg.coreConfig(1500); got.TokenTimeout != c.hi || got.TokenTimeoutMin != c.lo {
+				t.Errorf("%s: token timeout %d..%d, want %d..%d", c.field, got.TokenTimeoutMin, got.TokenTimeout, c.lo, c.hi)
+			}
 		}
 	}
 }

@@ -134,13 +134,14 @@ func (d *detector) timeout(clock uint64) int { return max(d.rto(), d.peakRTO(clo
 // tokenTimeout is the takeover timeout in force, in ticks (rank 1, after
 // the holder's back-off); the stagger and the retransmissions follow it.
 // The other waits counted in token timeouts (the probes' intervals, a wake
-// sent again, the fence, a left-out host's view change, a spare's next
-// fetch, the silence that lets a host behind send, an epoch's first
-// rotation's allowance, neverBeganAfter) count in the ceiling
-// (TokenTimeout): made to follow the timeout in force, they set off twice
-// as many view changes on the lab rack (113 -> 219 a minute, one-way cuts
-// and seed-splits) and 15-100 % more in the simulator's detector lines, and
-// recovered no faster (docs/recovery.md, session w).
+// sent again, the fence, a spare's next fetch, the silence that lets a
+// host behind send, an epoch's first rotation's allowance,
+// neverBeganAfter) count in the ceiling (TokenTimeout), and a left-out
+// host's view change in the floor (leftOutAfter): made to follow the
+// timeout in force, they set off twice as many view changes on the lab
+// rack (113 -> 219 a minute, one-way cuts and seed-splits) and 15-100 %
+// more in the simulator's detector lines, and recovered no faster
+// (docs/recovery.md, session w).
 func (nd *Node) tokenTimeout() int {
 	if !nd.detectorOn() {
 		return nd.cfg.TokenTimeout
@@ -322,4 +323,13 @@ func (nd *Node) takeoverWait(holder uint8) int {
 		return nd.cfg.GoneTicks + (rank-1)*nd.takeoverStagger()
 	}
 	return nd.takeoverAfter(rank)
+}
+
+// floorTimeout is the adaptive token timeout's floor (TokenTimeout when
+// the timeout is fixed).
+func (nd *Node) floorTimeout() int {
+	if lo := nd.cfg.TokenTimeoutMin; lo > 0 && lo < nd.cfg.TokenTimeout {
+		return lo
+	}
+	return nd.cfg.TokenTimeout
 }

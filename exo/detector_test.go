@@ -151,9 +151,14 @@ func TestDetectorRemembersBursts(t *testing.T) {
 // stagger) and the retransmissions follow the timeout in force; the other
 // waits counted in token timeouts count in the ceiling, whatever the
 // detector says (following it doubled the lab rack's view changes, session
-// w). And NextTick wakes a host whose timeout a peak raised when the
-// windows move on: its takeover may be due sooner from then on, and a
-// daemon sleeping past it would take the token over late.
+// w), but a left-out host's view change, which counts in the floor: at
+// the daemon's default, a ceiling of 200 ticks, a halted host waited up to
+// 6,400 ticks (1.6 s) before it asked the rack that went on without it to
+// take it back (the simulator, seed 164 of 7 hosts with --lab-timing: still
+// halted when the quiet phase ended). And NextTick wakes a host whose
+// timeout a peak raised when the windows move on: its takeover may be due
+// sooner from then on, and a daemon sleeping past it would take the token
+// over late.
 func TestWaitsCountInTheCeiling(t *testing.T) {
 	const lo, hi = 40, 200
 	cfg := func(min, max int) func(*Config) {
@@ -162,20 +167,24 @@ func TestWaitsCountInTheCeiling(t *testing.T) {
 		}
 	}
 	waits := func(nd *Node) []int {
-		nd.leftOuts = 2
-		return []int{nd.probeInterval(0), nd.probeInterval(5), nd.leftOutAfter(), nd.laterSilence(),
-			nd.neverBeganAfter(), nd.stuckAfter()}
+		return []int{nd.probeInterval(0), nd.probeInterval(5), nd.laterSilence(), nd.neverBeganAfter(), nd.stuckAfter()}
 	}
 	adaptive := newRack(t, 5, cfg(lo, hi)).nodes[3]
 	ceiling := newRack(t, 5, cfg(hi, hi)).nodes[3]
+	floor := newRack(t, 5, cfg(lo, lo)).nodes[3]
 	for range 50 {
 		adaptive.det.sample(2)
 	}
 	if got, want := waits(adaptive), waits(ceiling); adaptive.tokenTimeout() != lo || !slices.Equal(got, want) {
 		t.Fatalf("steady gaps of 2 ticks: timeout %d, waits %v; want %d and the ceiling's %v", adaptive.tokenTimeout(), got, lo, want)
 	}
-	if w := waits(ceiling); w[0] != hi || w[2] != 2*hi<<2 || w[4] != hi+5*20+800 {
+	if w := waits(ceiling); w[0] != hi || w[3] != hi+5*20+800 {
 		t.Fatalf("waits %v: not the configured ones", w)
+	}
+	adaptive.leftOuts, floor.leftOuts, ceiling.leftOuts = 4, 4, 4
+	if got, want := adaptive.leftOutAfter(), floor.leftOutAfter(); got != want || got != 2*lo<<4 || ceiling.leftOutAfter() != 2*hi<<4 {
+		t.Fatalf("left-out wait after 4 of them: %d (adaptive), %d (fixed %d), %d (fixed %d); want %d, the floor's",
+			got, want, lo, ceiling.leftOutAfter(), hi, 2*lo<<4)
 	}
 	if k := adaptive.untilPeakForgotten(); k != 0 {
 		t.Fatalf("no peak: untilPeakForgotten %d, want 0", k)

@@ -231,7 +231,11 @@ func (nd *Node) behindRack() bool {
 // doubled for each such view change since this host last installed an
 // epoch, up to 16 times: a host that hears the rack but cannot reach it
 // (a one-way cut) started 25-50 view changes a second on the lab rack.
-func (nd *Node) leftOutAfter() int { return 2 * nd.cfg.TokenTimeout << min(nd.leftOuts, 4) }
+// Two token timeouts at the floor of the adaptive timeout (floorTimeout):
+// at its ceiling, the daemon's 200 ticks, a halted host heard the rack go
+// on without it for up to 6,400 ticks (1.6 s) before it asked back in
+// (TestLeftOutAtTheFloor).
+func (nd *Node) leftOutAfter() int { return 2 * nd.floorTimeout() << min(nd.leftOuts, 4) }
 
 // noteLeftOut takes note of a frame f that this halted host refused
 // (ReasonHalted): of its epoch, at or past its append pointer, from a

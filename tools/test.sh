@@ -101,6 +101,7 @@ go build -buildvcs=auto -o bin/exo ./cmd/exo
 ./bin/exo sim --hosts 3,4,5,7 --seeds 300 --token   # the token in a fast path (xdp_token's rule and control plane), records read late
 ./bin/exo sim --hosts 3,5 --seeds 200 --token --roster-changes 0.02 --key-rotations 0.02
 ./bin/exo sim --hosts 5 --seeds 200 --token --idle-rotations 32 --idle-backoff 256   # the daemon's timings in token mode
+./bin/exo sim --hosts 3,5,7 --seeds 100 --lab-timing --fault-ticks 2000 --ticks 4000 --quiet 2000   # the daemon's timing, its adaptive token timeout 40..200 ticks, faults as long as the lab's
 
 if [ "$(id -u)" = 0 ]; then
   step "demo on a 5-host lab rack"

@@ -83,8 +83,8 @@ and profiles stay. Needs root.`,
   sudo exo lab chaos --hosts 7 --duration 1m --wipes 1   # a lost disk too (short logs: see docs/recovery.md)
   sudo exo lab chaos --duration 5m --offload xdp-token  # the token in the kernel
   sudo exo lab chaos --only kill --count 50 --spacing 1500ms   # kill -9 of a random host, 50 times
-  sudo exo lab chaos --only none --duration 10m --spacing 1s   # no fault: false takeovers
-  sudo exo lab chaos --only none --duration 10m --spacing 1s --token-timeout 200 --token-timeout-min 40   # the same, adaptive 10-50 ms`,
+  sudo exo lab chaos --only none --duration 10m --spacing 1s   # no fault: false takeovers (adaptive 10-50 ms)
+  sudo exo lab chaos --only none --duration 10m --spacing 1s --token-timeout 40   # the same, fixed 10 ms`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := lab.CheckRoot(); err != nil {
 				return &exitError{code: 2, err: fmt.Errorf("exo lab chaos needs root: run with sudo")}
@@ -196,8 +196,8 @@ and profiles stay. Needs root.`,
 	cmd.Flags().IntVar(&fetchWindow, "fetch-window", 0, "every daemon's fetch_window: the batches a host catching up keeps in flight (0: the daemons' default, 4; 1: one at a time)")
 	cmd.Flags().IntVar(&goneTicks, "gone-ticks", 0, "every daemon's gone_ticks: how long a takeover waits on a holder whose daemon is known dead (its OOB connections ended, a dial refused); -1: such notices ignored (0: the daemons' default, 1 tick)")
 	cmd.Flags().IntVar(&loadWindow, "load-window", 16, "messages each host's client keeps in flight (publishes awaiting agreement): 16 saturates the CPUs of a small machine; 1 is a light load")
-	cmd.Flags().IntVar(&timeout, "token-timeout", 0, "every daemon's token_timeout_ticks in ticks of 250µs: the token timeout (fixed by default; with --token-timeout-min the adaptive timeout's ceiling; 0: the daemons' default, 40)")
-	cmd.Flags().IntVar(&timeoutMin, "token-timeout-min", 0, "every daemon's token_timeout_min_ticks, the adaptive token timeout's floor in ticks of 250µs (0: the daemons' default, a fixed timeout of token_timeout_ticks)")
+	cmd.Flags().IntVar(&timeout, "token-timeout", 0, "every daemon's token_timeout_ticks in ticks of 250µs: the adaptive token timeout's ceiling (0: the daemons' default, 200); alone, a fixed timeout (40: the daemons' default before 2026-11-28)")
+	cmd.Flags().IntVar(&timeoutMin, "token-timeout-min", 0, "every daemon's token_timeout_min_ticks, the adaptive token timeout's floor in ticks of 250µs (0: the daemons' default: 40, or --token-timeout's value when that is set: fixed)")
 	cmd.Flags().BoolVar(&keepData, "keep-data", false, "keep the daemons' durable logs after a run without violations (removed by default: 1-2 GB a 5-minute run; the daemons' logs stay)")
 	cmd.Flags().BoolVar(&cpuProfile, "cpuprofile", false, "every daemon writes a CPU profile to <daemon log dir>/<host>.cpu.pprof (a killed daemon's run leaves none)")
 	cmd.Flags().BoolVar(&memProfile, "memprofile", false, "every daemon writes a heap profile to <daemon log dir>/<host>.mem.pprof when the run stops it (a killed daemon's run leaves none; its restart's run writes it)")

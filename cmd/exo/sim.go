@@ -100,7 +100,7 @@ rejected BAD_TAG.
 	f.IntVar(&o.Base.Ticks, "ticks", def.Ticks, "ticks of the faulty phase")
 	f.IntVar(&o.Base.FaultTicks, "fault-ticks", 0, "how long a partition or a crash lasts on average, in ticks (0: 50); see below")
 	f.IntVar(&o.Base.DiskTicks, "disk-ticks", 0, "a host's disk write (the fsync the daemon waits on before it sends) holds its output 0..N ticks, in the faulty phase (0: none)")
-	f.BoolVar(&o.Base.LabTiming, "lab-timing", false, "the daemon's timing in ticks (token timeout 40, view-change timeout 800, ...) instead of the core's defaults")
+	f.BoolVar(&o.Base.LabTiming, "lab-timing", false, "the daemon's timing in ticks (token timeout 40..200, view-change timeout 800, ...) instead of the core's defaults")
 	f.IntVar(&o.Base.Quiet, "quiet", def.Quiet, "ticks after the faults stop within which the rack must converge")
 	f.Float64Var(&o.Base.Drop, "drop", def.Drop, "probability that a frame or message is lost")
 	f.Float64Var(&o.Base.Dup, "dup", def.Dup, "probability that a frame or message is duplicated")
@@ -127,7 +127,7 @@ rejected BAD_TAG.
 	f.IntVar(&o.Base.Config.GoneTicks, "gone-ticks", def.Config.GoneTicks, "ticks a takeover waits on a holder whose daemon is known dead (the daemon's gone_ticks; half the crashes are a daemon's alone, whose peers are told; 0: no notices)")
 	f.Float64Var(&o.Base.Pauses, "pauses", 0, "per-tick probability that a running host pauses (a process its machine does not schedule): it neither ticks nor reads for 1..--pause-ticks ticks, and loses nothing")
 	f.IntVar(&o.Base.PauseTicks, "pause-ticks", 0, "the longest pause in ticks (0: twice the token timeout)")
-	f.IntVar(&o.Base.Config.TokenTimeoutMin, "token-timeout-min", def.Config.TokenTimeoutMin, "the adaptive token timeout's floor in ticks (token_timeout_min_ticks; 0 or 16: fixed)")
+	f.IntVar(&o.Base.Config.TokenTimeoutMin, "token-timeout-min", def.Config.TokenTimeoutMin, "the adaptive token timeout's floor in ticks (token_timeout_min_ticks; 0 or 16: fixed; with --lab-timing 0 is the daemon's floor, 40, of a ceiling of 200)")
 	f.IntVar(&o.Base.Config.IdleRotations, "idle-rotations", def.Config.IdleRotations, "rotations of empty passes at full speed before the idle back-off (the daemon's idle_rotations: 4, 32 in token mode)")
 	f.IntVar(&o.Workers, "workers", runtime.GOMAXPROCS(0), "seeds run in parallel")
 	f.BoolVar(&o.JSON, "json", false, "print one JSON report per rack size")
@@ -142,6 +142,10 @@ func (o *simOptions) validate() error {
 		}
 	}
 	b := &o.Base
+	ceiling, labNote := exo.DefaultTokenTimeout, ""
+	if b.LabTiming {
+		ceiling, labNote = exo.LabTokenTimeout, " with --lab-timing"
+	}
 	switch {
 	case o.Seeds < 1:
 		return fmt.Errorf("--seeds: %d must be at least 1", o.Seeds)
@@ -167,8 +171,8 @@ func (o *simOptions) validate() error {
 		return fmt.Errorf("--workers: %d must be at least 1", o.Workers)
 	case b.Config.GoneTicks < 0 || b.Config.GoneTicks > exo.DefaultTokenTimeout:
 		return fmt.Errorf("--gone-ticks: %d is outside 0..%d (the token timeout)", b.Config.GoneTicks, exo.DefaultTokenTimeout)
-	case b.Config.TokenTimeoutMin < 0 || b.Config.TokenTimeoutMin > exo.DefaultTokenTimeout:
-		return fmt.Errorf("--token-timeout-min: %d is outside 0..%d (the token timeout)", b.Config.TokenTimeoutMin, exo.DefaultTokenTimeout)
+	case b.Config.TokenTimeoutMin < 0 || b.Config.TokenTimeoutMin > ceiling:
+		return fmt.Errorf("--token-timeout-min: %d is outside 0..%d (the token timeout's ceiling%s)", b.Config.TokenTimeoutMin, ceiling, labNote)
 	case b.Pauses < 0 || b.Pauses > 1:
 		return fmt.Errorf("--pauses: %g is outside [0,1]", b.Pauses)
 	case b.PauseTicks < 0:

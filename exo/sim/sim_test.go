@@ -85,6 +85,25 @@ func TestLongFaults(t *testing.T) {
 	}
 }
 
+// TestLeftOutAtTheFloor: seed 164 of 7 hosts with the daemon's timing,
+// its token timeout adaptive from 40 to 200 ticks: a host halted 3,000
+// entries behind heard the rack append without it for 1,600 ticks before
+// its left-out view change (which waited 2 ceilings doubled four times,
+// 6,400 ticks), caught up 150 ticks before the quiet phase ended, and was
+// still waiting to rejoin with 629 proposals when it did. The wait counts
+// in the floor now, as it did with the fixed timeout.
+func TestLeftOutAtTheFloor(t *testing.T) {
+	o := DefaultOptions(7, 164)
+	o.LabTiming, o.FaultTicks, o.Ticks, o.Quiet = true, 2000, 4000, 2000
+	s, err := New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Run(); err != nil {
+		t.Fatalf("%v\nreplay: go run ./cmd/exo sim --hosts 7 --seed 164 --seeds 1 --lab-timing --fault-ticks 2000 --ticks 4000 --quiet 2000 -v", err)
+	}
+}
+
 // TestSimForgedFrames: with an attacker that forges copies of frames (no
 // key), every forged copy is rejected as BAD_TAG (the run checks it) and
 // the rack's properties still hold.
