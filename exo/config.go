@@ -185,7 +185,8 @@ const (
 // is its ceiling, LabTokenTimeoutMin (10 ms) its floor. On the 2-vCPU lab
 // rack, whose daemons stall for up to 45-53 ms in bursts, a fixed 10 ms
 // took live holders over 30-50 times a minute without a fault, and these
-// bounds 0.3 and 1.3 times (docs/recovery.md, sessions v and w).
+// bounds 0.3-1.3 times in three 10-minute runs (docs/recovery.md,
+// sessions v and w).
 const (
 	LabTokenTimeout      = 200
 	LabTokenTimeoutMin   = 40

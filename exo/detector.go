@@ -139,9 +139,9 @@ func (d *detector) timeout(clock uint64) int { return max(d.rto(), d.peakRTO(clo
 // neverBeganAfter) count in the ceiling (TokenTimeout), and a left-out
 // host's view change in the floor (leftOutAfter): made to follow the
 // timeout in force, they set off twice as many view changes on the lab
-// rack (113 -> 219 a minute, one-way cuts and seed-splits) and 15-100 %
-// more in the simulator's detector lines, and recovered no faster
-// (docs/recovery.md, session w).
+// rack (113 -> 219 a minute, one-way cuts and seed-splits), 15-25 % more
+// in the simulator's detector lines and 2.4 times as many at the lab's
+// timing, and recovered no faster (docs/recovery.md, session w).
 func (nd *Node) tokenTimeout() int {
 	if !nd.detectorOn() {
 		return nd.cfg.TokenTimeout
@@ -158,7 +158,7 @@ func (nd *Node) detectorOn() bool {
 
 // untilPeakForgotten is how many ticks from now the detector's windows
 // next move on, while a peak raises the timeout in force (0: none does).
-// Every wait counted in token timeouts may end sooner from that tick on,
+// A takeover (and a retransmission) may be due sooner from that tick on,
 // so NextTick wakes the host then (once in 33 s at the daemon's tick).
 func (nd *Node) untilPeakForgotten() int {
 	if !nd.detectorOn() || nd.det.peakAt(nd.clock) == 0 {
