@@ -15,6 +15,7 @@ import (
 
 	"github.com/exo-rack/exo/client"
 	"github.com/exo-rack/exo/daemon"
+	"github.com/exo-rack/exo/exo"
 	"github.com/exo-rack/exo/lab"
 )
 
@@ -222,6 +223,14 @@ func (r ChaosReport) Summary() string {
 		ct.Seconds, ct.Takeovers, ct.PerMinute(ct.Takeovers), ct.ViewChanges, ct.PerMinute(ct.ViewChanges), fals)
 	if ct.Fsyncs > 0 {
 		fmt.Fprintf(&b, ", durable-log fsyncs %d (%.0f per second)", ct.Fsyncs, float64(ct.Fsyncs)/max(ct.Seconds, 1))
+	}
+	if len(ct.ViewChangeCauses) > 0 {
+		fmt.Fprintf(&b, "\n  view changes started by cause:")
+		for _, c := range exo.Causes() {
+			if n := ct.ViewChangeCauses[c.String()]; n > 0 {
+				fmt.Fprintf(&b, " %s %d", c, n)
+			}
+		}
 	}
 	if r.Machine != nil {
 		fmt.Fprintf(&b, "\nthe machine's CPUs over that time: %s", r.Machine)
@@ -501,6 +510,14 @@ func (c *Cluster) Chaos(ctx context.Context, o ChaosOptions) (ChaosReport, error
 	rep.Counters = TakeoverCounts{Seconds: time.Since(countFrom).Seconds(), Takeovers: counted.takeovers - min(counted.takeovers, counted0.takeovers),
 		ViewChanges: counted.viewChanges - min(counted.viewChanges, counted0.viewChanges),
 		Fsyncs:      counted.fsyncs - min(counted.fsyncs, counted0.fsyncs)}
+	for c, n := range counted.causes {
+		if d := n - min(n, counted0.causes[c]); d > 0 {
+			if rep.Counters.ViewChangeCauses == nil {
+				rep.Counters.ViewChangeCauses = map[string]uint64{}
+			}
+			rep.Counters.ViewChangeCauses[c] = d
+		}
+	}
 	if cpu1, err := readCPUTimes("/proc/stat"); err == nil && cpuErr == nil {
 		if sh, ok := cpu0.share(cpu1); ok {
 			rep.Machine = &sh

@@ -123,6 +123,10 @@ type TakeoverCounts struct {
 	// Fsyncs is the daemons' durable-log fsyncs (status counters.wal_fsyncs,
 	// exo_wal_fsyncs_total; 0 when the daemons do not count them).
 	Fsyncs uint64 `json:"wal_fsyncs"`
+	// ViewChangeCauses splits ViewChanges by cause (status
+	// counters.view_change_causes.<cause>, exo_view_change_causes_total):
+	// which waits set them off.
+	ViewChangeCauses map[string]uint64 `json:"view_change_causes,omitempty"`
 }
 
 // PerMinute is n per minute of the counted time.
@@ -139,11 +143,36 @@ type counterSet struct {
 	hasFalse                                       bool
 	lateFrames                                     uint64
 	hasLate                                        bool
+	causes                                         map[string]uint64 // view changes by cause
+}
+
+// causePrefix is the status counters' prefix of the view changes by cause.
+const causePrefix = "view_change_causes."
+
+// causesOf picks the view changes by cause out of a status's counters
+// (nil when there are none).
+func causesOf(counters map[string]uint64) map[string]uint64 {
+	var out map[string]uint64
+	for k, v := range counters {
+		if c, ok := strings.CutPrefix(k, causePrefix); ok && v > 0 {
+			if out == nil {
+				out = map[string]uint64{}
+			}
+			out[c] = v
+		}
+	}
+	return out
 }
 
 func (a *counterSet) add(b counterSet) {
 	a.takeovers += b.takeovers
 	a.viewChanges += b.viewChanges
+	for c, n := range b.causes {
+		if a.causes == nil {
+			a.causes = map[string]uint64{}
+		}
+		a.causes[c] += n
+	}
 	a.fsyncs += b.fsyncs
 	a.falseTakeovers += b.falseTakeovers
 	a.hasFalse = a.hasFalse || b.hasFalse
@@ -171,6 +200,7 @@ func (c *Cluster) statusFull(ctx context.Context, i int) (daemon.Status, counter
 		return st, cs, err
 	}
 	cs.takeovers, cs.viewChanges, cs.fsyncs = st.Counters["takeovers"], st.Counters["view_changes"], st.Counters["wal_fsyncs"]
+	cs.causes = causesOf(st.Counters)
 	if v, ok := st.Counters["false_takeovers"]; ok {
 		cs.falseTakeovers, cs.hasFalse = v, true
 	}

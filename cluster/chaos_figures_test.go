@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -133,5 +134,20 @@ func TestTrackerMoving(t *testing.T) {
 	tr.seen(0, 16, at(31))
 	if _, _, ok, still := tr.end(w); ok || !slices.Equal(still, []int{2}) {
 		t.Fatalf("unfinished: ok %v, not moving %v", ok, still)
+	}
+}
+
+// TestViewChangeCauses: the view changes by cause are read from a status's
+// counters, summed over hosts, and printed in the causes' order.
+func TestViewChangeCauses(t *testing.T) {
+	var sum counterSet
+	sum.add(counterSet{causes: causesOf(map[string]uint64{"view_changes": 5, "view_change_causes.left-out": 2, "view_change_causes.divergence": 3, "takeovers": 9})})
+	sum.add(counterSet{causes: causesOf(map[string]uint64{"view_change_causes.divergence": 1, "view_change_causes.fenced": 0})})
+	if len(sum.causes) != 2 || sum.causes["divergence"] != 4 || sum.causes["left-out"] != 2 {
+		t.Fatalf("causes summed: %v, want divergence 4, left-out 2", sum.causes)
+	}
+	r := ChaosReport{Counters: TakeoverCounts{Seconds: 60, ViewChanges: 6, ViewChangeCauses: sum.causes}}
+	if s := r.Summary(); !strings.Contains(s, "\n  view changes started by cause: divergence 4 left-out 2\n") {
+		t.Errorf("summary lacks the causes in order:\n%s", s)
 	}
 }
