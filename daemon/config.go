@@ -597,10 +597,11 @@ func (c *Config) Validate() error {
 			return fieldErr(t.name, "%d is outside 0..%d (0: the default)", t.v, maxTicks)
 		}
 	}
-	if hi, lo := c.tokenTimeouts(); lo > hi {
+	hi, lo := c.tokenTimeouts()
+	if lo > hi {
 		return fieldErr("token_timeout_min_ticks", "%d is above token_timeout_ticks (%d): it is the floor of the adaptive timeout, that its ceiling", lo, hi)
 	}
-	if hi := orDefault(c.TokenTimeout, DefaultTokenTimeout); c.GoneTicks > hi {
+	if c.GoneTicks > hi {
 		return fieldErr("gone_ticks", "%d is above token_timeout_ticks (%d): a takeover from a holder known dead waits at most what one from a silent holder does", c.GoneTicks, hi)
 	}
 	macs := map[string]int{}

@@ -146,14 +146,22 @@ func (nd *Node) tokenTimeout() int {
 	if !nd.detectorOn() {
 		return nd.cfg.TokenTimeout
 	}
-	return min(nd.cfg.TokenTimeout, max(nd.cfg.TokenTimeoutMin, nd.det.timeout(nd.clock)))
+	return min(nd.cfg.TokenTimeout, max(nd.floorTimeout(), nd.det.timeout(nd.clock)))
+}
+
+// floorTimeout is the adaptive token timeout's floor (TokenTimeout when
+// the timeout is fixed).
+func (nd *Node) floorTimeout() int {
+	if lo := nd.cfg.TokenTimeoutMin; lo > 0 && lo < nd.cfg.TokenTimeout {
+		return lo
+	}
+	return nd.cfg.TokenTimeout
 }
 
 // detectorOn reports whether the timeout in force follows the detector: a
 // floor below the ceiling, and a gap sampled.
 func (nd *Node) detectorOn() bool {
-	lo, hi := nd.cfg.TokenTimeoutMin, nd.cfg.TokenTimeout
-	return lo > 0 && lo < hi && nd.det.samples > 0
+	return nd.floorTimeout() < nd.cfg.TokenTimeout && nd.det.samples > 0
 }
 
 // untilPeakForgotten is how many ticks from now the detector's windows
@@ -254,13 +262,9 @@ type Detector struct {
 
 // Detector returns the failure detector's state.
 func (nd *Node) Detector() Detector {
-	lo := nd.cfg.TokenTimeoutMin
-	if lo <= 0 || lo > nd.cfg.TokenTimeout {
-		lo = nd.cfg.TokenTimeout
-	}
 	return Detector{Timeout: nd.tokenTimeout(), Stagger: nd.takeoverStagger(),
 		SRTT: float64(nd.det.srtt) / detFrac, RTTVar: float64(nd.det.rttvar) / detFrac, Peak: nd.det.peakAt(nd.clock), Samples: nd.det.samples,
-		Min: lo, Max: nd.cfg.TokenTimeout, SkippedAlive: nd.skippedAlive, Late: nd.late, GoneTicks: nd.cfg.GoneTicks, Gone: nd.goneList()}
+		Min: nd.floorTimeout(), Max: nd.cfg.TokenTimeout, SkippedAlive: nd.skippedAlive, Late: nd.late, GoneTicks: nd.cfg.GoneTicks, Gone: nd.goneList()}
 }
 
 // goneList is the members whose process is known gone, in roster order.
@@ -323,13 +327,4 @@ func (nd *Node) takeoverWait(holder uint8) int {
 		return nd.cfg.GoneTicks + (rank-1)*nd.takeoverStagger()
 	}
 	return nd.takeoverAfter(rank)
-}
-
-// floorTimeout is the adaptive token timeout's floor (TokenTimeout when
-// the timeout is fixed).
-func (nd *Node) floorTimeout() int {
-	if lo := nd.cfg.TokenTimeoutMin; lo > 0 && lo < nd.cfg.TokenTimeout {
-		return lo
-	}
-	return nd.cfg.TokenTimeout
 }
