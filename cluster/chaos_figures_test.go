@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/exo-rack/exo/daemon"
 	"github.com/exo-rack/exo/lab"
 )
 
@@ -149,5 +150,38 @@ func TestViewChangeCauses(t *testing.T) {
 	r := ChaosReport{Counters: TakeoverCounts{Seconds: 60, ViewChanges: 6, ViewChangeCauses: sum.causes}}
 	if s := r.Summary(); !strings.Contains(s, "\n  view changes started by cause: divergence 4 left-out 2\n") {
 		t.Errorf("summary lacks the causes in order:\n%s", s)
+	}
+}
+
+// TestExplainDuel: a stall's explanation names a duel when several
+// initiators each led more than one view change, and says what set off
+// each view change (the cause the initiator's status gives).
+func TestExplainDuel(t *testing.T) {
+	vc := func(epoch uint32, cause string, promised ...int) daemon.RecoveryStatus {
+		return daemon.RecoveryStatus{ViewChange: &daemon.ViewChangeStatus{Epoch: epoch, Need: 3, Promised: promised, Cause: cause}}
+	}
+	ms := time.Millisecond
+	samples := []sample{
+		{at: 10 * ms, host: 0, epoch: 4, halted: true, rec: vc(5, "divergence", 0, 2)},
+		{at: 30 * ms, host: 2, epoch: 4, halted: true, rec: vc(7, "promise-timeout", 0, 2)},
+		{at: 50 * ms, host: 0, epoch: 4, halted: true, rec: vc(10, "promise-timeout", 0, 2)},
+		{at: 70 * ms, host: 2, epoch: 4, halted: true, rec: vc(12, "", 2)},
+		{at: 90 * ms, host: 3, epoch: 4, halted: false}, // after the stall: not counted
+	}
+	got := explain(samples, 0, 80*ms, []string{"A", "B", "C", "D", "E"})
+	for _, want := range []string{
+		"duelling view changes: 4 view changes by 2 initiators",
+		"e5 by A (divergence) for 0.00s: promises [A C] of 3 needed",
+		"e7 by C (promise-timeout)",
+		"e12 by C for 0.00s: promises [C] of 3 needed", // no cause known: none shown
+		"halted: A 0.1s, C 0.1s",
+		"epochs seen [4]",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("explanation lacks %q:\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, "D") {
+		t.Errorf("explanation counts a sample after the stall:\n%s", got)
 	}
 }

@@ -103,6 +103,7 @@ func explain(samples []sample, from, to time.Duration, names []string) string {
 		ambiguous  bool
 		timedOut   int
 		maxPromise int
+		cause      string
 	}
 	vcs := map[[2]uint32]*vc{}
 	halted := map[int]time.Duration{}
@@ -129,7 +130,7 @@ func explain(samples []sample, from, to time.Duration, names []string) string {
 			k := [2]uint32{uint32(s.host), v.Epoch}
 			x := vcs[k]
 			if x == nil {
-				x = &vc{by: s.host, epoch: v.Epoch, first: s.at, need: v.Need}
+				x = &vc{by: s.host, epoch: v.Epoch, first: s.at, need: v.Need, cause: v.Cause}
 				vcs[k] = x
 			}
 			x.last, x.promised, x.ambiguous = s.at, v.Promised, x.ambiguous || v.Ambiguous
@@ -173,7 +174,11 @@ func explain(samples []sample, from, to time.Duration, names []string) string {
 			parts = append(parts, fmt.Sprintf("... %d more", len(list)-show))
 			break
 		}
-		line := fmt.Sprintf("e%d by %s for %.2fs: promises %v of %d needed", x.epoch, names[x.by], (x.last - x.first).Seconds(), hostNames(names, x.promised), x.need)
+		by := names[x.by]
+		if x.cause != "" {
+			by += " (" + x.cause + ")"
+		}
+		line := fmt.Sprintf("e%d by %s for %.2fs: promises %v of %d needed", x.epoch, by, (x.last - x.first).Seconds(), hostNames(names, x.promised), x.need)
 		if x.ambiguous {
 			line += ", ambiguous"
 		}

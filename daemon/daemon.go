@@ -1373,6 +1373,9 @@ type ViewChangeStatus struct {
 	Need      int    `json:"need"`
 	Ambiguous bool   `json:"ambiguous"`
 	Failures  int    `json:"timed_out_before"`
+	// Cause is why this host started it (exo.Cause: divergence, retry,
+	// left-out, ...).
+	Cause string `json:"cause,omitempty"`
 	// Doubt: while Ambiguous, what exo recover --accept-loss would accept
 	// to lose (exo.Doubt).
 	Doubt *DoubtStatus `json:"doubt,omitempty"`
@@ -1448,6 +1451,9 @@ func recoveryStatus(r exo.Recovery, p exo.Pointers, nd *exo.Node, tick time.Dura
 	if vc := r.ViewChange; vc != nil {
 		v := &ViewChangeStatus{Epoch: vc.Epoch, Lo: vc.Lo, Ticks: vc.Ticks, Need: vc.Need, Ambiguous: vc.Ambiguous,
 			Failures: vc.Failures, Promised: []int{}}
+		if vc.Cause != 0 {
+			v.Cause = vc.Cause.String()
+		}
 		for _, u := range vc.Promised {
 			v.Promised = append(v.Promised, int(u))
 		}
@@ -1556,7 +1562,7 @@ func (d *Daemon) watchBehind(now time.Time) {
 		args = append(args, "gathering_epoch", r.GatherEpoch, "gathered_entries", r.Gathered)
 	}
 	if vc := recoveryStatus(r, p, nil, d.cfg.Tick).ViewChange; vc != nil {
-		args = append(args, "view_change", vc.Epoch, "promises", vc.Promised, "need", vc.Need, "ambiguous", vc.Ambiguous)
+		args = append(args, "view_change", vc.Epoch, "cause", vc.Cause, "promises", vc.Promised, "need", vc.Need, "ambiguous", vc.Ambiguous)
 	}
 	d.log.Warn("behind the rack and not catching up", args...)
 }

@@ -118,6 +118,9 @@ func recoveryLine(rs map[string]any) string {
 	}
 	if vc, ok := rs["view_change"].(map[string]any); ok {
 		line := fmt.Sprintf("leading view change %v (promises %v of %v needed", vc["epoch"], vc["promised"], vc["need"])
+		if c, ok := vc["cause"].(string); ok && c != "" {
+			line += ", started on " + c
+		}
 		if vc["ambiguous"] == true {
 			line += ", waits on hosts that lost their state: exo recover shows what accepting the loss gives up"
 		}

@@ -18,7 +18,7 @@ func TestWriteStatusText(t *testing.T) {
 		Counters: map[string]uint64{"frames_in": 10, "frames_out": 5, "rejects.GAP": 2},
 		Keys:     &KeyStatus{SendPhase: 0, Staged: true, Waiting: []int{2}},
 		Recovery: RecoveryStatus{BehindEntries: 12, StateTransfer: true, TransferTo: 2000, TransferPace: 12_500_000, TransferRackPercent: 74, RackSeq: 1500, Fetching: true, FetchPeer: 2, FetchTicks: 3, Gathered: 9, GatherEpoch: 4,
-			ViewChange: &ViewChangeStatus{Epoch: 5, Promised: []int{1}, Need: 2, Ambiguous: true}},
+			ViewChange: &ViewChangeStatus{Epoch: 5, Promised: []int{1}, Need: 2, Ambiguous: true, Cause: "divergence"}},
 		Detector:    DetectorStatus{TimeoutTicks: 16, TimeoutMs: 4, MinTicks: 8, MaxTicks: 16, SRTTTicks: 1.5, RTTVarTicks: 0.25, PeakTicks: 9, Samples: 99, FalseTakeovers: 3, LateFrames: 2},
 		DuplicateID: &DuplicateIDStatus{MemberID: 1, MAC: "02:e0:00:00:00:09", MACs: []string{"02:e0:00:00:00:09"}, FirstSeen: time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC), Seq: 77, Frames: 4, Message: "dup", Check: "check", Fix: "fix"},
 		Memory:      &MemoryStatus{HugePages: "on", AnonBytes: 300 << 20, HugeBytes: 296 << 20, Error: "madvise: EINVAL"}}
@@ -46,7 +46,7 @@ subscribers          1
 skipped_hosts        [0]
 log                  in memory from seq 100; retained on disk from seq 50 (served to hosts that join or fall behind); durable log 3.0 MiB; the rack's floor (a majority serves from) seq 40
 keys                 sending under slot 0; new key staged, waiting for [2] (exo key status)
-recovery             behind by 12 entries; state transfer: fetching the rack's agreed log up to seq 2000 before rejoining (the rack's newest frame heard: seq 1500; progress: append_pointer, counters fetched_entries, exo top's ETA); paced at 12.5 MB/s, the rack at 74% of its rate in the transfer's pauses (transfer_yield); fetching from member 2 (3 ticks); gathered 9 entries of epoch 4; leading view change 5 (promises [1] of 2 needed, waits on hosts that lost their state: exo recover shows what accepting the loss gives up)
+recovery             behind by 12 entries; state transfer: fetching the rack's agreed log up to seq 2000 before rejoining (the rack's newest frame heard: seq 1500; progress: append_pointer, counters fetched_entries, exo top's ETA); paced at 12.5 MB/s, the rack at 74% of its rate in the transfer's pauses (transfer_yield); fetching from member 2 (3 ticks); gathered 9 entries of epoch 4; leading view change 5 (promises [1] of 2 needed, started on divergence, waits on hosts that lost their state: exo recover shows what accepting the loss gives up)
 token_timeout        4 ms (16 ticks, between 8 and 16; smoothed gap 1.50 ticks, deviation 0.25, longest of the last 33-66 s 9, 99 samples); false takeovers 3, late frames of holders passed over 2
 memory               300 MiB anonymous, 296 MiB of it in huge pages (huge_pages on); the kernel refused some: madvise: EINVAL
 counters             frames_in=10 frames_out=5 rejects.GAP=2

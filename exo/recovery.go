@@ -59,6 +59,9 @@ type ViewChangeStatus struct {
 	// Failures counts this host's view changes that timed out since its
 	// last install (each one doubles the next timeout, up to 4x).
 	Failures int
+	// Cause is why this host started it: a trace of a stall names what
+	// set off each of its view changes.
+	Cause Cause
 }
 
 // Behind reports how far the rack's frames showed the rack to be ahead of
@@ -87,7 +90,7 @@ func (nd *Node) Recovery() Recovery {
 	}
 	if vc := nd.vc; vc != nil {
 		s := &ViewChangeStatus{Epoch: vc.epoch, Lo: vc.lo, Ticks: vc.ticks, Need: Majority(len(nd.ms.roster)),
-			Ambiguous: vc.ambiguous, Failures: nd.vcFailures}
+			Ambiguous: vc.ambiguous, Failures: nd.vcFailures, Cause: vc.cause}
 		for u := range vc.promises {
 			s.Promised = append(s.Promised, u)
 		}

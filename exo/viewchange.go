@@ -37,6 +37,7 @@ type viewChange struct {
 	// formers: the hosts out of the roster this amnesiac initiator knows
 	// of were asked too (askFormers), as no member could witness.
 	formers bool
+	cause   Cause // why it started (Recovery shows it)
 }
 
 // nextEpoch returns the smallest epoch above floor that belongs to this host.
@@ -67,7 +68,7 @@ func (nd *Node) startViewChange(cause Cause) {
 	nd.p.Halted = true
 	nd.haltedTicks = 0
 	lo := nd.p.Agreed // an amnesiac host: the end of its state transfer (transfer.go)
-	nd.vc = &viewChange{epoch: e, lo: lo, promises: make(map[uint8]Message)}
+	nd.vc = &viewChange{epoch: e, lo: lo, promises: make(map[uint8]Message), cause: cause}
 	nd.vc.promises[nd.uid] = nd.promise(e, lo)
 	nd.rd.Events = append(nd.rd.Events, Event{Kind: EventViewChange, Epoch: e, Seq: nd.p.Append, Peer: nd.id, Cause: cause})
 	for _, u := range nd.peers() {
