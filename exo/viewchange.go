@@ -363,6 +363,9 @@ func (nd *Node) Step(m Message) {
 	case MsgFetchResp:
 		if int(m.From) < MaxHosts {
 			nd.answeredAt[m.From] = nd.clock // a round trip (tokenStuck)
+			if (len(m.Entries) > 0 || m.ArchiveHi > m.Start) && m.LogEpoch >= nd.p.Epoch {
+				nd.servedAt[m.From] = nd.clock // (nextFetchPeer)
+			}
 		}
 	}
 	switch m.Type {

@@ -956,7 +956,10 @@ func (s *Sim) ready(i int) {
 			h.staged = false
 			s.Stats.KeySwitches++
 		}
-		if e.Kind != exo.EventRetransmit || s.quiet {
+		switch {
+		case e.Kind == exo.EventViewChange:
+			s.tracef("host %d %s epoch=%d seq=%d peer=%d cause=%s", i, e.Kind, e.Epoch, e.Seq, e.Peer, e.Cause)
+		case e.Kind != exo.EventRetransmit || s.quiet:
 			s.tracef("host %d %s epoch=%d seq=%d peer=%d", i, e.Kind, e.Epoch, e.Seq, e.Peer)
 		}
 	}

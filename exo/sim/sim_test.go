@@ -104,6 +104,37 @@ func TestLeftOutAtTheFloor(t *testing.T) {
 	}
 }
 
+// TestFetchRetryPeerSeeds: which member a retried fetch asks
+// (exo.Node.nextFetchPeer). Seed 65 of 5 hosts with the daemon's timing:
+// two hosts catching up behind a minority split asked, after each lost
+// answer, the two members cut off and each other before the one member
+// that served them, each ask backed off more, and the connected majority
+// stood still for 2,348 ticks (942 now). Seed 990 of 5 hosts: a version
+// of the rule that counted any answer as service made a host behind ask
+// the other host behind, whose empty answers were always the latest, to
+// the end of the quiet phase.
+func TestFetchRetryPeerSeeds(t *testing.T) {
+	o := DefaultOptions(5, 65)
+	o.LabTiming, o.FaultTicks, o.Ticks, o.Quiet = true, 2000, 4000, 2000
+	s, err := New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Run(); err != nil {
+		t.Fatalf("seed 65: %v", err)
+	}
+	if st := s.Stats; st.MajorityStall >= 2000 {
+		t.Errorf("seed 65: majority stall %d ticks (2,348 when a retry moved on one position at a time)", st.MajorityStall)
+	}
+	s, err = New(DefaultOptions(5, 990))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Run(); err != nil {
+		t.Errorf("seed 990: %v\nreplay: go run ./cmd/exo sim --hosts 5 --seed 990 --seeds 1 -v", err)
+	}
+}
+
 // TestSimForgedFrames: with an attacker that forges copies of frames (no
 // key), every forged copy is rejected as BAD_TAG (the run checks it) and
 // the rack's properties still hold.
