@@ -168,7 +168,10 @@ func TestExplainDuel(t *testing.T) {
 		{at: 70 * ms, host: 2, epoch: 4, halted: true, rec: vc(12, "", 2)},
 		{at: 90 * ms, host: 3, epoch: 4, halted: false}, // after the stall: not counted
 	}
-	got := explain(samples, 0, 80*ms, []string{"A", "B", "C", "D", "E"})
+	got, all := explain(samples, 0, 80*ms, []string{"A", "B", "C", "D", "E"})
+	if len(all) != 4 || !strings.HasPrefix(all[0], "t=0.010s e5 by A (divergence)") || !strings.HasPrefix(all[3], "t=0.070s e12 by C for") {
+		t.Errorf("the list of view changes: %q", all)
+	}
 	for _, want := range []string{
 		"duelling view changes: 4 view changes by 2 initiators",
 		"e5 by A (divergence) for 0.00s: promises [A C] of 3 needed",

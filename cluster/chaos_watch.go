@@ -36,6 +36,10 @@ type Hold struct {
 	Majority float64 `json:"seconds_with_connected_majority"` // of Seconds, with a connected majority of live hosts
 	Faults   string  `json:"faults"`                          // the nemesis actions in force during it
 	Cause    string  `json:"cause"`
+	// ViewChanges lists every view change seen during it, in order of
+	// start (Cause shows the first few): epoch, initiator, what started
+	// it, how long it was seen, its promises.
+	ViewChanges []string `json:"view_changes,omitempty"`
 }
 
 // holds finds every stretch longer than min in which the rack's agreement
@@ -55,7 +59,7 @@ func holds(samples []sample, spans []faultSpan, end time.Duration, names []strin
 		}
 		h := Hold{StartS: since.Seconds(), Seconds: (to - since).Seconds(), Agreed: rack}
 		h.Majority, h.Faults = majorityTime(spans, since, to)
-		h.Cause = explain(samples, since, to, names)
+		h.Cause, h.ViewChanges = explain(samples, since, to, names)
 		out = append(out, h)
 	}
 	for _, s := range samples {
@@ -91,8 +95,9 @@ func majorityTime(spans []faultSpan, from, to time.Duration) (float64, string) {
 }
 
 // explain says what the hosts did during [from, to): which view changes
-// ran and what they waited for, who was halted, who was behind.
-func explain(samples []sample, from, to time.Duration, names []string) string {
+// ran and what they waited for, who was halted, who was behind; and
+// lists every view change (the explanation shows the first few).
+func explain(samples []sample, from, to time.Duration, names []string) (string, []string) {
 	type vc struct {
 		by         int
 		epoch      uint32
@@ -169,11 +174,8 @@ func explain(samples []sample, from, to time.Duration, names []string) string {
 		parts = append(parts, "hosts halted (promised a view change) while no initiator was seen leading it")
 	}
 	const show = 6
+	var all []string
 	for i, x := range list {
-		if i == show {
-			parts = append(parts, fmt.Sprintf("... %d more", len(list)-show))
-			break
-		}
 		by := names[x.by]
 		if x.cause != "" {
 			by += " (" + x.cause + ")"
@@ -185,7 +187,13 @@ func explain(samples []sample, from, to time.Duration, names []string) string {
 		if x.timedOut > 0 {
 			line += fmt.Sprintf(", after %d time-outs", x.timedOut)
 		}
-		parts = append(parts, line)
+		all = append(all, fmt.Sprintf("t=%.3fs ", x.first.Seconds())+line)
+		switch {
+		case i < show:
+			parts = append(parts, line)
+		case i == show:
+			parts = append(parts, fmt.Sprintf("... %d more", len(list)-show))
+		}
 	}
 	if len(halted) > 0 {
 		var hs []string
@@ -201,7 +209,7 @@ func explain(samples []sample, from, to time.Duration, names []string) string {
 		parts = append(parts, fmt.Sprintf("%s behind by %d entries", names[h], behind[h]))
 	}
 	parts = append(parts, fmt.Sprintf("epochs seen %v", slices.Sorted(maps.Keys(epochs))))
-	return strings.Join(parts, "; ")
+	return strings.Join(parts, "; "), all
 }
 
 func hostNames(names []string, ids []int) []string {

@@ -364,7 +364,7 @@ func (nd *Node) Step(m Message) {
 		if int(m.From) < MaxHosts {
 			nd.answeredAt[m.From] = nd.clock // a round trip (tokenStuck)
 			if (len(m.Entries) > 0 || m.ArchiveHi > m.Start) && m.LogEpoch >= nd.p.Epoch {
-				nd.servedAt[m.From] = nd.clock // (nextFetchPeer)
+				nd.servedAt[m.From], nd.missedRun[m.From] = nd.clock, 0 // (nextFetchPeer)
 			}
 		}
 	}
