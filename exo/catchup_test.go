@@ -922,3 +922,52 @@ func TestFencedHostGivesUpForACatchUp(t *testing.T) {
 		t.Fatalf("still fenced a view-change timeout (%d ticks) later, the host leads no view change", wait)
 	}
 }
+
+// TestViewChangeAsksSilentMembersAgain: the initiator of a view change
+// sends its Prepare again, every reaskEvery ticks and in the same epoch,
+// to the members that neither promised nor refused (a Prepare lost, or
+// sent into a partition since healed), and not to those that did; its
+// next deadline is the re-ask. Without it, such members heard of the view
+// change only through a new one in a higher epoch (a retry, or a halted
+// host's whose promise timed out), each preempting the last.
+func TestViewChangeAsksSilentMembersAgain(t *testing.T) {
+	r := loadedRack(t, 5, 4, 20)
+	x := r.nodes[0]
+	x.startViewChange(CauseDivergence)
+	e := x.vc.epoch
+	x.Ready()
+	x.Advance()
+	x.Step(Message{Type: MsgPromise, From: 1, To: 0, Epoch: e, LogEpoch: 0, Agreed: x.Pointers().Agreed, Start: x.Pointers().Agreed})
+	x.Step(Message{Type: MsgNack, From: 2, To: 0, Epoch: 0, LogEpoch: 0, Agreed: x.Pointers().Agreed}) // refused: say, as far behind
+	x.Ready()
+	x.Advance()
+	every := x.reaskEvery()
+	if every >= x.vcTimeout() {
+		t.Fatalf("re-ask every %d ticks, not within the view-change timeout %d", every, x.vcTimeout())
+	}
+	for k := 1; k <= every; k++ {
+		if d := x.NextTick(); d > every-k+1 {
+			t.Fatalf("tick %d: the next deadline is %d ticks away, past the re-ask", k, d)
+		}
+		x.Tick()
+		var to []uint8
+		for _, m := range x.Ready().Messages {
+			if m.Type == MsgPrepare {
+				if m.Epoch != e {
+					t.Fatalf("re-asked in epoch %d, want the view change's %d", m.Epoch, e)
+				}
+				to = append(to, m.To)
+			}
+		}
+		x.Advance()
+		switch {
+		case k < every && len(to) > 0:
+			t.Fatalf("tick %d: asked %v again before reaskEvery (%d)", k, to, every)
+		case k == every && !slices.Equal(to, []uint8{3, 4}):
+			t.Fatalf("tick %d: asked %v again, want the silent members [3 4] (1 promised, 2 refused)", k, to)
+		}
+	}
+	if x.vc == nil || x.vc.epoch != e {
+		t.Fatalf("the view change of epoch %d did not go on: %+v", e, x.vc)
+	}
+}
