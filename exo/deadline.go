@@ -45,9 +45,6 @@ func (nd *Node) NextTick() int {
 		case nd.notMember && nd.vc == nil:
 		case nd.vc != nil:
 			at(nd.vcTimeout() - nd.vc.ticks)
-			if nd.silent() {
-				at(nd.reaskEvery() - nd.vc.ticks%nd.reaskEvery())
-			}
 		default:
 			at(nd.promiseWait() - nd.haltedTicks)
 		}

@@ -244,14 +244,6 @@ type Node struct {
 	// majority is there to install a view change.
 	clock      uint64
 	answeredAt [MaxHosts]uint64
-	// missedAt is, by member id, one past the clock when a fetch to that
-	// member was last given up on (fetchAgain), and missedRun how many
-	// were in a row since it last served one; servedAt the clock when an
-	// answer of that member last carried entries of this host's epoch or
-	// a later one. A retry skips a member that has not served since it
-	// missed, for fetchCap ticks (nextFetchPeer).
-	missedAt, servedAt [MaxHosts]uint64
-	missedRun          [MaxHosts]uint8
 	// probes counts the probe rounds sent since the last append or
 	// install while not halted (probe); vcHeardAt is the clock when a
 	// view change's message (prepare, promise, nack, install) last came:
@@ -1062,11 +1054,11 @@ func (nd *Node) fetch(peer uint8, lo, hi uint64) {
 func (nd *Node) fetchAgain() {
 	wide := nd.fetchWide
 	defer func() { nd.fetchTries++; nd.fetchWide = wide }()
-	if int(nd.fetchPeer) < MaxHosts {
-		nd.missedAt[nd.fetchPeer] = nd.clock + 1
-		nd.missedRun[nd.fetchPeer] = min(nd.missedRun[nd.fetchPeer]+1, math.MaxUint8)
+	pos, _ := nd.posOf(nd.fetchPeer)
+	peer := uint8((int(pos) + 1) % nd.n)
+	if peer == nd.id {
+		peer = uint8((int(peer) + 1) % nd.n)
 	}
-	peer := nd.nextFetchPeer()
 	lo, hi := nd.p.Append, uint64(0)
 	if c := nd.catchup; c != nil {
 		lo = c.end() // the next batch of a later epoch's log
@@ -1075,48 +1067,6 @@ func (nd *Node) fetchAgain() {
 		}
 	}
 	nd.fetch(nd.uidOf(peer), lo, hi)
-}
-
-// nextFetchPeer is the position fetchAgain asks: the first after the
-// member that did not answer, in token order, that is not this host and
-// has not missed a fetch since it last served one (servedAt: an answer
-// with entries of this host's epoch or a later one), within fetchCap
-// ticks; when every other has, the one that missed fewest in a row, and
-// of those the one that served last (a lost answer is likelier there
-// than a cut). Moving on one position at a time, a lab-timed host
-// catching up behind a minority split asked the two members cut off and
-// one as far behind as itself before the one member that served it,
-// after each lost answer, each ask backed off more (the simulator, seed
-// 65 of --hosts 5 --lab-timing --fault-ticks 2000 --ticks 4000 --quiet
-// 2000: a majority stall of 2,348 ticks). Counting any answer as service,
-// a host behind asked the one other host behind, whose empty answers
-// were always the latest, to the end of the run (seed 990 of --hosts 5);
-// going by the last service alone, a host asked a member cut off after it
-// had served for a whole fetchCap, the member back in reach asked never
-// (seed 149 of --hosts 3 with the daemon's timing).
-func (nd *Node) nextFetchPeer() uint8 {
-	pos, _ := nd.posOf(nd.fetchPeer)
-	next := uint8((int(pos) + 1) % nd.n)
-	if next == nd.id {
-		next = uint8((int(next) + 1) % nd.n)
-	}
-	best, found := next, false
-	var bestRun uint8
-	var bestAt uint64
-	for k := 1; k <= nd.n; k++ {
-		p := uint8((int(pos) + k) % nd.n)
-		u := nd.uidOf(p)
-		if p == nd.id || int(u) >= MaxHosts {
-			continue
-		}
-		if nd.missedRun[u] == 0 || nd.clock+1-nd.missedAt[u] >= uint64(nd.fetchCap()) {
-			return p
-		}
-		if run, at := nd.missedRun[u], nd.servedAt[u]; !found || run < bestRun || run == bestRun && at > bestAt {
-			best, found, bestRun, bestAt = p, true, run, at
-		}
-	}
-	return best
 }
 
 // FetchLimit sizes one fetch answer: Entries entries (or as many as

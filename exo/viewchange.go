@@ -38,9 +38,6 @@ type viewChange struct {
 	// of were asked too (askFormers), as no member could witness.
 	formers bool
 	cause   Cause // why it started (Recovery shows it)
-	// refused lists the members that refused a promise (MsgNack) while
-	// it ran: asked again, they would refuse again (reask).
-	refused []uint8
 }
 
 // nextEpoch returns the smallest epoch above floor that belongs to this host.
@@ -85,39 +82,6 @@ func (nd *Node) askPromise(u uint8) {
 	vc := nd.vc
 	vc.asked = append(vc.asked, u)
 	nd.rd.Messages = append(nd.rd.Messages, Message{Type: MsgPrepare, From: nd.uid, To: u, Epoch: vc.epoch, Lo: vc.lo, LogEpoch: nd.p.Epoch, Amnesiac: nd.amnesiac})
-}
-
-// reaskEvery is how often, in ticks, the initiator of a view change
-// sends its Prepare again to the members asked that neither promised nor
-// refused (reask): a quarter of ViewChangeTimeout.
-func (nd *Node) reaskEvery() int { return max(1, nd.cfg.ViewChangeTimeout/4) }
-
-// silent reports whether a member asked for a promise of the view change
-// this host leads has neither promised nor refused.
-func (nd *Node) silent() bool {
-	for _, u := range nd.vc.asked {
-		if _, ok := nd.vc.promises[u]; !ok && !slices.Contains(nd.vc.refused, u) {
-			return true
-		}
-	}
-	return false
-}
-
-// reask sends the Prepare of the view change this host leads again to
-// the members asked that neither promised nor refused: a Prepare lost,
-// or sent into a partition that healed since. Without it a view change
-// short of promises, or waiting on an ambiguous fork for hosts cut off,
-// heard them only through a new view change (its retry, or a halted
-// host's whose promise timed out), each one in a higher epoch that
-// preempted the last: in a minority of two, a new one every 100 ms on
-// the lab rack, the two hosts leading in turn.
-func (nd *Node) reask() {
-	vc := nd.vc
-	for _, u := range vc.asked {
-		if _, ok := vc.promises[u]; !ok && !slices.Contains(vc.refused, u) {
-			nd.rd.Messages = append(nd.rd.Messages, Message{Type: MsgPrepare, From: nd.uid, To: u, Epoch: vc.epoch, Lo: vc.lo, LogEpoch: nd.p.Epoch, Amnesiac: nd.amnesiac})
-		}
-	}
 }
 
 // diverged starts a view change after a divergence at seq, unless this
@@ -226,24 +190,15 @@ func (nd *Node) vcTimeout() int {
 
 // promiseWait is how long a halted host without a view change of its own
 // (a promise whose install never came, or an amnesiac host) waits before
-// it starts one: a view-change timeout (ViewChangeTimeout, as long as its
-// initiator's first attempt runs before it tries again), staggered by id
-// so that hosts rarely duel. The initiator of a view change short of
-// promises asks the silent members again itself (reask), and its retries
-// are new promises: the host that promised leads only when the initiator
-// went quiet. With half a timeout, the host that promised preempted its
-// initiator every time, then was preempted in turn: on the lab rack 250
-// of a run's 550 view changes were such promise timeouts, two hosts
-// cut off from the rest leading in turn every 100 ms, and a view change
-// whose promises carried a far-behind host's gap (310 ms) was preempted
-// before it installed. A host that knows the rack to be far ahead of it
+// it starts one: half a view-change timeout, staggered by id so that hosts
+// rarely duel. A host that knows the rack to be far ahead of it
 // (behindRack) waits a view-change timeout more: the install it waits for
 // carries what it lacks (on the lab rack, a host 5,900 entries behind
 // timed out on it and preempted the view changes of hosts up to date,
 // nine in 1.6 s with a connected majority), and a host up to date leads
 // for less.
 func (nd *Node) promiseWait() int {
-	wait := nd.cfg.ViewChangeTimeout + int(nd.id)*nd.cfg.TakeoverStagger/2 + 1
+	wait := nd.vcTimeout()/2 + int(nd.id)*nd.cfg.TakeoverStagger/2 + 1
 	if nd.behindRack() && !nd.amnesiac { // (an amnesiac host's own view change is its way back)
 		wait += nd.vcTimeout()
 	}
@@ -344,8 +299,6 @@ func (nd *Node) tickHalted() {
 		if nd.vc.ticks >= nd.vcTimeout() {
 			nd.vcFailures++
 			nd.startViewChange(CauseRetry)
-		} else if nd.vc.ticks%nd.reaskEvery() == 0 && nd.silent() {
-			nd.reask()
 		}
 		return
 	}
@@ -410,9 +363,6 @@ func (nd *Node) Step(m Message) {
 	case MsgFetchResp:
 		if int(m.From) < MaxHosts {
 			nd.answeredAt[m.From] = nd.clock // a round trip (tokenStuck)
-			if (len(m.Entries) > 0 || m.ArchiveHi > m.Start) && m.LogEpoch >= nd.p.Epoch {
-				nd.servedAt[m.From], nd.missedRun[m.From] = nd.clock, 0 // (nextFetchPeer)
-			}
 		}
 	}
 	switch m.Type {
@@ -560,9 +510,6 @@ func (nd *Node) Step(m Message) {
 	case MsgNack:
 		if m.Epoch > nd.maxEpochSeen {
 			nd.maxEpochSeen = m.Epoch
-		}
-		if nd.vc != nil && !slices.Contains(nd.vc.refused, m.From) {
-			nd.vc.refused = append(nd.vc.refused, m.From)
 		}
 		if nd.vc != nil && m.LogEpoch == nd.p.Epoch && m.Agreed > nd.vc.lo+uint64(nd.cfg.MaxFetchEntries) && !nd.amnesiac &&
 			nd.giveUp(nd.p.Epoch, m.From) {

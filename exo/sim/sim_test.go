@@ -93,46 +93,24 @@ func TestLongFaults(t *testing.T) {
 // still waiting to rejoin with 629 proposals when it did. The wait counts
 // in the floor now, as it did with the fixed timeout.
 func TestLeftOutAtTheFloor(t *testing.T) {
-	o := DefaultOptions(7, 164)
-	o.LabTiming, o.FaultTicks, o.Ticks, o.Quiet = true, 2000, 4000, 2000
-	s, err := New(o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Run(); err != nil {
-		t.Fatalf("%v\nreplay: go run ./cmd/exo sim --hosts 7 --seed 164 --seeds 1 --lab-timing --fault-ticks 2000 --ticks 4000 --quiet 2000 -v", err)
-	}
+	runLabTimed(t, 7, 164)
 }
 
-// TestFetchRetryPeerSeeds: which member a retried fetch asks
-// (exo.Node.nextFetchPeer). Seed 65 of 5 hosts with the daemon's timing:
-// two hosts catching up behind a minority split asked, after each lost
-// answer, the two members cut off and each other before the one member
-// that served them, each ask backed off more, and the connected majority
-// stood still for 2,348 ticks (942 now). Seed 990 of 5 hosts: a version
-// of the rule that counted any answer as service made a host behind ask
-// the other host behind, whose empty answers were always the latest, to
-// the end of the quiet phase.
-func TestFetchRetryPeerSeeds(t *testing.T) {
-	o := DefaultOptions(5, 65)
+// runLabTimed runs seed of hosts with the daemon's timing and long
+// faults (exo sim --lab-timing --fault-ticks 2000 --ticks 4000 --quiet
+// 2000), failing t with the replay command if a property is violated.
+func runLabTimed(t *testing.T, hosts int, seed uint64) *Sim {
+	t.Helper()
+	o := DefaultOptions(hosts, seed)
 	o.LabTiming, o.FaultTicks, o.Ticks, o.Quiet = true, 2000, 4000, 2000
 	s, err := New(o)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Run(); err != nil {
-		t.Fatalf("seed 65: %v", err)
+		t.Fatalf("%v\nreplay: go run ./cmd/exo sim --hosts %d --seed %d --seeds 1 --lab-timing --fault-ticks 2000 --ticks 4000 --quiet 2000 -v", err, hosts, seed)
 	}
-	if st := s.Stats; st.MajorityStall >= 2000 {
-		t.Errorf("seed 65: majority stall %d ticks (2,348 when a retry moved on one position at a time)", st.MajorityStall)
-	}
-	s, err = New(DefaultOptions(5, 990))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Run(); err != nil {
-		t.Errorf("seed 990: %v\nreplay: go run ./cmd/exo sim --hosts 5 --seed 990 --seeds 1 -v", err)
-	}
+	return s
 }
 
 // TestSimForgedFrames: with an attacker that forges copies of frames (no
