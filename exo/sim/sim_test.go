@@ -93,24 +93,15 @@ func TestLongFaults(t *testing.T) {
 // still waiting to rejoin with 629 proposals when it did. The wait counts
 // in the floor now, as it did with the fixed timeout.
 func TestLeftOutAtTheFloor(t *testing.T) {
-	runLabTimed(t, 7, 164)
-}
-
-// runLabTimed runs seed of hosts with the daemon's timing and long
-// faults (exo sim --lab-timing --fault-ticks 2000 --ticks 4000 --quiet
-// 2000), failing t with the replay command if a property is violated.
-func runLabTimed(t *testing.T, hosts int, seed uint64) *Sim {
-	t.Helper()
-	o := DefaultOptions(hosts, seed)
+	o := DefaultOptions(7, 164)
 	o.LabTiming, o.FaultTicks, o.Ticks, o.Quiet = true, 2000, 4000, 2000
 	s, err := New(o)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Run(); err != nil {
-		t.Fatalf("%v\nreplay: go run ./cmd/exo sim --hosts %d --seed %d --seeds 1 --lab-timing --fault-ticks 2000 --ticks 4000 --quiet 2000 -v", err, hosts, seed)
+		t.Fatalf("%v\nreplay: go run ./cmd/exo sim --hosts 7 --seed 164 --seeds 1 --lab-timing --fault-ticks 2000 --ticks 4000 --quiet 2000 -v", err)
 	}
-	return s
 }
 
 // TestSimForgedFrames: with an attacker that forges copies of frames (no
